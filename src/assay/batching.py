@@ -1,0 +1,81 @@
+"""Length-sorted, parameter-grouped batches whose results come back in the original order.
+
+Sorting longest first makes padding small and surfaces out-of-memory on the first batch; grouping
+by generation parameters lets a backend pass one parameter set per batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class Batch(Generic[T]):
+    """Items of one batch and their positions in the caller's list."""
+
+    indices: tuple[int, ...]
+    items: tuple[T, ...]
+
+
+def sorted_groups(
+    items: Sequence[T],
+    length: Callable[[T], int],
+    group: Callable[[T], Hashable] | None = None,
+) -> list[list[int]]:
+    """Indices of `items` split by `group` key, each group sorted longest first.
+
+    Ties keep their original order, so the plan is deterministic. Groups come in order of their
+    first member.
+    """
+    keyed: dict[Hashable, list[int]] = {}
+    for i, item in enumerate(items):
+        keyed.setdefault(group(item) if group else None, []).append(i)
+    lengths = [length(item) for item in items]
+    return [sorted(members, key=lambda i: -lengths[i]) for members in keyed.values()]
+
+
+def batches(
+    items: Sequence[T],
+    length: Callable[[T], int],
+    batch_size: int | Callable[[int], int],
+    group: Callable[[T], Hashable] | None = None,
+) -> Iterator[Batch[T]]:
+    """Yield length-sorted batches, never mixing groups.
+
+    `batch_size` is a number, or a function of the longest length in the batch (for memory-aware
+    sizing: long batches get fewer rows).
+    """
+    for members in sorted_groups(items, length, group):
+        start = 0
+        while start < len(members):
+            size = batch_size(length(items[members[start]])) if callable(batch_size) else batch_size
+            chunk = members[start : start + max(1, size)]
+            yield Batch(tuple(chunk), tuple(items[i] for i in chunk))
+            start += len(chunk)
+
+
+def run_batched(
+    items: Sequence[T],
+    run: Callable[[Sequence[T]], Sequence[R]],
+    length: Callable[[T], int],
+    batch_size: int,
+    group: Callable[[T], Hashable] | None = None,
+) -> list[R]:
+    """Run `run` over length-sorted batches and return results in the original order."""
+    out: list[R | None] = [None] * len(items)
+    for batch in batches(items, length, batch_size, group):
+        for index, result in zip(batch.indices, run(batch.items), strict=True):
+            out[index] = result
+    return out  # type: ignore[return-value]
+
+
+def shard(n_items: int, rank: int, world_size: int) -> range:
+    """The contiguous slice of `n_items` that rank `rank` of `world_size` owns."""
+    per, extra = divmod(n_items, world_size)
+    start = rank * per + min(rank, extra)
+    return range(start, start + per + (1 if rank < extra else 0))

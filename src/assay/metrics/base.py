@@ -1,0 +1,115 @@
+"""Metrics: a per-sample function, a corpus aggregation, a direction and a stderr rule.
+
+The stderr rule belongs to the aggregation (closed form for `mean`, seeded bootstrap for the
+others lm-eval bootstraps, none otherwise), never guessed from a function's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from assay.doc import Doc, OutputType
+from assay.registry import Registry
+
+
+@dataclass(frozen=True, slots=True)
+class SampleInput:
+    """Everything a per-sample metric may read for one doc and one filter pipeline."""
+
+    doc: Doc
+    """The doc (its `row` is the raw dataset row)."""
+    output_type: OutputType
+    response: Any
+    """The filtered response. multiple_choice: list of LoglikelihoodResult, one per choice;
+    loglikelihood: one LoglikelihoodResult; loglikelihood_rolling: one RollingResult;
+    generate_until: a string (or a list of strings when the filter keeps several)."""
+    unconditioned: list[float] | None = None
+    """multiple_choice with acc_mutual_info: log P(choice | "") per choice."""
+
+
+StderrRule = Literal["mean", "flat_mean", "bootstrap", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregation:
+    """Turns the per-sample values of a metric into the task's number."""
+
+    name: str
+    fn: Callable[[Sequence[Any]], float]
+    stderr: StderrRule
+    """"mean": sample stddev / sqrt(n); "flat_mean": the same over the flattened per-sample
+    lists (IFEval instruction level); "bootstrap": seeded bootstrap; "none": "N/A"."""
+    bootstrap_cap: int | None = None
+    """Upper bound on bootstrap iterations (lm-eval caps bleu/chrf/ter at 100)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """A metric as used by a task: its per-sample function with the task's kwargs bound."""
+
+    name: str
+    sample_fn: Callable[[SampleInput], Any]
+    aggregation: str
+    """Name of a registered Aggregation."""
+    higher_is_better: bool
+    output_types: frozenset[OutputType] = field(default_factory=frozenset)
+    """Output types this metric can score; empty means any."""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    """The arguments the metric was built with (recorded in results configs)."""
+    needs_unconditioned: bool = False
+    """multiple_choice requests must include unconditioned loglikelihoods (PMI)."""
+
+
+MetricFactory = Callable[..., Metric]
+"""Builds a Metric from YAML metric_list kwargs (e.g. ignore_case=True)."""
+
+METRICS: Registry[MetricFactory] = Registry("metric")
+AGGREGATIONS: Registry[Aggregation] = Registry("aggregation")
+
+
+def register_metric(name: str, *aliases: str) -> Callable[[MetricFactory], MetricFactory]:
+    """Register a metric factory under `name`."""
+    return METRICS.register(name, *aliases)
+
+
+def register_aggregation(aggregation: Aggregation) -> Aggregation:
+    """Register an aggregation under its name."""
+    AGGREGATIONS.register(aggregation.name)(aggregation)
+    return aggregation
+
+
+for _name, _module in {
+    **dict.fromkeys(
+        ["acc", "acc_norm", "acc_bytes", "acc_mutual_info", "brier_score", "f1", "mcc"],
+        "assay.metrics.choice",
+    ),
+    **dict.fromkeys(["exact_match", "bleu", "chrf", "ter", "rouge", "bypass"], "assay.metrics.generation"),
+    **dict.fromkeys(
+        ["perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte"], "assay.metrics.perplexity"
+    ),
+    **dict.fromkeys(["math_verify"], "assay.metrics.math"),
+    **dict.fromkeys(
+        [
+            "prompt_level_strict_acc",
+            "inst_level_strict_acc",
+            "prompt_level_loose_acc",
+            "inst_level_loose_acc",
+        ],
+        "assay.metrics.ifeval",
+    ),
+}.items():
+    METRICS.lazy(_name, _module)
+
+for _name in [
+    "mean", "median", "nanmean", "perplexity", "weighted_perplexity", "bits_per_byte",
+    "f1", "matthews_corrcoef", "bleu", "chrf", "ter", "brier_score", "bypass",
+]:  # fmt: skip
+    AGGREGATIONS.lazy(_name, "assay.metrics.aggregations")
+AGGREGATIONS.lazy("inst_level_acc", "assay.metrics.ifeval")
+
+
+def get_metric(name: str, **kwargs: Any) -> Metric:
+    """Build the registered metric `name` with `kwargs`."""
+    return METRICS.get(name)(**kwargs)

@@ -1,0 +1,113 @@
+"""What a model is asked (requests) and what it answers (results).
+
+Backends see only these plain values; which doc and repeat a request belongs to is tracked by the
+executor, so a backend never needs to know about tasks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class RequestKind(str, Enum):
+    """The three things every backend can do."""
+
+    LOGLIKELIHOOD = "loglikelihood"
+    LOGLIKELIHOOD_ROLLING = "loglikelihood_rolling"
+    GENERATE_UNTIL = "generate_until"
+
+
+Messages = tuple[tuple[str, str], ...]
+"""A chat as ((role, content), ...): hashable, so identical requests dedupe."""
+
+
+@dataclass(frozen=True, slots=True)
+class GenParams:
+    """Generation settings of one request, normalised as lm-eval does."""
+
+    until: tuple[str, ...] = ()
+    """Stop strings: the output is cut before the first occurrence of any of them."""
+    max_gen_toks: int = 256
+    """Maximum number of new tokens."""
+    do_sample: bool = False
+    """Sample instead of greedy decoding."""
+    temperature: float = 0.0
+    top_p: float | None = None
+    top_k: int | None = None
+    seed: int | None = None
+    """Sampling seed; with a seed, the i-th sample of a request is reproducible on its own."""
+    extra: tuple[tuple[str, Any], ...] = ()
+    """Other backend keyword arguments, sorted by key."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """lm-eval style gen_kwargs dict (as written in samples files)."""
+        out: dict[str, Any] = {"until": list(self.until), "max_gen_toks": self.max_gen_toks}
+        out["do_sample"] = self.do_sample
+        out["temperature"] = self.temperature
+        for key in ("top_p", "top_k", "seed"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        out.update(dict(self.extra))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class LoglikelihoodRequest:
+    """log P(continuation | context)."""
+
+    context: str
+    continuation: str
+
+
+@dataclass(frozen=True, slots=True)
+class RollingRequest:
+    """log P(text), over rolling windows of the model's maximum length."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateRequest:
+    """Generate from a prompt (plain text, or chat messages for chat backends)."""
+
+    prompt: str | Messages
+    params: GenParams = field(default_factory=GenParams)
+    sample_index: int = 0
+    """Which of the doc's samples this is; only matters when sampling."""
+
+
+Request = LoglikelihoodRequest | RollingRequest | GenerateRequest
+
+
+@dataclass(frozen=True, slots=True)
+class LoglikelihoodResult:
+    """Answer to a LoglikelihoodRequest."""
+
+    logprob: float
+    """Sum of the continuation tokens' log-probabilities (natural log)."""
+    is_greedy: bool
+    """Whether greedy decoding would have produced exactly the continuation."""
+
+
+@dataclass(frozen=True, slots=True)
+class RollingResult:
+    """Answer to a RollingRequest."""
+
+    logprob: float
+    """Sum of log-probabilities of every token of the text (natural log)."""
+    n_tokens: int = 0
+    """Number of tokens scored."""
+
+
+Result = LoglikelihoodResult | RollingResult | str
+
+
+def kind_of(request: Request) -> RequestKind:
+    """The kind of a request."""
+    if isinstance(request, LoglikelihoodRequest):
+        return RequestKind.LOGLIKELIHOOD
+    if isinstance(request, RollingRequest):
+        return RequestKind.LOGLIKELIHOOD_ROLLING
+    return RequestKind.GENERATE_UNTIL
