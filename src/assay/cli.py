@@ -1,1 +1,261 @@
-def main(): pass
+"""The `assay` command: run, tasks (list / show / dump), validate.
+
+Imports stay light here: heavy libraries load only when a command needs them, so
+`assay --help` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from assay.errors import AssayError
+
+
+def _limit(text: str) -> int | float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value if value < 1.0 else int(value)
+
+
+def _batch(text: str) -> int | str:
+    if text == "auto" or text.startswith("auto:"):
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number or 'auto'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be >= 1")
+    return value
+
+
+def _split_csv(values: list[str] | None) -> list[str]:
+    out: list[str] = []
+    for value in values or []:
+        out += [v for v in value.split(",") if v.strip()]
+    return out
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # exit code 2 with a one-line reason
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"assay: error: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="assay", description="Evaluate language models on benchmark tasks.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="evaluate a model on tasks")
+    run.add_argument(
+        "--model",
+        "-m",
+        default="hf",
+        help="backend: hf, openai-completions, openai-chat, vllm, dummy, replay (default hf)",
+    )
+    run.add_argument(
+        "--model-args", "-a", default="", help="k=v,k2=v2 (or JSON) passed to the backend"
+    )
+    run.add_argument(
+        "--tasks",
+        "-t",
+        action="append",
+        required=True,
+        help="task, group or tag names (comma separated; 'name|k' sets k shots)",
+    )
+    run.add_argument(
+        "--include-path",
+        action="append",
+        default=[],
+        help="directory of lm-eval task YAMLs (repeatable)",
+    )
+    run.add_argument(
+        "--custom-tasks",
+        action="append",
+        default=[],
+        help="Python file defining TASKS_TABLE (repeatable)",
+    )
+    run.add_argument(
+        "--num-fewshot", "-f", type=int, default=None, help="few-shot examples per doc"
+    )
+    run.add_argument(
+        "--limit",
+        "-L",
+        type=_limit,
+        default=None,
+        help="first N docs per task (a value < 1 is a fraction)",
+    )
+    run.add_argument("--batch-size", "-b", type=_batch, default=None, help="N or auto")
+    run.add_argument("--device", default=None, help="cpu, cuda, cuda:0, mps ...")
+    run.add_argument(
+        "--output-dir", "-o", default=None, help="write results.json (and samples) here"
+    )
+    run.add_argument(
+        "--log-samples", "-s", action="store_true", help="write samples_<task>.jsonl per task"
+    )
+    run.add_argument("--seed", type=int, default=0, help="seed for sampling (default 0)")
+    run.add_argument(
+        "--fewshot-seed",
+        type=int,
+        default=1234,
+        help="seed of few-shot selection (default 1234, as lm-eval)",
+    )
+    run.add_argument(
+        "--apply-chat-template",
+        action="store_true",
+        help="render prompts with the model's chat template",
+    )
+    run.add_argument(
+        "--system-instruction",
+        default=None,
+        help="system prompt placed before the task description",
+    )
+    run.add_argument(
+        "--fewshot-as-multiturn",
+        action="store_true",
+        default=None,
+        help="few-shot examples as chat turns",
+    )
+    run.add_argument(
+        "--gen-kwargs", default="", help="generation settings merged into every generative task"
+    )
+    run.add_argument(
+        "--bootstrap-iters",
+        type=int,
+        default=100_000,
+        help="bootstrap iterations for non-mean stderr (0 disables)",
+    )
+    run.add_argument(
+        "--cache", default=None, help="response cache file (default OUTPUT_DIR/cache.sqlite)"
+    )
+    run.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the response cache"
+    )
+    run.add_argument(
+        "--confirm-run-unsafe-code",
+        action="store_true",
+        help="allow tasks that execute model-written code",
+    )
+    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+    tasks = sub.add_parser("tasks", help="list, show or dump tasks")
+    tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True, parser_class=_Parser)
+    for name, helptext in (
+        ("list", "list tasks with output type and default shots"),
+        ("show", "show one task's config and a rendered prompt"),
+        ("dump", "JSON of task modules, docstrings and configs"),
+    ):
+        p = tasks_sub.add_parser(name, help=helptext)
+        p.add_argument("--include-path", action="append", default=[])
+        p.add_argument("--custom-tasks", action="append", default=[])
+        if name == "show":
+            p.add_argument("name")
+            p.add_argument("--num-fewshot", type=int, default=None)
+
+    validate = sub.add_parser(
+        "validate", help="check task definitions and their data without a model"
+    )
+    validate.add_argument("--tasks", "-t", action="append", required=True)
+    validate.add_argument("--include-path", action="append", default=[])
+    validate.add_argument("--custom-tasks", action="append", default=[])
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    from assay.evaluator import Evaluation, RunSettings, results_tables
+    from assay.models._args import parse_kv
+    from assay.tasks.registry import Registry
+
+    settings = RunSettings(
+        model=args.model,
+        model_args=parse_kv(args.model_args, "--model-args"),
+        num_fewshot=args.num_fewshot,
+        limit=args.limit,
+        batch_size=args.batch_size,
+        device=args.device,
+        output_dir=args.output_dir,
+        log_samples=args.log_samples,
+        seed=args.seed,
+        fewshot_seed=args.fewshot_seed,
+        apply_chat_template=args.apply_chat_template,
+        system_instruction=args.system_instruction,
+        fewshot_as_multiturn=args.fewshot_as_multiturn,
+        gen_kwargs=parse_kv(args.gen_kwargs, "--gen-kwargs"),
+        bootstrap_iters=args.bootstrap_iters,
+        cache=False if args.no_cache else args.cache,
+        confirm_run_unsafe_code=args.confirm_run_unsafe_code,
+        show_progress=not args.no_progress,
+    )
+    if args.log_samples and not args.output_dir:
+        raise AssayError("--log-samples needs --output-dir (where samples files are written).")
+    registry = Registry(args.include_path, args.custom_tasks)
+    evaluation = Evaluation(registry.resolve(_split_csv(args.tasks)), settings)
+    results = evaluation.run()
+    model_text = f"{args.model} ({args.model_args})" if args.model_args else args.model
+    print(
+        f"{model_text}, limit: {args.limit}, num_fewshot: {args.num_fewshot}, batch_size: {args.batch_size}"
+    )
+    print(results_tables(results))
+    if args.output_dir:
+        print(f"\nresults written to {args.output_dir}/results.json")
+    return 0
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    from assay.tasks import listing
+    from assay.tasks.registry import Registry
+
+    registry = Registry(args.include_path, args.custom_tasks)
+    if args.tasks_command == "list":
+        print(listing.list_table(registry))
+    elif args.tasks_command == "show":
+        print(listing.show(registry, args.name, args.num_fewshot))
+    else:
+        print(listing.dump(registry))
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from assay.evaluator import Evaluation, RunSettings
+    from assay.tasks.registry import Registry
+
+    evaluation = Evaluation(
+        Registry(args.include_path, args.custom_tasks).resolve(_split_csv(args.tasks)),
+        RunSettings(),
+    )
+    evaluation.load_data()
+    for task in evaluation.tasks:
+        first = next(task.docs(task.doc_indices(1)), None)
+        print(
+            f"ok  {task.name}: {len(task.eval_rows())} docs, output {task.output_type.value}, first doc {'renders' if first else 'skipped'}"
+        )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `assay` command."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    handlers: dict[str, Any] = {"run": _run, "tasks": _tasks, "validate": _validate}
+    try:
+        return handlers[args.command](args)
+    except AssayError as exc:
+        sys.stderr.write(f"assay: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("assay: interrupted; completed requests are kept in the response cache.\n")
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class OutputType(str, Enum):
+class OutputType(StrEnum):
     """lm-eval's output types: how a task turns docs into requests and scores them."""
 
     LOGLIKELIHOOD = "loglikelihood"
@@ -16,7 +16,7 @@ class OutputType(str, Enum):
     GENERATE_UNTIL = "generate_until"
 
 
-class SamplingMethod(str, Enum):
+class SamplingMethod(StrEnum):
     """How the model is queried for a doc."""
 
     GENERATIVE = "GENERATIVE"

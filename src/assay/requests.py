@@ -7,11 +7,11 @@ executor, so a backend never needs to know about tasks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any
+from enum import StrEnum
+from typing import Any, NamedTuple
 
 
-class RequestKind(str, Enum):
+class RequestKind(StrEnum):
     """The three things every backend can do."""
 
     LOGLIKELIHOOD = "loglikelihood"
@@ -81,9 +81,8 @@ class GenerateRequest:
 Request = LoglikelihoodRequest | RollingRequest | GenerateRequest
 
 
-@dataclass(frozen=True, slots=True)
-class LoglikelihoodResult:
-    """Answer to a LoglikelihoodRequest."""
+class LoglikelihoodResult(NamedTuple):
+    """Answer to a LoglikelihoodRequest; unpacks like lm-eval's (logprob, is_greedy) tuple."""
 
     logprob: float
     """Sum of the continuation tokens' log-probabilities (natural log)."""
@@ -111,3 +110,59 @@ def kind_of(request: Request) -> RequestKind:
     if isinstance(request, RollingRequest):
         return RequestKind.LOGLIKELIHOOD_ROLLING
     return RequestKind.GENERATE_UNTIL
+
+
+DEFAULT_MAX_GEN_TOKS = 256
+_MAX_TOKEN_ALIASES = ("max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens")
+
+
+def normalize_gen_kwargs(kwargs: dict[str, Any], *, default_until: list[str]) -> GenParams:
+    """lm-eval's gen_kwargs rules as one GenParams.
+
+    The first of max_gen_toks / max_new_tokens / max_tokens / max_completion_tokens wins
+    (default 256); with do_sample unset, temperature > 0 means sampling; do_sample=False forces
+    temperature 0; `until` may be a string; a missing `until` means the few-shot delimiter.
+    """
+    from assay.errors import ConfigError
+
+    rest = dict(kwargs)
+    until = rest.pop("until", None)
+    if until is None:
+        until = list(default_until)
+    elif isinstance(until, str):
+        until = [until]
+    elif not isinstance(until, list | tuple) or not all(isinstance(u, str) for u in until):
+        raise ConfigError(
+            f"gen_kwargs 'until' must be a string or a list of strings, got {until!r}."
+        )
+    max_toks = DEFAULT_MAX_GEN_TOKS
+    found = [k for k in _MAX_TOKEN_ALIASES if k in rest]
+    for key in found:
+        value = rest.pop(key)
+        if key == found[0]:
+            max_toks = value
+    try:
+        max_toks = int(max_toks)
+        temperature = float(rest.pop("temperature", 0.0) or 0.0)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"gen_kwargs: max_gen_toks and temperature must be numbers, got {kwargs!r}."
+        ) from None
+    do_sample = rest.pop("do_sample", None)
+    if isinstance(do_sample, str):
+        do_sample = do_sample.lower() == "true"
+    if do_sample is None:
+        do_sample = temperature > 0.0
+    elif not do_sample:
+        temperature = 0.0
+    top_p, top_k, seed = rest.pop("top_p", None), rest.pop("top_k", None), rest.pop("seed", None)
+    return GenParams(
+        until=tuple(until),
+        max_gen_toks=max_toks,
+        do_sample=bool(do_sample),
+        temperature=temperature,
+        top_p=float(top_p) if top_p is not None else None,
+        top_k=int(top_k) if top_k is not None else None,
+        seed=int(seed) if seed is not None else None,
+        extra=tuple(sorted(rest.items())),
+    )

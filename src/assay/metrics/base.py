@@ -85,9 +85,12 @@ for _name, _module in {
         ["acc", "acc_norm", "acc_bytes", "acc_mutual_info", "brier_score", "f1", "mcc"],
         "assay.metrics.choice",
     ),
-    **dict.fromkeys(["exact_match", "bleu", "chrf", "ter", "rouge", "bypass"], "assay.metrics.generation"),
     **dict.fromkeys(
-        ["perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte"], "assay.metrics.perplexity"
+        ["exact_match", "bleu", "chrf", "ter", "rouge", "bypass"], "assay.metrics.generation"
+    ),
+    **dict.fromkeys(
+        ["perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte"],
+        "assay.metrics.perplexity",
     ),
     **dict.fromkeys(["math_verify"], "assay.metrics.math"),
     **dict.fromkeys(

@@ -68,3 +68,14 @@ for _name, _module in {
 def chat_template_of(model: LM) -> Any:
     """The backend's `apply_chat_template(messages, add_generation_prompt)` or None."""
     return getattr(model, "apply_chat_template", None)
+
+
+def cut_at_stops(text: str, until: Sequence[str]) -> str:
+    """Cut generated text before the first occurrence of each stop string, as lm-eval does.
+
+    Every backend applies stop strings through this one function.
+    """
+    for stop in until:
+        if stop:
+            text = text.split(stop, 1)[0]
+    return text

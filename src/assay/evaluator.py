@@ -1,0 +1,525 @@
+"""evaluate(): the whole pipeline for benchmark tasks, streamed shard by shard.
+
+task -> docs -> prompts -> requests -> model -> responses -> filters -> metrics -> aggregates ->
+results. Every task is validated and its data loaded before the model is built; each task's
+numbers and samples are written as soon as it finishes.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.cache import ResponseCache
+from assay.doc import Doc, OutputType
+from assay.errors import ConfigError
+from assay.executors.local import run_requests
+from assay.instances import doc_instances
+from assay.models.base import LM, MODELS
+from assay.prompts.manager import PromptManager
+from assay.requests import GenerateRequest, GenParams, normalize_gen_kwargs
+from assay.results.summary import GroupSpec, MetricValues, group_entry, task_entry
+from assay.results.table import make_table
+from assay.results.writer import OutputDir
+from assay.scoring import (
+    DocResult,
+    apply_filters,
+    build_filters,
+    build_metrics,
+    dumps,
+    sample_record,
+    score,
+)
+from assay.tasks.registry import Registry, Resolved
+from assay.tasks.task import DEFAULT_FEWSHOT_SEED, Task
+
+log = logging.getLogger(__name__)
+
+SHARD_DOCS = 2000
+"""Docs per shard: memory stays flat however large a task is."""
+
+
+@dataclass
+class RunSettings:
+    """Everything a run needs besides the tasks (the CLI flags, as values)."""
+
+    model: str | LM = "dummy"
+    model_args: dict[str, Any] = field(default_factory=dict)
+    num_fewshot: int | None = None
+    limit: int | float | None = None
+    batch_size: int | str | None = None
+    device: str | None = None
+    output_dir: str | Path | None = None
+    log_samples: bool = False
+    seed: int = 0
+    fewshot_seed: int = DEFAULT_FEWSHOT_SEED
+    apply_chat_template: bool = False
+    system_instruction: str | None = None
+    fewshot_as_multiturn: bool | None = None
+    gen_kwargs: dict[str, Any] = field(default_factory=dict)
+    bootstrap_iters: int = 100_000
+    cache: str | Path | bool | None = None
+    """Response cache path; None means OUT/cache.sqlite when an output dir is given."""
+    confirm_run_unsafe_code: bool = False
+    dataset_loading_processes: int = 4
+    show_progress: bool = True
+
+
+def _git_hash() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except OSError:
+        return None
+    return out.stdout.strip() or None
+
+
+def build_model(settings: RunSettings) -> LM:
+    """The backend named by the settings (or the LM object given)."""
+    if not isinstance(settings.model, str):
+        return settings.model
+    args = dict(settings.model_args)
+    if settings.batch_size is not None:
+        args.setdefault("batch_size", settings.batch_size)
+    if settings.device is not None:
+        args.setdefault("device", settings.device)
+    return MODELS.get(settings.model)(**args)
+
+
+class Evaluation:
+    """One run over resolved tasks."""
+
+    def __init__(self, resolved: Resolved, settings: RunSettings) -> None:
+        self.resolved, self.settings = resolved, settings
+        self.tasks = [
+            Task(
+                r.config,
+                num_fewshot=r.num_fewshot if r.num_fewshot is not None else settings.num_fewshot,
+                fewshot_seed=settings.fewshot_seed,
+            )
+            for r in resolved.tasks
+        ]
+        if settings.fewshot_as_multiturn and not settings.apply_chat_template:
+            raise ConfigError("--fewshot-as-multiturn needs --apply-chat-template.")
+        self.plans = {}
+        for task in self.tasks:
+            cfg = task.config
+            cfg.validate()
+            if cfg.unsafe_code and not settings.confirm_run_unsafe_code:
+                raise ConfigError(
+                    f"{cfg.where()} executes model-written code. Re-run with --confirm-run-unsafe-code "
+                    "if you accept that (it runs in a subprocess with time and memory limits)."
+                )
+            self.plans[task.name] = (build_filters(cfg), build_metrics(cfg))
+
+    def load_data(self) -> None:
+        """Load every task's dataset (in parallel), before any model is built."""
+        workers = max(1, min(self.settings.dataset_loading_processes, len(self.tasks)))
+        if workers == 1:
+            for task in self.tasks:
+                task.load()
+            return
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda t: t.load(), self.tasks))
+
+    # ------------------------------------------------------------------ run
+    def run(self, model: LM | None = None) -> dict[str, Any]:
+        started = time.perf_counter()
+        date = time.time()
+        self.load_data()
+        model = model or build_model(self.settings)
+        out = OutputDir(self.settings.output_dir) if self.settings.output_dir else None
+        cache = self._cache(model, out)
+        results: dict[str, Any] = {
+            "results": {},
+            "groups": {},
+            "group_subtasks": {},
+            "configs": {},
+            "versions": {},
+            "n-shot": {},
+            "higher_is_better": {},
+            "n-samples": {},
+        }
+        assay_extra: dict[str, Any] = {"timings": {}, "requests": {}}
+        for task in self.tasks:
+            t0 = time.perf_counter()
+            entry, counts, n_docs = self._run_task(task, model, cache, out)
+            cfg = task.config
+            results["results"][task.name] = entry
+            results["configs"][task.name] = _config_dump(task)
+            results["versions"][task.name] = cfg.version
+            results["n-shot"][task.name] = task.shots
+            results["higher_is_better"][task.name] = {
+                m.metric.name: m.higher_is_better for m in self.plans[task.name][1]
+            }
+            results["n-samples"][task.name] = {
+                "original": len(task.eval_rows()),
+                "effective": n_docs,
+            }
+            assay_extra["timings"][task.name] = round(time.perf_counter() - t0, 3)
+            assay_extra["requests"][task.name] = counts
+            self._groups(results)
+            if out:
+                out.write_results(self._finish(results, assay_extra, model, started, date))
+        final = self._finish(results, assay_extra, model, started, date)
+        if out:
+            out.write_results(final)
+        if cache is not None:
+            cache.close()
+        return final
+
+    def _cache(self, model: LM, out: OutputDir | None) -> ResponseCache | None:
+        setting = self.settings.cache
+        if setting is False:
+            return None
+        path = (
+            Path(setting)
+            if isinstance(setting, str | Path)
+            else (out.path / "cache.sqlite" if out else None)
+        )
+        return ResponseCache(path, model.identity()) if path else None
+
+    def _prompt_manager(self, task: Task, model: LM) -> PromptManager:
+        cfg, s = task.config, self.settings
+        chat = None
+        if s.apply_chat_template:
+            chat = getattr(model, "apply_chat_template", None)
+            if chat is None and not getattr(model, "accepts_messages", False):
+                raise ConfigError(
+                    f"--apply-chat-template: the {type(model).__name__} backend has no chat template."
+                )
+        multiturn = s.fewshot_as_multiturn if s.fewshot_as_multiturn is not None else bool(chat)
+        return PromptManager(
+            target_delimiter=cfg.target_delimiter,
+            fewshot_delimiter=cfg.fewshot_delimiter,
+            fewshot_target_delimiter=cfg.fewshot_target_delimiter,
+            fewshot_fewshot_delimiter=cfg.fewshot_fewshot_delimiter,
+            system_instruction=s.system_instruction,
+            chat_template=chat,
+            fewshot_as_multiturn=multiturn,
+            api_messages=bool(getattr(model, "accepts_messages", False)),
+            strip_instruction=cfg.instruction_in_query,
+        )
+
+    def _gen_params(self, task: Task, doc: Doc) -> GenParams:
+        cfg = task.config
+        kwargs = dict(cfg.generation_kwargs or {})
+        # Per-doc values win over the task's; the command line wins over both.
+        if doc.generation_size is not None:
+            for alias in ("max_new_tokens", "max_tokens", "max_completion_tokens"):
+                kwargs.pop(alias, None)
+            kwargs["max_gen_toks"] = doc.generation_size
+        if doc.stop_sequences is not None:
+            kwargs["until"] = list(doc.stop_sequences)
+        kwargs.update(self.settings.gen_kwargs)
+        if "seed" not in kwargs and kwargs.get("do_sample"):
+            kwargs["seed"] = self.settings.seed
+        return normalize_gen_kwargs(kwargs, default_until=[cfg.fewshot_delimiter])
+
+    def _run_task(
+        self, task: Task, model: LM, cache: ResponseCache | None, out: OutputDir | None
+    ) -> tuple[dict[str, Any], dict[str, int], int]:
+        cfg = task.config
+        filters, metrics = self.plans[task.name]
+        output_type = task.output_type
+        prompts = self._prompt_manager(task, model)
+        with_uncond = any(m.metric.needs_unconditioned for m in metrics)
+        indices = task.doc_indices(self.settings.limit)
+        columns: dict[tuple[str, str], MetricValues] = {}
+        parts = {
+            f.name: (out.path / f".samples_{task.name}.{i}.part") if out else None
+            for i, f in enumerate(filters)
+        }
+        handles = {
+            name: p.open("w", encoding="utf-8")
+            for name, p in parts.items()
+            if p and self.settings.log_samples
+        }
+        counts = {"requests": 0, "unique_requests": 0}
+        progress = _Progress(f"{task.name}", enabled=self.settings.show_progress)
+        n_docs = 0
+        try:
+            docs_iter = task.docs(indices)
+            while True:
+                shard = [d for _, d in zip(range(SHARD_DOCS), docs_iter)]
+                if not shard:
+                    break
+                results = self._run_shard(
+                    task, shard, model, cache, prompts, output_type, with_uncond, counts, progress
+                )
+                apply_filters(results, filters)
+                score(results, cfg, metrics, filters)
+                n_docs += len(results)
+                for ensemble in filters:
+                    for result in results:
+                        values = result.values[ensemble.name]
+                        for m_name, value in values.items():
+                            col = columns.get((m_name, ensemble.name))
+                            if col is None:
+                                col = columns[(m_name, ensemble.name)] = self._column(
+                                    m_name, ensemble.name, metrics, cfg
+                                )
+                            col.values.append(value)
+                        if ensemble.name in handles:
+                            record = sample_record(result, ensemble.name, output_type, list(values))
+                            handles[ensemble.name].write(dumps(record) + "\n")
+        finally:
+            progress.close()
+            for handle in handles.values():
+                handle.close()
+        if out and self.settings.log_samples:
+            out.write_samples(task.name, [p for p in parts.values() if p])
+        entry = task_entry(
+            task.name, cfg.alias, n_docs, list(columns.values()), self.settings.bootstrap_iters
+        )
+        return entry, counts, n_docs
+
+    def _column(self, metric: str, flt: str, metrics: Sequence[Any], cfg: Any) -> MetricValues:
+        for m in metrics:
+            if m.metric.name == metric:
+                return MetricValues(metric, flt, m.aggregation, m.higher_is_better)
+        from assay.metrics.base import AGGREGATIONS
+
+        return MetricValues(metric, flt, AGGREGATIONS.get("mean"), True)
+
+    def _run_shard(
+        self,
+        task: Task,
+        shard: list[tuple[int, Doc]],
+        model: LM,
+        cache: ResponseCache | None,
+        prompts: PromptManager,
+        output_type: OutputType,
+        with_uncond: bool,
+        counts: dict[str, int],
+        progress: _Progress,
+    ) -> list[DocResult]:
+        results: list[DocResult] = []
+        flat: list[Any] = []
+        for doc_id, doc in shard:
+            if output_type == OutputType.MULTIPLE_CHOICE and doc.shared_continuation is not None:
+                prompt: Any = prompts.contexts(doc, doc.fewshot_samples)
+            elif output_type == OutputType.LOGLIKELIHOOD_ROLLING:
+                prompt = None
+            else:
+                prompt = prompts.render(doc, doc.fewshot_samples)
+            params = (
+                self._gen_params(task, doc) if output_type == OutputType.GENERATE_UNTIL else None
+            )
+            instances = doc_instances(
+                doc,
+                output_type,
+                prompt,
+                continuation_delimiter=prompts.continuation_delimiter(doc),
+                params=params,
+                with_unconditioned=with_uncond,
+            )
+            repeats = doc.num_samples or 1
+            result = DocResult(doc_id, doc, instances, [[] for _ in instances])
+            for i, inst in enumerate(instances):
+                for k in range(repeats):
+                    request = inst.request
+                    if isinstance(request, GenerateRequest) and request.params.do_sample:
+                        request = GenerateRequest(request.prompt, request.params, k)
+                    flat.append((result, i, request))
+            results.append(result)
+        progress.add_total(len(flat))
+        answers = run_requests(
+            model, [r for _, _, r in flat], cache=cache, progress=progress.advance
+        )
+        counts["requests"] += len(flat)
+        counts["unique_requests"] += len({r for _, _, r in flat})
+        for (result, i, _), answer in zip(flat, answers, strict=True):
+            result.resps[i].append(answer)
+        return results
+
+    def _groups(self, results: dict[str, Any]) -> None:
+        done = results["results"]
+        for node in self.resolved.groups:
+            cfg = node.config
+            results["group_subtasks"][cfg.name] = list(node.children)
+            children = [done.get(c) or results["groups"].get(c) for c in node.children]
+            if any(c is None for c in children):
+                continue
+            if not cfg.aggregate_metric_list:
+                done.setdefault(cfg.name, {"name": cfg.name, "alias": cfg.alias or cfg.name})
+                continue
+            specs = [
+                GroupSpec(
+                    a["metric"], _as_list(a.get("filter_list")), bool(a.get("weight_by_size", True))
+                )
+                for a in cfg.aggregate_metric_list
+            ]
+            entry = group_entry(cfg.name, cfg.alias, children, specs)  # type: ignore[arg-type]
+            results["groups"][cfg.name] = entry
+            results["versions"][cfg.name] = str(cfg.version) if cfg.version is not None else "N/A"
+            shots = {results["n-shot"].get(c) for c in node.children}
+            if len(shots) == 1:
+                results["n-shot"][cfg.name] = shots.pop()
+            merged: dict[str, Any] = {}
+            for c in node.children:
+                for metric, higher in results["higher_is_better"].get(c, {}).items():
+                    merged[metric] = higher if merged.get(metric, higher) == higher else None
+            results["higher_is_better"][cfg.name] = merged
+
+    def _finish(
+        self, results: dict[str, Any], extra: dict[str, Any], model: LM, started: float, date: float
+    ) -> dict[str, Any]:
+        s = self.settings
+        final = {
+            key: dict(value) if isinstance(value, dict) else value for key, value in results.items()
+        }
+        # Groups are listed first, as lm-eval does.
+        for name, entry in results["groups"].items():
+            final["results"] = {
+                name: entry,
+                **{k: v for k, v in final["results"].items() if k != name},
+            }
+        for key in ("versions", "n-shot", "higher_is_better"):
+            final[key] = dict(sorted(final[key].items()))
+        final["config"] = {
+            "model": s.model if isinstance(s.model, str) else type(s.model).__name__,
+            "model_args": s.model_args,
+            "batch_size": s.batch_size,
+            "batch_sizes": list(getattr(model, "batch_sizes", [])),
+            "device": s.device,
+            "use_cache": str(s.cache) if s.cache else None,
+            "limit": s.limit,
+            "bootstrap_iters": s.bootstrap_iters,
+            "gen_kwargs": s.gen_kwargs,
+            "random_seed": s.seed,
+            "fewshot_seed": s.fewshot_seed,
+            "model_identity": model.identity(),
+        }
+        final["git_hash"] = _git_hash()
+        final["date"] = date
+        final["task_hashes"] = {}
+        final["system_instruction"] = s.system_instruction
+        final["fewshot_as_multiturn"] = bool(s.fewshot_as_multiturn)
+        final["chat_template_applied"] = s.apply_chat_template
+        final["assay"] = extra
+        final["total_evaluation_time_seconds"] = str(time.perf_counter() - started)
+        return final
+
+
+class _Progress:
+    """A rich progress bar with ETA (only on a terminal)."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        import sys
+
+        self.bar = None
+        if enabled and sys.stderr.isatty():
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                transient=False,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task(label, total=0)
+
+    def add_total(self, n: int) -> None:
+        if self.bar:
+            self.bar.update(self.task, total=(self.bar.tasks[0].total or 0) + n)
+
+    def advance(self, n: int) -> None:
+        if self.bar:
+            self.bar.advance(self.task, n)
+
+    def close(self) -> None:
+        if self.bar:
+            self.bar.stop()
+
+
+def _as_list(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _config_dump(task: Task) -> dict[str, Any]:
+    cfg = task.config
+    if cfg.raw_config is not None:
+        dumped = {k: (v.dotted if hasattr(v, "dotted") else v) for k, v in cfg.raw_config.items()}
+        dumped = _stringify_functions(dumped)
+    else:
+        dumped = {
+            "task": cfg.name,
+            "hf_repo": cfg.hf_repo,
+            "hf_subset": cfg.hf_subset,
+            "hf_revision": cfg.hf_revision,
+            "evaluation_splits": list(cfg.evaluation_splits),
+            "few_shots_split": cfg.few_shots_split,
+            "few_shots_select": cfg.few_shots_select,
+            "output_type": cfg.resolved_output_type.value,
+            "metric_list": [{"metric": m.name, **m.kwargs} for m in cfg.metrics],  # type: ignore[union-attr]
+            "generation_kwargs": cfg.generation_kwargs,
+            "num_fewshot": task.shots,
+            "target_delimiter": cfg.target_delimiter,
+            "fewshot_delimiter": cfg.fewshot_delimiter,
+        }
+    dumped.setdefault("metadata", {})
+    dumped["metadata"] = {
+        **(dumped.get("metadata") or {}),
+        "version": cfg.version,
+        "config_source": cfg.source,
+    }
+    return dumped
+
+
+def _stringify_functions(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _stringify_functions(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_stringify_functions(v) for v in value]
+    if hasattr(value, "dotted"):
+        return f"!function {value.dotted}"
+    return value
+
+
+def evaluate(
+    model: str | LM = "dummy",
+    tasks: Sequence[str] = (),
+    *,
+    model_args: dict[str, Any] | str | None = None,
+    include_path: Sequence[str | Path] = (),
+    custom_tasks: Sequence[str | Path] = (),
+    **settings: Any,
+) -> dict[str, Any]:
+    """Evaluate `model` on `tasks` and return the results dict (lm-eval layout).
+
+    Keyword settings are the fields of RunSettings (num_fewshot, limit, batch_size, device,
+    output_dir, log_samples, seed, apply_chat_template, system_instruction, fewshot_as_multiturn,
+    gen_kwargs, bootstrap_iters, cache, confirm_run_unsafe_code).
+    """
+    from assay.models._args import parse_kv
+
+    run = RunSettings(model=model, model_args=parse_kv(model_args, "model_args"), **settings)
+    registry = Registry(include_path, custom_tasks)
+    evaluation = Evaluation(registry.resolve(tasks), run)
+    return evaluation.run()
+
+
+def results_tables(results: dict[str, Any]) -> str:
+    """The printed tables: tasks, then groups when there are any."""
+    text = make_table(results, "results")
+    if results.get("groups"):
+        text += "\n\n" + make_table(results, "groups")
+    return text

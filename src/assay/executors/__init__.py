@@ -1,0 +1,1 @@
+"""Executors: where requests run (local process; ray for many workers)."""

@@ -1,0 +1,1 @@
+"""Model backends; each registers itself with @register_model."""

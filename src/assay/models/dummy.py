@@ -1,0 +1,57 @@
+"""dummy: seeded random answers, for measuring the harness itself."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+from assay.models._args import check_args
+from assay.models.base import register_model
+from assay.requests import (
+    GenerateRequest,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingRequest,
+    RollingResult,
+)
+
+
+def _unit(seed: int, *parts: str) -> float:
+    """A deterministic number in [0, 1) from the request text: independent of batch order."""
+    h = zlib.crc32("\x1f".join(parts).encode("utf-8", "surrogatepass"), seed)
+    return (h & 0xFFFFFF) / 0x1000000
+
+
+class DummyLM:
+    """Answers every request with a seeded pseudo-random value derived from the request."""
+
+    def __init__(self, seed: int = 1234, response: str = "lol") -> None:
+        self.seed = int(seed)
+        self.response = str(response)
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        out = []
+        for r in requests:
+            u = _unit(self.seed, r.context, r.continuation)
+            out.append(LoglikelihoodResult(-20.0 * u, u < 0.25))
+        return out
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
+        return [
+            RollingResult(-2.0 * len(r.text) * (0.5 + _unit(self.seed, r.text)), len(r.text))
+            for r in requests
+        ]
+
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
+        return [self.response for _ in requests]
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": "dummy", "seed": self.seed, "response": self.response}
+
+
+@register_model("dummy")
+def dummy(**model_args: Any) -> DummyLM:
+    """`--model dummy [--model-args seed=N,response=TEXT]`."""
+    args = check_args("dummy", model_args, {"seed": 1234, "response": "lol"})
+    return DummyLM(seed=args["seed"], response=args["response"])

@@ -1,0 +1,87 @@
+"""replay: answers recorded earlier, matched by prompt, to re-score without a model."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from assay.errors import ConfigError, ModelError
+from assay.models._args import check_args
+from assay.models.base import cut_at_stops, register_model
+from assay.requests import GenerateRequest, LoglikelihoodRequest, RollingRequest
+
+
+def _prompt_text(request: GenerateRequest) -> str:
+    """Plain prompts as they are; chat prompts by their last user message."""
+    if isinstance(request.prompt, str):
+        return request.prompt
+    users = [content for role, content in request.prompt if role == "user"]
+    return users[-1] if users else ""
+
+
+class ReplayLM:
+    """Generation answers looked up by prompt text in a JSONL file of {"prompt", "response"}."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.responses: dict[str, str] = {}
+        digest = hashlib.sha256()
+        try:
+            handle = self.path.open(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"--model-args path={self.path}: cannot read the responses file: {exc.strerror}."
+            ) from None
+        with handle:
+            for number, line in enumerate(handle, 1):
+                digest.update(line.encode())
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    prompt, response = record["prompt"], record["response"]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    raise ConfigError(
+                        f"{self.path}:{number}: each line must be a JSON object with 'prompt' and 'response'."
+                    ) from None
+                self.responses[prompt] = response
+        self.digest = digest.hexdigest()
+
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
+        missing = [_prompt_text(r) for r in requests if _prompt_text(r) not in self.responses]
+        if missing:
+            listing = "\n".join(f"  - {p[:120]!r}" for p in missing[:5])
+            more = f"\n  ... and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise ModelError(
+                f"replay: {len(missing)} prompt(s) have no recorded response in {self.path}:\n{listing}{more}\n"
+                "Record responses for exactly these prompts (the prompts in a samples file's arguments)."
+            )
+        out = []
+        for r in requests:
+            out.append(cut_at_stops(self.responses[_prompt_text(r)], r.params.until))
+        return out
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[Any]:
+        raise ModelError("replay answers generation requests only; this task needs loglikelihoods.")
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[Any]:
+        raise ModelError(
+            "replay answers generation requests only; this task needs rolling loglikelihoods."
+        )
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": "replay", "path": str(self.path), "sha256": self.digest}
+
+
+@register_model("replay")
+def replay(**model_args: Any) -> ReplayLM:
+    """`--model replay --model-args path=FILE.jsonl`."""
+    args = check_args("replay", model_args, {"path": None})
+    if not args["path"]:
+        raise ConfigError(
+            '--model replay needs --model-args path=FILE.jsonl (lines of {"prompt", "response"}).'
+        )
+    return ReplayLM(args["path"])

@@ -1,0 +1,149 @@
+"""PromptManager: turns a doc and its few-shot examples into the model's input.
+
+One assembly serves plain text, chat templates and API messages: a list of turns, each carrying
+the delimiter it gets in plain text. This reproduces lm-eval's prompts byte for byte: few-shot
+turns are `query + target_delimiter` then `answer + fewshot_delimiter`; the final query has no
+delimiter (the target delimiter goes on the continuation instead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from assay.doc import Doc
+
+ChatTemplate = Callable[..., str]
+"""`apply_chat_template(messages, add_generation_prompt=..., continue_final_message=...)`."""
+
+
+@dataclass
+class Turn:
+    """One message; `delimiter` follows it when rendered as plain text."""
+
+    role: str
+    content: str
+    delimiter: str = ""
+
+    def text(self) -> str:
+        return self.content + self.delimiter
+
+
+def maybe_delimit(prefix: str | None, suffix: str | None, delimiter: str = " ") -> str:
+    """Join two strings, inserting `delimiter` only if neither has whitespace at the seam."""
+    if not prefix:
+        return suffix or ""
+    if not suffix:
+        return prefix
+    if prefix[-1].isspace() or suffix[0].isspace():
+        return prefix + suffix
+    return prefix + delimiter + suffix
+
+
+def _needs_delimiter(prefix: str, suffix: str) -> bool:
+    return prefix != "" and not (prefix[-1].isspace() or suffix[0].isspace())
+
+
+@dataclass
+class PromptManager:
+    """Assembles prompts for one task and one run's prompt settings."""
+
+    target_delimiter: str = " "
+    fewshot_delimiter: str = "\n\n"
+    fewshot_target_delimiter: str | None = None
+    fewshot_fewshot_delimiter: str | None = None
+    system_instruction: str | None = None
+    """--system-instruction: placed before the task's description/instruction."""
+    chat_template: ChatTemplate | None = None
+    """Set with --apply-chat-template: prompts are rendered by the tokenizer's template."""
+    fewshot_as_multiturn: bool = False
+    """With a chat template: few-shot examples as separate user/assistant turns."""
+    api_messages: bool = False
+    """Return chat messages (for chat APIs) instead of a rendered string."""
+    strip_instruction: bool = True
+    """Remove a leading `instruction` from queries (lighteval docs repeat it there)."""
+
+    def turns(self, doc: Doc, fewshots: Sequence[Doc], query: str | None = None) -> list[Turn]:
+        """The conversation for `doc`: system, few-shot Q/A turns, final query (and prefill)."""
+        out: list[Turn] = []
+        system = maybe_delimit(self.system_instruction, doc.instruction, self.fewshot_delimiter)
+        if system:
+            out.append(Turn("system", system))
+        shot_tgt = self.fewshot_target_delimiter
+        shot_few = self.fewshot_fewshot_delimiter
+        for shot in fewshots:
+            out += self._qa_turns(
+                _query_of(shot, self.strip_instruction),
+                shot.get_golds()[0] if shot.choices or shot.shared_continuation else "",
+                shot_tgt if shot_tgt is not None else self.target_delimiter,
+                shot_few if shot_few is not None else self.fewshot_delimiter,
+                _prefix_of(shot),
+            )
+        final = _query_of(doc, self.strip_instruction) if query is None else query
+        prefix = _prefix_of(doc)
+        delim = self.target_delimiter if prefix and _needs_delimiter(final, prefix) else ""
+        out.append(Turn("user", final, delim))
+        if prefix:
+            out.append(Turn("assistant", prefix))
+        return out
+
+    @staticmethod
+    def _qa_turns(
+        q: str, answer: str, tgt_delim: str, few_delim: str, prefix: str | None
+    ) -> list[Turn]:
+        if answer == "":
+            turns = [Turn("user", q, tgt_delim if prefix and _needs_delimiter(q, prefix) else "")]
+            return turns + ([Turn("assistant", prefix)] if prefix else [])
+        user = Turn("user", q, "" if prefix and not _needs_delimiter(q, prefix) else tgt_delim)
+        return [user, Turn("assistant", maybe_delimit(prefix, answer, " "), few_delim)]
+
+    def render(self, doc: Doc, fewshots: Sequence[Doc], query: str | None = None):
+        """The prompt: a string, or chat messages ((role, content), ...) with `api_messages`."""
+        turns = self.turns(doc, fewshots, query)
+        if self.api_messages:
+            return tuple((t.role, t.content) for t in self._chat_turns(turns))
+        if self.chat_template is None:
+            return "".join(t.text() for t in turns)
+        messages = [{"role": t.role, "content": t.content} for t in self._chat_turns(turns)]
+        prefill = turns[-1].role == "assistant"
+        return self.chat_template(
+            messages, add_generation_prompt=not prefill, continue_final_message=prefill
+        )
+
+    def contexts(self, doc: Doc, fewshots: Sequence[Doc]) -> list:
+        """Multiple-input docs: one prompt per alternative context (the doc's choices)."""
+        return [self.render(doc, fewshots, query=choice) for choice in doc.choices]
+
+    def continuation_delimiter(self, doc: Doc) -> str:
+        """What goes between the prompt and a scored continuation."""
+        if self.chat_template is None and not self.api_messages:
+            return self.target_delimiter
+        prefix = _prefix_of(doc)
+        return self.target_delimiter if prefix and not prefix[-1].isspace() else ""
+
+    def _chat_turns(self, turns: list[Turn]) -> list[Turn]:
+        """Multi-turn as is, or collapsed into one user turn (lm-eval's single-turn rule)."""
+        if self.fewshot_as_multiturn:
+            return turns
+        system = turns[:1] if turns and turns[0].role == "system" else []
+        rest = turns[len(system) :]
+        tail = rest[-1:] if rest and rest[-1].role == "assistant" else []
+        body = rest[: len(rest) - len(tail)]
+        if not body:
+            return turns
+        text = "".join(t.text() for t in body[:-1]) + body[-1].content
+        return [*system, Turn("user", text), *tail]
+
+
+def _query_of(doc: Doc, strip_instruction: bool) -> str:
+    """The query without a leading instruction (lighteval queries may start with it)."""
+    if doc.shared_continuation is not None:
+        gold = doc.gold_indices[0]
+        return doc.choices[gold] if 0 <= gold < len(doc.choices) else ""
+    if strip_instruction and doc.instruction and doc.query.startswith(doc.instruction):
+        return doc.query[len(doc.instruction) :]
+    return doc.query
+
+
+def _prefix_of(doc: Doc) -> str | None:
+    return (doc.specific or {}).get("gen_prefix")

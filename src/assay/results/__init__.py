@@ -1,0 +1,1 @@
+"""Results: results.json, samples files and tables in lm-eval layout."""

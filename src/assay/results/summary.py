@@ -1,0 +1,96 @@
+"""Task and group numbers from per-sample values: aggregation, stderr, size-weighted groups."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.metrics.base import Aggregation
+
+
+@dataclass
+class MetricValues:
+    """Per-sample values of one metric under one filter, and how they aggregate."""
+
+    metric: str
+    filter: str
+    aggregation: Aggregation
+    higher_is_better: bool
+    values: list[Any] = field(default_factory=list)
+
+
+def task_entry(
+    name: str,
+    alias: str | None,
+    sample_len: int,
+    columns: Sequence[MetricValues],
+    bootstrap_iters: int,
+) -> dict[str, Any]:
+    """A task's entry of results.json, in lm-eval 0.4.13's layout."""
+    from assay.metrics.stderr import stderr_of
+
+    entry: dict[str, Any] = {"name": name, "alias": alias or name, "sample_len": sample_len}
+    for col in columns:
+        key = f"{col.metric},{col.filter}"
+        value = col.aggregation.fn(col.values) if col.values else float("nan")
+        entry[key] = _plain(value)
+        entry[f"{col.metric}_stderr,{col.filter}"] = _plain(
+            stderr_of(col.aggregation, col.values, bootstrap_iters)
+        )
+    return entry
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        value = value.item()
+    return value
+
+
+@dataclass
+class GroupSpec:
+    """One aggregate metric of a group (lm-eval's aggregate_metric_list entry)."""
+
+    metric: str
+    filters: list[str] | None
+    weight_by_size: bool = True
+
+
+def group_entry(
+    name: str,
+    alias: str | None,
+    children: Sequence[dict[str, Any]],
+    specs: Sequence[GroupSpec],
+) -> dict[str, Any]:
+    """A group's entry: size-weighted (or plain) means with pooled stderr."""
+    from assay.metrics.stderr import group_aggregate
+
+    entry: dict[str, Any] = {
+        "name": name,
+        "alias": alias or name,
+        "sample_len": sum(c.get("sample_len", 0) for c in children),
+    }
+    counts: dict[str, int] = {}
+    for spec in specs:
+        filters = spec.filters or sorted(
+            {k.split(",", 1)[1] for c in children for k in c if k.startswith(f"{spec.metric},")}
+        )
+        for flt in filters:
+            key = f"{spec.metric},{flt}"
+            present = [c for c in children if key in c]
+            if not present:
+                continue
+            values = [c[key] for c in present]
+            sizes = [c.get("sample_len", 0) for c in present]
+            stderrs = [c.get(f"{spec.metric}_stderr,{flt}", "N/A") for c in present]
+            value, stderr = group_aggregate(values, sizes, stderrs, spec.weight_by_size)
+            entry[key] = value
+            entry[f"{spec.metric}_stderr,{flt}"] = stderr
+            counts[key] = sum(sizes)
+    entry["sample_count"] = counts
+    return entry
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)

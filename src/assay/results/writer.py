@@ -1,0 +1,70 @@
+"""results.json and samples_<task>.jsonl, written atomically as each task finishes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from assay.errors import ConfigError
+
+
+def _atomic_write(path: Path, chunks: Iterable[str]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def safe_name(task: str) -> str:
+    """A task name usable in a file name."""
+    return re.sub(r"[<>:/|\\?*\[\]\s]+", "__", task)
+
+
+class OutputDir:
+    """The run's output folder."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            probe = self.path / ".assay-write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as exc:
+            raise ConfigError(
+                f"--output-dir {self.path}: not writable ({exc.strerror}). Choose another directory."
+            ) from None
+
+    def write_results(self, results: dict[str, Any]) -> Path:
+        """Replace results.json atomically."""
+        target = self.path / "results.json"
+        _atomic_write(target, [json.dumps(results, indent=2, ensure_ascii=False, default=str)])
+        return target
+
+    def samples_path(self, task: str) -> Path:
+        return self.path / f"samples_{safe_name(task)}.jsonl"
+
+    def write_samples(self, task: str, parts: list[Path]) -> Path:
+        """Concatenate per-filter part files (lm-eval order: all docs of filter 1, then 2...)."""
+        target = self.samples_path(task)
+
+        def chunks() -> Iterable[str]:
+            for part in parts:
+                with part.open(encoding="utf-8") as handle:
+                    yield from handle
+
+        _atomic_write(target, chunks())
+        for part in parts:
+            part.unlink()
+        return target

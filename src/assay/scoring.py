@@ -1,0 +1,267 @@
+"""Scoring one shard of a task: filters over responses, then per-sample metrics and records.
+
+Filters run per request (lm-eval's Instance), over lists of repeats; each filter ensemble gives
+its own `filtered_resps` and its own metric values (the ",filter" suffix of result keys).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.doc import Doc, OutputType
+from assay.errors import ConfigError, DataError
+from assay.filters.base import FilterEnsemble, build_filter_ensemble
+from assay.instances import Instance
+from assay.metrics.base import AGGREGATIONS, Aggregation, Metric, SampleInput, get_metric
+from assay.requests import LoglikelihoodResult, RollingResult
+from assay.tasks.config import MetricSpec, TaskConfig
+
+
+@dataclass
+class ScoredMetric:
+    """A metric of a task with the aggregation it uses there."""
+
+    metric: Metric
+    aggregation: Aggregation
+    higher_is_better: bool
+
+
+def build_filters(config: TaskConfig) -> list[FilterEnsemble]:
+    """The task's filter ensembles (unknown names and bad kwargs fail here, before any model)."""
+    try:
+        return [build_filter_ensemble(name, steps) for name, steps in config.filters]
+    except ConfigError as exc:
+        raise ConfigError(f"{config.where()}: {exc}") from None
+
+
+def build_metrics(config: TaskConfig) -> list[ScoredMetric]:
+    """The task's metrics with their aggregations resolved."""
+    out = []
+    for spec in config.metrics:
+        assert isinstance(spec, MetricSpec)
+        try:
+            metric = (
+                _user_metric(spec, config)
+                if spec.function
+                else get_metric(spec.name, **spec.kwargs)
+            )
+        except ConfigError as exc:
+            raise ConfigError(f"{config.where()}: metric {spec.name!r}: {exc}") from None
+        output_type = config.resolved_output_type
+        if (
+            metric.output_types
+            and output_type not in metric.output_types
+            and config.process_results is None
+        ):
+            raise ConfigError(
+                f"{config.where()}: metric {spec.name!r} cannot score output_type {output_type.value}; it "
+                f"scores {', '.join(sorted(t.value for t in metric.output_types))}."
+            )
+        aggregation = _aggregation(spec, metric, config)
+        higher = (
+            spec.higher_is_better if spec.higher_is_better is not None else metric.higher_is_better
+        )
+        out.append(ScoredMetric(metric, aggregation, higher))
+    return out
+
+
+def _aggregation(spec: MetricSpec, metric: Metric, config: TaskConfig) -> Aggregation:
+    chosen = spec.aggregation if spec.aggregation is not None else metric.aggregation
+    if callable(chosen):
+        return Aggregation(getattr(chosen, "__name__", "custom"), chosen, "none")
+    try:
+        return AGGREGATIONS.get(chosen)
+    except ConfigError as exc:
+        raise ConfigError(f"{config.where()}: metric {spec.name!r}: {exc}") from None
+
+
+def _user_metric(spec: MetricSpec, config: TaskConfig) -> Metric:
+    """A `!function` metric, called as lm-eval calls it: fn(references=[gold], predictions=[pred])."""
+    fn = spec.function
+    assert fn is not None
+    kwargs = dict(spec.kwargs)
+
+    def sample_fn(sample: SampleInput) -> Any:
+        golds = sample.doc.get_golds()
+        value = fn(
+            references=[golds[0] if len(golds) == 1 else golds],
+            predictions=[sample.response],
+            **kwargs,
+        )
+        return value[spec.name] if isinstance(value, dict) else value
+
+    return Metric(
+        spec.name, sample_fn, "mean", True, frozenset({OutputType.GENERATE_UNTIL}), kwargs
+    )
+
+
+@dataclass
+class DocResult:
+    """One evaluated doc: its instances, raw responses (per instance, per repeat) and metrics."""
+
+    doc_id: int
+    doc: Doc
+    instances: list[Instance]
+    resps: list[list[Any]]
+    filtered: dict[str, list[Any]] = field(default_factory=dict)
+    """Per filter name: the filtered value of each instance."""
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per filter name: metric name -> per-sample value."""
+
+
+def apply_filters(results: Sequence[DocResult], filters: Sequence[FilterEnsemble]) -> None:
+    """Fill `filtered` of every doc result, running each ensemble over the whole shard."""
+    flat = [(r, i) for r in results for i in range(len(r.instances))]
+    resps = [r.resps[i] for r, i in flat]
+    rows = [r.doc.row or {} for r, _ in flat]
+    for ensemble in filters:
+        try:
+            filtered = ensemble.apply(resps, rows)
+        except Exception as exc:
+            raise DataError(
+                f"filter pipeline {ensemble.name!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        for result in results:
+            result.filtered[ensemble.name] = []
+        for (result, _), value in zip(flat, filtered, strict=True):
+            result.filtered[ensemble.name].append(value)
+
+
+def score(
+    results: Sequence[DocResult],
+    config: TaskConfig,
+    metrics: Sequence[ScoredMetric],
+    filters: Sequence[FilterEnsemble],
+) -> None:
+    """Fill `values` of every doc result for every filter ensemble."""
+    output_type = config.resolved_output_type
+    for result in results:
+        for ensemble in filters:
+            filtered = result.filtered[ensemble.name]
+            if config.process_results is not None:
+                values = _user_process_results(config, result, filtered)
+            else:
+                sample = _sample_input(result, output_type, filtered)
+                values = {}
+                for m in metrics:
+                    try:
+                        values[m.metric.name] = m.metric.sample_fn(sample)
+                    except Exception as exc:
+                        raise DataError(
+                            f"{config.where()}: metric {m.metric.name!r} failed on doc {result.doc_id}: "
+                            f"{type(exc).__name__}: {exc}"
+                        ) from exc
+            result.values[ensemble.name] = values
+
+
+def _sample_input(result: DocResult, output_type: OutputType, filtered: list[Any]) -> SampleInput:
+    if output_type == OutputType.MULTIPLE_CHOICE:
+        conditioned = [
+            v for inst, v in zip(result.instances, filtered, strict=True) if not inst.unconditioned
+        ]
+        unconditioned = [
+            v[0] for inst, v in zip(result.instances, filtered, strict=True) if inst.unconditioned
+        ]
+        return SampleInput(result.doc, output_type, conditioned, unconditioned or None)
+    return SampleInput(result.doc, output_type, filtered[0])
+
+
+def _user_process_results(
+    config: TaskConfig, result: DocResult, filtered: list[Any]
+) -> dict[str, Any]:
+    plain = [v.logprob if isinstance(v, RollingResult) else v for v in filtered]
+    try:
+        values = config.process_results(result.doc.row or {}, plain)  # type: ignore[misc]
+    except Exception as exc:
+        raise DataError(
+            f"{config.where()}: process_results failed on doc {result.doc_id}: {type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(values, dict):
+        raise DataError(
+            f"{config.where()}: process_results must return a dict of metric values, got {type(values).__name__}."
+        )
+    return values
+
+
+# ---------------------------------------------------------------- samples records
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return repr(value)
+    return value
+
+
+def _stringify(value: Any) -> Any:
+    """lm-eval writes every leaf of resps as a string."""
+    if isinstance(value, RollingResult):
+        return str(value.logprob)
+    if isinstance(value, LoglikelihoodResult):
+        return [str(value.logprob), str(value.is_greedy)]
+    if isinstance(value, tuple | list):
+        return [_stringify(v) for v in value]
+    return str(value)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def dumps(value: Any) -> str:
+    """JSON as lm-eval writes it (non-ASCII kept, unknown types as strings)."""
+    return json.dumps(value, ensure_ascii=False, default=_fallback)
+
+
+def _fallback(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, set):
+        return list(value)
+    return str(value)
+
+
+def target_of(doc: Doc, output_type: OutputType) -> str:
+    """lm-eval's `target` field: str(doc_to_target(doc))."""
+    if doc.specific and "target" in doc.specific:
+        return str(doc.specific["target"])
+    if output_type == OutputType.MULTIPLE_CHOICE:
+        return str(doc.gold_index)
+    golds = doc.get_golds() if doc.choices else [doc.query]
+    return golds[0] if len(golds) == 1 else str(golds)
+
+
+def sample_record(
+    result: DocResult, filter_name: str, output_type: OutputType, metric_names: list[str]
+) -> dict[str, Any]:
+    """One samples-file line in lm-eval's layout."""
+    doc, row = result.doc, result.doc.row or {}
+    target = target_of(doc, output_type)
+    first = result.instances[0].request
+    prompt = (
+        getattr(first, "context", None)
+        or getattr(first, "text", None)
+        or getattr(first, "prompt", "")
+    )
+    values = result.values[filter_name]
+    record: dict[str, Any] = {
+        "doc_id": result.doc_id,
+        "doc": row,
+        "target": target,
+        "arguments": {f"gen_args_{i}": inst.arguments() for i, inst in enumerate(result.instances)},
+        "resps": [[_stringify(r) for r in resp] for resp in result.resps],
+        "filtered_resps": [_stringify(v) for v in result.filtered[filter_name]],
+        "filter": filter_name,
+        "metrics": metric_names,
+        "doc_hash": _sha(json.dumps(row, indent=2, ensure_ascii=False, default=_fallback)),
+        "prompt_hash": _sha(prompt if isinstance(prompt, str) else dumps(prompt)),
+        "target_hash": _sha(target),
+    }
+    for name, value in values.items():
+        record[name] = _jsonable(value)
+    return record

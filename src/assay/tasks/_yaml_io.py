@@ -1,0 +1,118 @@
+"""Reading lm-eval YAML files: `!function` tags, `include` inheritance with cycle detection."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from assay.errors import TaskConfigError
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """A `!function module.attr` reference, resolved next to the YAML that names it."""
+
+    dotted: str
+    yaml_dir: Path
+
+    def resolve(self) -> Any:
+        """Import the module (the .py file beside the YAML first) and return the attribute."""
+        *module_parts, attr = self.dotted.split(".")
+        if not module_parts:
+            raise TaskConfigError(
+                f"{self.yaml_dir}: '!function {self.dotted}' must be 'module.function' "
+                "(e.g. '!function utils.process_docs')."
+            )
+        local = self.yaml_dir.joinpath(*module_parts).with_suffix(".py")
+        if local.is_file():
+            key = f"assay_user_{abs(hash(str(local)))}_{'_'.join(module_parts)}"
+            module = sys.modules.get(key)
+            if module is None:
+                spec = importlib.util.spec_from_file_location(key, local)
+                assert spec and spec.loader
+                module = importlib.util.module_from_spec(spec)
+                try:
+                    spec.loader.exec_module(module)
+                except Exception as exc:
+                    raise TaskConfigError(
+                        f"{local}: importing it for '!function {self.dotted}' failed: {exc}"
+                    ) from None
+                sys.modules[key] = module
+        else:
+            try:
+                module = importlib.import_module(".".join(module_parts))
+            except ImportError:
+                raise TaskConfigError(
+                    f"{self.yaml_dir}: '!function {self.dotted}': no file {local.name} next to the "
+                    "YAML and no importable module of that name."
+                ) from None
+        try:
+            return getattr(module, attr)
+        except AttributeError:
+            raise TaskConfigError(
+                f"{local}: '!function {self.dotted}': {attr!r} is not defined there."
+            ) from None
+
+
+def _loader_for(yaml_dir: Path) -> type[yaml.SafeLoader]:
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        pass
+
+    def function(loader: yaml.Loader, node: yaml.Node) -> FunctionRef:
+        return FunctionRef(loader.construct_scalar(node), yaml_dir)  # type: ignore[arg-type]
+
+    Loader.add_constructor("!function", function)
+    return Loader
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Parse one YAML file (no include resolution)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaskConfigError(f"{path}: cannot read the task file: {exc.strerror}.") from None
+    try:
+        data = yaml.load(text, Loader=_loader_for(path.parent))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise TaskConfigError(f"{path}:{where}: YAML syntax error: {problem}.") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise TaskConfigError(
+            f"{path}: a task file must be a mapping of keys, got {type(data).__name__}."
+        )
+    return data
+
+
+def load_with_includes(path: Path, _stack: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The YAML at `path` merged over its `include`s (local keys win), as lm-eval does."""
+    path = path.resolve()
+    if path in _stack:
+        chain = " -> ".join(str(p) for p in (*_stack, path))
+        raise TaskConfigError(f"{path}: include cycle: {chain}. Remove one of the includes.")
+    data = read_yaml(path)
+    includes = data.pop("include", None)
+    if includes is None:
+        return data
+    merged: dict[str, Any] = {}
+    for name in [includes] if isinstance(includes, str) else list(includes):
+        if not isinstance(name, str):
+            raise TaskConfigError(f"{path}: 'include' entries must be file names, got {name!r}.")
+        target = Path(name) if Path(name).is_absolute() else path.parent / name
+        if not target.is_file():
+            raise TaskConfigError(f"{path}: included file {name!r} not found (looked at {target}).")
+        base = load_with_includes(target, (*_stack, path))
+        base.pop("task_list", None)
+        merged.update(base)
+    merged.update(data)
+    return merged

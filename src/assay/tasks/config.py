@@ -1,0 +1,184 @@
+"""TaskConfig: every lighteval field, plus the lm-eval ones YAML tasks need.
+
+Both ways of writing a task (a Python TaskConfig, an lm-eval YAML file) end as one of these.
+Fields assay cannot honour are rejected in `validate()`, never silently ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.doc import Doc, OutputType, SamplingMethod
+from assay.errors import TaskConfigError
+
+PromptFunction = Callable[[dict[str, Any], str], Doc | None]
+"""lighteval's prompt function: (dataset row, task name) -> Doc, or None to skip the row."""
+
+FilterSpec = tuple[str, list[tuple[Any, dict[str, Any]]]]
+"""(ensemble name, [(filter name or factory, kwargs), ...])."""
+
+FEWSHOT_SELECTORS = ("lm_eval", "first_n", "sequential", "random", "balanced")
+
+SAMPLING_OF_OUTPUT = {
+    OutputType.MULTIPLE_CHOICE: SamplingMethod.LOGPROBS,
+    OutputType.LOGLIKELIHOOD: SamplingMethod.LOGPROBS,
+    OutputType.LOGLIKELIHOOD_ROLLING: SamplingMethod.PERPLEXITY,
+    OutputType.GENERATE_UNTIL: SamplingMethod.GENERATIVE,
+}
+
+
+@dataclass
+class MetricSpec:
+    """A metric as a task asks for it (lm-eval's metric_list entry)."""
+
+    name: str
+    """Registered metric name, or a label for `function`."""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    aggregation: str | Callable[[Sequence[Any]], float] | None = None
+    """Overrides the metric's default aggregation (registered name or a function)."""
+    higher_is_better: bool | None = None
+    function: Callable[..., Any] | None = None
+    """A user metric function (lm-eval `!function`): fn(references, predictions, **kwargs)."""
+
+
+@dataclass
+class TaskConfig:
+    """A task definition.
+
+    lighteval fields come first; the fields after `effective_num_docs` carry lm-eval semantics
+    (delimiters, filters, repeats, generation_kwargs) so that YAML tasks render byte-identical
+    prompts.
+    """
+
+    name: str
+    prompt_function: PromptFunction
+    hf_repo: str | None = None
+    """`datasets.load_dataset` path: a hub id, or json/csv/parquet with `hf_data_files`."""
+    hf_subset: str | None = None
+    metrics: Sequence[MetricSpec | str] = ()
+    hf_data_files: str | Sequence[str] | Mapping[str, Any] | None = None
+    hf_revision: str | None = None
+    hf_filter: Callable[[dict[str, Any]], bool] | None = None
+    """Keep only rows for which this returns True (applied to every split)."""
+    hf_avail_splits: Sequence[str] = ("train", "validation", "test")
+    evaluation_splits: Sequence[str] = ("validation",)
+    few_shots_split: str | None = None
+    few_shots_select: str | None = None
+    """One of FEWSHOT_SELECTORS; None means "lm_eval" (lm-eval's seeded stream)."""
+    generation_size: int | None = None
+    generation_grammar: Any = None
+    stop_sequence: Sequence[str] | None = None
+    num_samples: int | None = None
+    """Generations per doc (lm-eval's `repeats`)."""
+    version: int | float | str = 0
+    num_fewshots: int = 0
+    truncate_fewshots: bool = False
+    must_remove_duplicate_docs: bool = False
+    original_num_docs: int = -1
+    """If set (>= 0), the number of eval docs the dataset must have: a data integrity check."""
+    effective_num_docs: int = -1
+    """If set (>= 0), evaluate only this many docs (a default for --limit)."""
+
+    # lm-eval semantics
+    num_fewshots_fixed: bool = False
+    """An lm-eval YAML that sets num_fewshot: 0 keeps it whatever --num-fewshot says."""
+    instruction_in_query: bool = True
+    """lighteval queries start with the instruction (stripped when prompting); lm-eval's don't."""
+    output_type: OutputType | None = None
+    """None: derived from the metrics (generation metrics -> generate_until, else multiple_choice)."""
+    target_delimiter: str = " "
+    fewshot_delimiter: str = "\n\n"
+    fewshot_prompt_function: PromptFunction | None = None
+    """Renders few-shot pool rows (lm-eval fewshot_config overrides); default prompt_function."""
+    fewshot_target_delimiter: str | None = None
+    fewshot_fewshot_delimiter: str | None = None
+    fewshot_samples: Sequence[dict[str, Any]] | Callable[[], Sequence[dict[str, Any]]] | None = None
+    """An explicit few-shot pool (lm-eval fewshot_config.samples)."""
+    fewshot_seed: int | None = None
+    """Seed of the few-shot selection; None means the run's --seed few-shot seed."""
+    gen_prefix: Callable[[dict[str, Any]], str | None] | None = None
+    """Assistant prefill per row (lm-eval gen_prefix)."""
+    generation_kwargs: dict[str, Any] | None = None
+    filters: Sequence[FilterSpec] = (("none", [("take_first", {})]),)
+    process_docs: Callable[[Any], Any] | None = None
+    """Applied to every split after loading (lm-eval process_docs)."""
+    fewshot_process_docs: Callable[[Any], Any] | None = None
+    process_results: Callable[[dict[str, Any], list[Any]], dict[str, Any]] | None = None
+    dataset_loader: Callable[..., Mapping[str, Any]] | None = None
+    """Returns {split: rows} instead of load_dataset (lm-eval custom_dataset)."""
+    dataset_kwargs: dict[str, Any] = field(default_factory=dict)
+    alias: str | None = None
+    tags: Sequence[str] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    unsafe_code: bool = False
+    """The task executes model-written code: refused without --confirm-run-unsafe-code."""
+    source: str = ""
+    """Where the task was defined (YAML path or module), for error messages and results."""
+    raw_config: dict[str, Any] | None = None
+    """The config as written (lm-eval `configs` entry in results.json)."""
+    example_rows: Sequence[dict[str, Any]] | None = None
+    """A few rows in the dataset's schema, bundled so `assay tasks show` works offline."""
+    validate_hook: Callable[[], None] | None = None
+    """Extra checks run before any model is loaded (e.g. bundled resources exist)."""
+
+    def __post_init__(self) -> None:
+        self.metrics = [m if isinstance(m, MetricSpec) else MetricSpec(m) for m in self.metrics]
+        if isinstance(self.output_type, str):
+            self.output_type = OutputType(self.output_type)
+
+    def where(self) -> str:
+        """'task NAME (SOURCE)' for error messages."""
+        return f"task {self.name!r}" + (f" ({self.source})" if self.source else "")
+
+    def validate(self) -> None:
+        """Reject what assay cannot honour, with the field and the fix."""
+        if not self.name or "|" in self.name:
+            raise TaskConfigError(f"{self.where()}: 'name' must be non-empty and contain no '|'.")
+        if not callable(self.prompt_function):
+            raise TaskConfigError(f"{self.where()}: 'prompt_function' must be a callable.")
+        if self.hf_repo is None and self.dataset_loader is None:
+            raise TaskConfigError(
+                f"{self.where()}: set 'hf_repo' (a hub dataset id, or json/csv/parquet with "
+                "'hf_data_files') or a custom dataset loader."
+            )
+        if self.generation_grammar is not None:
+            raise TaskConfigError(
+                f"{self.where()}: 'generation_grammar' needs a grammar-constrained server (TGI); "
+                "no assay backend can honour it. Remove the field."
+            )
+        selector = self.few_shots_select or "lm_eval"
+        if selector not in FEWSHOT_SELECTORS:
+            raise TaskConfigError(
+                f"{self.where()}: 'few_shots_select' is {selector!r}; use one of "
+                f"{', '.join(FEWSHOT_SELECTORS)}."
+            )
+        if self.num_fewshots < 0:
+            raise TaskConfigError(f"{self.where()}: 'num_fewshots' must be >= 0.")
+        if self.num_samples is not None and self.num_samples < 1:
+            raise TaskConfigError(f"{self.where()}: 'num_samples' must be >= 1.")
+        if not self.evaluation_splits:
+            raise TaskConfigError(f"{self.where()}: 'evaluation_splits' is empty.")
+        if not self.metrics and self.process_results is None:
+            raise TaskConfigError(f"{self.where()}: no metrics; add at least one to 'metrics'.")
+        if self.validate_hook is not None:
+            self.validate_hook()
+
+    @property
+    def resolved_output_type(self) -> OutputType:
+        """The output type, derived from the metrics when not given."""
+        if self.output_type is not None:
+            return self.output_type
+        generative = {"exact_match", "bleu", "rouge", "chrf", "ter", "math_verify"}
+        names = {m.name for m in self.metrics}  # type: ignore[union-attr]
+        if names & {"word_perplexity", "byte_perplexity", "bits_per_byte"}:
+            return OutputType.LOGLIKELIHOOD_ROLLING
+        if names & generative or any(n.startswith(("prompt_level", "inst_level")) for n in names):
+            return OutputType.GENERATE_UNTIL
+        return OutputType.MULTIPLE_CHOICE
+
+    @property
+    def sampling_method(self) -> SamplingMethod:
+        """lighteval's name for how docs of this task query the model."""
+        return SAMPLING_OF_OUTPUT[self.resolved_output_type]

@@ -1,0 +1,138 @@
+"""`assay tasks list / show / dump`: what the registry holds, without loading any model."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from typing import Any
+
+from assay.tasks.config import TaskConfig
+from assay.tasks.lm_eval_yaml import GroupConfig
+from assay.tasks.registry import Registry
+from assay.tasks.task import Task
+
+
+def _family(config: TaskConfig) -> str:
+    module = sys.modules.get(getattr(config.prompt_function, "__module__", "") or "")
+    name = getattr(module, "__name__", "") if module else ""
+    if name.startswith("assay.tasks.catalog."):
+        return name.rsplit(".", 1)[-1]
+    return "yaml" if config.raw_config is not None else "custom"
+
+
+def list_table(registry: Registry) -> str:
+    """One line per task: name, family, output type, default shots; then groups."""
+    rows = [("task", "family", "output type", "shots")]
+    for name, config in sorted(registry.python_configs().items()):
+        rows.append(
+            (name, _family(config), config.resolved_output_type.value, str(config.num_fewshots))
+        )
+    yaml_names = sorted(set(registry._yaml()))
+    for name in yaml_names:
+        rows.append((name, "yaml", "(parsed when used)", ""))
+    groups = registry.group_configs()
+    for name, group in sorted(groups.items()):
+        rows.append((name, "group", f"{len(group.tasks)} subtasks", ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def show(registry: Registry, name: str, num_fewshot: int | None) -> str:
+    """A task's settings and one rendered prompt (from bundled example rows when it has them)."""
+    from assay.evaluator import RunSettings
+    from assay.instances import doc_instances
+    from assay.prompts.manager import PromptManager
+
+    found = registry.get(name)
+    if isinstance(found, GroupConfig):
+        return f"group {found.name}: {', '.join(map(str, found.tasks))}"
+    config = found
+    if config.example_rows:
+        config = _offline_copy(config)
+    task = Task(config, num_fewshot=num_fewshot, fewshot_seed=RunSettings().fewshot_seed)
+    lines = [
+        f"task: {config.name}",
+        f"source: {config.source}",
+        f"output type: {task.output_type.value}",
+        f"shots: {task.shots}",
+        f"metrics: {', '.join(m.name for m in config.metrics)}",
+    ]  # type: ignore[union-attr]
+    _, doc = next(task.docs([0]))
+    prompts = PromptManager(
+        config.target_delimiter,
+        config.fewshot_delimiter,
+        config.fewshot_target_delimiter,
+        config.fewshot_fewshot_delimiter,
+        strip_instruction=config.instruction_in_query,
+    )
+    prompt: Any = (
+        prompts.contexts(doc, doc.fewshot_samples)
+        if doc.shared_continuation is not None
+        else prompts.render(doc, doc.fewshot_samples)
+    )
+    from assay.requests import normalize_gen_kwargs
+
+    params = normalize_gen_kwargs(
+        dict(config.generation_kwargs or {}), default_until=[config.fewshot_delimiter]
+    )
+    for inst in doc_instances(
+        doc,
+        task.output_type,
+        prompt,
+        continuation_delimiter=prompts.continuation_delimiter(doc),
+        params=params,
+        with_unconditioned=False,
+    ):
+        lines.append("--- request " + str(inst.index))
+        lines.append(json.dumps(inst.arguments(), ensure_ascii=False, indent=1))
+    return "\n".join(lines)
+
+
+def _offline_copy(config: TaskConfig) -> TaskConfig:
+    from dataclasses import replace
+
+    rows = list(config.example_rows or [])
+    split = config.evaluation_splits[0]
+    splits = {split: rows}
+    if config.few_shots_split and config.few_shots_split != split:
+        splits[config.few_shots_split] = rows
+    return replace(
+        config,
+        dataset_loader=lambda **_: splits,
+        hf_repo=None,
+        hf_filter=None,
+        process_docs=config.process_docs,
+    )
+
+
+def dump(registry: Registry) -> str:
+    """JSON: each task module with its docstring and task configs."""
+    modules: dict[str, dict[str, Any]] = {}
+    for name, config in sorted(registry.python_configs().items()):
+        module_name = getattr(config.prompt_function, "__module__", "") or config.source
+        module = sys.modules.get(module_name)
+        entry = modules.setdefault(
+            module_name,
+            {
+                "module": module_name,
+                "docstring": inspect.getdoc(module) if module else None,
+                "tasks": [],
+            },
+        )
+        entry["tasks"].append(
+            {
+                "name": name,
+                "hf_repo": config.hf_repo,
+                "hf_subset": config.hf_subset,
+                "hf_revision": config.hf_revision,
+                "evaluation_splits": list(config.evaluation_splits),
+                "few_shots_split": config.few_shots_split,
+                "num_fewshots": config.num_fewshots,
+                "output_type": config.resolved_output_type.value,
+                "metrics": [m.name for m in config.metrics],  # type: ignore[union-attr]
+                "generation_kwargs": config.generation_kwargs,
+                "version": config.version,
+            }
+        )
+    return json.dumps(list(modules.values()), indent=2, default=str)

@@ -1,0 +1,500 @@
+"""lm-eval task YAML -> TaskConfig, rendering prompts exactly as lm-eval 0.4.13 does."""
+
+from __future__ import annotations
+
+import ast
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from assay.doc import Doc, OutputType
+from assay.errors import DataError, TaskConfigError
+from assay.tasks._yaml_io import FunctionRef
+from assay.tasks.config import MetricSpec, TaskConfig
+
+log = logging.getLogger(__name__)
+
+DEFAULT_METRICS = {
+    OutputType.LOGLIKELIHOOD: ["perplexity", "acc"],
+    OutputType.MULTIPLE_CHOICE: ["acc", "acc_norm"],
+    OutputType.LOGLIKELIHOOD_ROLLING: ["word_perplexity", "byte_perplexity", "bits_per_byte"],
+    OutputType.GENERATE_UNTIL: ["exact_match"],
+}
+
+TASK_KEYS = {
+    "task", "task_alias", "tag", "class", "dataset_path", "dataset_name", "dataset_kwargs",
+    "custom_dataset", "training_split", "validation_split", "test_split", "fewshot_split",
+    "process_docs", "doc_to_text", "doc_to_target", "doc_to_choice", "gen_prefix", "description",
+    "target_delimiter", "fewshot_delimiter", "fewshot_config", "num_fewshot", "output_type",
+    "generation_kwargs", "repeats", "filter_list", "metric_list", "process_results", "metadata",
+    "unsafe_code", "should_decontaminate", "doc_to_decontamination_query", "use_prompt",
+    "doc_to_image", "doc_to_audio", "group", "group_alias", "aggregate_metric_list",
+}  # fmt: skip
+IGNORED_WITH_WARNING = {"should_decontaminate", "doc_to_decontamination_query"}
+UNSUPPORTED = {
+    "use_prompt": "promptsource prompts need the promptsource package and the network; write doc_to_text/doc_to_target instead",
+    "class": "Python Task classes are lm-eval internals; write the task with doc_to_* keys or as a Python TaskConfig",
+    "doc_to_image": "multimodal tasks need a multimodal backend, which assay does not have yet",
+    "doc_to_audio": "multimodal tasks need a multimodal backend, which assay does not have yet",
+}
+FEWSHOT_KEYS = {
+    "sampler", "split", "samples", "fewshot_indices", "process_docs", "doc_to_text",
+    "doc_to_choice", "doc_to_target", "gen_prefix", "target_delimiter", "fewshot_delimiter",
+}  # fmt: skip
+
+
+def _regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
+    return re.sub(pattern, repl, string, count=count)
+
+
+_ENV = jinja2.Environment(
+    loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
+)
+_ENV.filters["regex_replace"] = _regex_replace
+
+
+@dataclass
+class GroupConfig:
+    """An lm-eval group: subtasks plus how their metrics aggregate."""
+
+    name: str
+    tasks: list[Any]
+    """Subtask names, tags, or {task: name, ...overrides} / inline group mappings."""
+    alias: str | None = None
+    aggregate_metric_list: list[dict[str, Any]] = field(default_factory=list)
+    version: Any = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    """Other keys: task settings pushed down to every child."""
+    source: str = ""
+
+
+class _Field:
+    """One doc_to_* setting, compiled once: feature name, Jinja template, list, dict or function."""
+
+    def __init__(self, key: str, value: Any, where: str) -> None:
+        self.key, self.value, self.where = key, value, where
+        self.template: jinja2.Template | None = None
+        if isinstance(value, FunctionRef):
+            self.value = value.resolve()
+        elif isinstance(value, str):
+            try:
+                self.template = _ENV.from_string(value)
+            except jinja2.TemplateSyntaxError as exc:
+                raise TaskConfigError(
+                    f"{where}: '{key}' is not a valid Jinja template: {exc.message} (line {exc.lineno})."
+                ) from None
+
+    def render(self, row: dict[str, Any]) -> Any:
+        value = self.value
+        if isinstance(value, str):
+            if value in row:
+                return row[value]
+            try:
+                return self.template.render(**row)  # type: ignore[union-attr]
+            except jinja2.UndefinedError as exc:
+                raise DataError(
+                    f"{self.where}: '{self.key}' template failed: {exc.message}; row keys: {sorted(row)}"
+                ) from None
+        if callable(value):
+            return value(row)
+        return value
+
+
+def _target_value(text: Any, has_choices: bool) -> Any:
+    """lm-eval's post-processing of a rendered doc_to_target."""
+    if not isinstance(text, str):
+        return text
+    if text.isdigit() and has_choices:
+        return ast.literal_eval(text)
+    if len(text) >= 2 and text[0] == "[" and text[-1] == "]":
+        try:
+            return ast.literal_eval(text)
+        except (SyntaxError, ValueError):
+            return text
+    return text
+
+
+class _DocBuilder:
+    """The prompt function of a YAML task: row -> Doc, lm-eval semantics."""
+
+    def __init__(
+        self, raw: dict[str, Any], output_type: OutputType, where: str, *, fewshot: dict[str, Any]
+    ) -> None:
+        pick = lambda k: fewshot.get(k, raw.get(k))  # noqa: E731
+        self.output_type, self.where = output_type, where
+        self.text = (
+            _Field("doc_to_text", pick("doc_to_text"), where)
+            if pick("doc_to_text") is not None
+            else None
+        )
+        self.target = (
+            _Field("doc_to_target", pick("doc_to_target"), where)
+            if pick("doc_to_target") is not None
+            else None
+        )
+        choice = pick("doc_to_choice")
+        if isinstance(choice, dict):
+            choice = list(choice.values())
+        self.choice = _Field("doc_to_choice", choice, where) if choice is not None else None
+        self.description = (
+            _Field("description", raw["description"], where) if raw.get("description") else None
+        )
+        prefix = pick("gen_prefix")
+        self.gen_prefix = _Field("gen_prefix", prefix, where) if prefix is not None else None
+        if output_type == OutputType.MULTIPLE_CHOICE and self.choice is None:
+            raise TaskConfigError(f"{where}: output_type multiple_choice needs 'doc_to_choice'.")
+
+    def __call__(self, row: dict[str, Any], task_name: str) -> Doc:
+        choices = None
+        if self.choice is not None:
+            choices = self.choice.render(row)
+            if isinstance(choices, str):
+                try:
+                    choices = ast.literal_eval(choices)
+                except (SyntaxError, ValueError):
+                    raise DataError(
+                        f"{self.where}: doc_to_choice rendered {choices!r}, not a list."
+                    ) from None
+            if isinstance(choices, dict):
+                choices = list(choices.values())
+            if not isinstance(choices, list | tuple):
+                raise DataError(
+                    f"{self.where}: doc_to_choice must give a list, got {type(choices).__name__}."
+                )
+            choices = [str(c) for c in choices]
+        text = self.text.render(row) if self.text else ""
+        if (
+            isinstance(text, str)
+            and text.isdigit()
+            and choices is not None
+            and self.text
+            and self.text.template is not None
+            and self.text.value not in row
+        ):
+            text = ast.literal_eval(text)
+        raw_target = self.target.render(row) if self.target else ""
+        target = (
+            _target_value(raw_target, choices is not None)
+            if self.target and self.target.template is not None and self.target.value not in row
+            else raw_target
+        )
+        specific: dict[str, Any] = {"target": str(target)}
+        if self.gen_prefix is not None:
+            specific["gen_prefix"] = self.gen_prefix.render(row)
+        instruction = self.description.render(row) if self.description else None
+        common = dict(
+            instruction=instruction or None, specific=specific, row=row, original_query=None
+        )
+        out = self.output_type
+        if out == OutputType.LOGLIKELIHOOD_ROLLING:
+            return Doc(query=str(target), choices=[], **common)
+        if out == OutputType.LOGLIKELIHOOD:
+            return Doc(query=str(text), choices=[str(target)], gold_index=0, **common)
+        if out == OutputType.MULTIPLE_CHOICE:
+            assert choices is not None
+            if isinstance(text, int):  # multiple input: choices are contexts, target is shared
+                return Doc(
+                    query="",
+                    choices=choices,
+                    gold_index=text,
+                    shared_continuation=str(target),
+                    **common,
+                )
+            return Doc(
+                query=str(text),
+                choices=choices,
+                gold_index=self._gold(target, choices, row),
+                **common,
+            )
+        # generate_until
+        if choices is not None and not isinstance(target, list):
+            golds = [choices[self._gold(target, choices, row)]]  # type: ignore[index]
+        elif isinstance(target, list):
+            golds = [str(t) for t in target]
+        else:
+            golds = [str(target)]
+        return Doc(
+            query=str(text),
+            choices=golds,
+            gold_index=list(range(len(golds))) if len(golds) > 1 else 0,
+            **common,
+        )
+
+    def _gold(self, target: Any, choices: list[str], row: dict[str, Any]) -> int | list[int]:
+        if isinstance(target, list):
+            bad = [t for t in target if not isinstance(t, int) or t >= len(choices)]
+            if not bad:
+                return target
+        elif isinstance(target, int) and 0 <= target < len(choices):
+            return target
+        elif isinstance(target, str) and target in choices:
+            return choices.index(target)
+        raise DataError(
+            f"{self.where}: doc_to_target gave {target!r}, which is not an index into or a member of "
+            f"the {len(choices)} choices {choices}. Row: {str(row)[:300]}"
+        )
+
+
+def _function_or(value: Any) -> Any:
+    return value.resolve() if isinstance(value, FunctionRef) else value
+
+
+def _metric_specs(raw: dict[str, Any], output_type: OutputType, where: str) -> list[MetricSpec]:
+    entries = raw.get("metric_list")
+    if entries is None:
+        return [MetricSpec(name) for name in DEFAULT_METRICS[output_type]]
+    if not isinstance(entries, list):
+        raise TaskConfigError(f"{where}: 'metric_list' must be a list of {{metric: ...}} entries.")
+    specs = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or "metric" not in entry:
+            raise TaskConfigError(
+                f"{where}: metric_list[{i}] must be a mapping with a 'metric' key, got {entry!r}."
+            )
+        entry = dict(entry)
+        metric = entry.pop("metric")
+        if entry.pop("hf_evaluate", False):
+            raise TaskConfigError(
+                f"{where}: metric_list[{i}] uses hf_evaluate, which downloads metric code at run time; use a built-in metric or !function."
+            )
+        aggregation = _function_or(entry.pop("aggregation", None))
+        higher = entry.pop("higher_is_better", None)
+        if isinstance(metric, FunctionRef):
+            specs.append(
+                MetricSpec(
+                    metric.dotted.rsplit(".", 1)[-1], entry, aggregation, higher, metric.resolve()
+                )
+            )
+        elif isinstance(metric, str):
+            specs.append(MetricSpec(metric, entry, aggregation, higher))
+        else:
+            raise TaskConfigError(
+                f"{where}: metric_list[{i}].metric must be a name or !function, got {metric!r}."
+            )
+    return specs
+
+
+def _filter_specs(
+    raw: dict[str, Any], where: str
+) -> list[tuple[str, list[tuple[Any, dict[str, Any]]]]]:
+    entries = raw.get("filter_list")
+    if entries is None:
+        return [("none", [("take_first", {})])]
+    if not isinstance(entries, list):
+        raise TaskConfigError(f"{where}: 'filter_list' must be a list of {{name, filter}} entries.")
+    out = []
+    for i, entry in enumerate(entries):
+        if (
+            not isinstance(entry, dict)
+            or "name" not in entry
+            or not isinstance(entry.get("filter"), list)
+        ):
+            raise TaskConfigError(
+                f"{where}: filter_list[{i}] needs 'name' and a 'filter' list, got {entry!r}."
+            )
+        steps = []
+        for j, step in enumerate(entry["filter"]):
+            if not isinstance(step, dict) or "function" not in step:
+                raise TaskConfigError(
+                    f"{where}: filter_list[{i}].filter[{j}] needs a 'function' key, got {step!r}."
+                )
+            kwargs = {k: _function_or(v) for k, v in step.items() if k != "function"}
+            steps.append((_function_or(step["function"]), kwargs))
+        out.append((str(entry["name"]), steps))
+    return out
+
+
+def _resolve_data_files(files: Any, yaml_dir: Path) -> Any:
+    def fix(p: Any) -> Any:
+        if isinstance(p, str) and not Path(p).is_absolute() and "://" not in p:
+            local = yaml_dir / p
+            if local.exists() or not Path(p).exists():
+                return str(local)
+        return p
+
+    if isinstance(files, dict):
+        return {k: [fix(x) for x in v] if isinstance(v, list) else fix(v) for k, v in files.items()}
+    if isinstance(files, list):
+        return [fix(x) for x in files]
+    return fix(files)
+
+
+def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
+    """Build a TaskConfig from a merged (includes resolved) lm-eval task mapping."""
+    where = f"{path}"
+    name = raw.get("task")
+    if not isinstance(name, str) or not name:
+        raise TaskConfigError(f"{where}: 'task' must be the task's name (a non-empty string).")
+    where = f"{path} (task {name!r})"
+    for key in raw:
+        if key in UNSUPPORTED:
+            raise TaskConfigError(f"{where}: '{key}' is not supported: {UNSUPPORTED[key]}.")
+        if key in IGNORED_WITH_WARNING:
+            log.warning("%s: '%s' is ignored (assay does not decontaminate).", where, key)
+        elif key not in TASK_KEYS:
+            raise TaskConfigError(
+                f"{where}: unknown key '{key}'. Valid keys: {', '.join(sorted(TASK_KEYS - {'group', 'group_alias', 'aggregate_metric_list'}))}."
+            )
+    try:
+        output_type = OutputType(raw.get("output_type", "generate_until"))
+    except ValueError:
+        raise TaskConfigError(
+            f"{where}: output_type {raw.get('output_type')!r} is not one of {[o.value for o in OutputType]}."
+        ) from None
+    fewshot = raw.get("fewshot_config") or {}
+    if not isinstance(fewshot, dict):
+        raise TaskConfigError(f"{where}: 'fewshot_config' must be a mapping.")
+    for key in fewshot:
+        if key not in FEWSHOT_KEYS:
+            raise TaskConfigError(
+                f"{where}: unknown fewshot_config key '{key}'. Valid: {', '.join(sorted(FEWSHOT_KEYS))}."
+            )
+    sampler = fewshot.get("sampler", "default")
+    selector = (
+        {"default": "lm_eval", "first_n": "first_n"}.get(sampler)
+        if isinstance(sampler, str)
+        else None
+    )
+    if selector is None:
+        raise TaskConfigError(
+            f"{where}: fewshot_config.sampler {sampler!r} is not supported; use 'default' or 'first_n'."
+        )
+    for key in ("target_delimiter", "fewshot_delimiter", "description"):
+        if key in raw and raw[key] is not None and not isinstance(raw[key], str):
+            raise TaskConfigError(
+                f"{where}: '{key}' must be a string, got {type(raw[key]).__name__}."
+            )
+    yaml_dir = path.parent
+    dataset_kwargs = dict(raw.get("dataset_kwargs") or {})
+    data_files = dataset_kwargs.pop("data_files", None)
+    revision = dataset_kwargs.pop("revision", None)
+    test, validation, train = (
+        raw.get("test_split"),
+        raw.get("validation_split"),
+        raw.get("training_split"),
+    )
+    eval_split = test or validation
+    if eval_split is None:
+        raise TaskConfigError(
+            f"{where}: set 'test_split' or 'validation_split' (the split to evaluate)."
+        )
+    fewshot_split = fewshot.get("split") or raw.get("fewshot_split") or train or validation or test
+    generation_kwargs = raw.get("generation_kwargs")
+    if generation_kwargs is not None and not isinstance(generation_kwargs, dict):
+        raise TaskConfigError(f"{where}: 'generation_kwargs' must be a mapping.")
+    repeats = raw.get("repeats", 1)
+    if not isinstance(repeats, int) or repeats < 1:
+        raise TaskConfigError(f"{where}: 'repeats' must be a positive integer, got {repeats!r}.")
+    num_fewshot = raw.get("num_fewshot")
+    if num_fewshot is not None and (not isinstance(num_fewshot, int) or num_fewshot < 0):
+        raise TaskConfigError(
+            f"{where}: 'num_fewshot' must be a non-negative integer, got {num_fewshot!r}."
+        )
+    metadata = dict(raw.get("metadata") or {})
+    samples = fewshot.get("samples")
+    indices = fewshot.get("fewshot_indices")
+    custom = raw.get("custom_dataset")
+    if custom is not None and not isinstance(custom, FunctionRef):
+        raise TaskConfigError(f"{where}: 'custom_dataset' must be a !function.")
+    tags = raw.get("tag") or []
+    config = TaskConfig(
+        name=name,
+        prompt_function=_DocBuilder(raw, output_type, where, fewshot={}),
+        hf_repo=raw.get("dataset_path"),
+        hf_subset=raw.get("dataset_name"),
+        metrics=_metric_specs(raw, output_type, where),
+        hf_data_files=_resolve_data_files(data_files, yaml_dir) if data_files is not None else None,
+        hf_revision=revision,
+        evaluation_splits=(eval_split,),
+        few_shots_split=fewshot_split if samples is None else None,
+        few_shots_select=selector,
+        num_samples=repeats,
+        version=metadata.get("version", "Yaml"),
+        num_fewshots=num_fewshot or 0,
+        num_fewshots_fixed=num_fewshot == 0,
+        instruction_in_query=False,
+        output_type=output_type,
+        target_delimiter=raw.get("target_delimiter", " "),
+        fewshot_delimiter=raw.get("fewshot_delimiter", "\n\n"),
+        fewshot_prompt_function=_DocBuilder(raw, output_type, where, fewshot=fewshot)
+        if any(
+            k in fewshot for k in ("doc_to_text", "doc_to_target", "doc_to_choice", "gen_prefix")
+        )
+        else None,
+        fewshot_target_delimiter=fewshot.get("target_delimiter"),
+        fewshot_fewshot_delimiter=fewshot.get("fewshot_delimiter"),
+        fewshot_samples=_function_or(samples),
+        generation_kwargs=dict(generation_kwargs) if generation_kwargs is not None else None,
+        filters=_filter_specs(raw, where),
+        process_docs=_function_or(raw.get("process_docs")),
+        fewshot_process_docs=_function_or(fewshot.get("process_docs")),
+        process_results=_function_or(raw.get("process_results")),
+        dataset_loader=custom.resolve() if custom is not None else None,
+        dataset_kwargs=dataset_kwargs,
+        alias=raw.get("task_alias"),
+        tags=[tags] if isinstance(tags, str) else list(tags),
+        metadata=metadata,
+        unsafe_code=bool(raw.get("unsafe_code", False)),
+        source=str(path),
+        raw_config=raw,
+    )
+    if indices is not None:
+        config.fewshot_process_docs = _subset(
+            indices, config.fewshot_process_docs or config.process_docs
+        )
+    for fn_key in ("process_docs", "process_results"):
+        value = getattr(config, fn_key)
+        if value is not None and not callable(value):
+            raise TaskConfigError(f"{where}: '{fn_key}' must be a !function, got {value!r}.")
+    return config
+
+
+def _subset(indices: list[int], process: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+    def pick(rows: Any) -> list[dict[str, Any]]:
+        rows = process(rows) if process else rows
+        return [rows[i] for i in indices]
+
+    return pick
+
+
+def group_config_from_yaml(raw: dict[str, Any], path: Path) -> GroupConfig:
+    """Build a GroupConfig from a group YAML mapping."""
+    name = raw.get("group")
+    if not isinstance(name, str) or not name:
+        raise TaskConfigError(f"{path}: 'group' must be the group's name.")
+    tasks = raw.get("task")
+    if not isinstance(tasks, list) or not tasks:
+        raise TaskConfigError(
+            f"{path} (group {name!r}): 'task' must be a non-empty list of subtasks."
+        )
+    aggregate = raw.get("aggregate_metric_list") or []
+    if isinstance(aggregate, dict):
+        aggregate = [aggregate]
+    for i, entry in enumerate(aggregate):
+        if not isinstance(entry, dict) or "metric" not in entry:
+            raise TaskConfigError(
+                f"{path} (group {name!r}): aggregate_metric_list[{i}] needs a 'metric'."
+            )
+        if entry.get("aggregation", "mean") != "mean":
+            raise TaskConfigError(
+                f"{path} (group {name!r}): only 'mean' aggregation is supported for groups (as in lm-eval)."
+            )
+    overrides = {
+        k: v
+        for k, v in raw.items()
+        if k not in {"group", "group_alias", "task", "aggregate_metric_list", "metadata"}
+    }
+    return GroupConfig(
+        name=name,
+        tasks=list(tasks),
+        alias=raw.get("group_alias"),
+        aggregate_metric_list=list(aggregate),
+        version=(raw.get("metadata") or {}).get("version"),
+        overrides=overrides,
+        source=str(path),
+    )

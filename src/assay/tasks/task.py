@@ -1,0 +1,314 @@
+"""Task: a TaskConfig with its data: loads splits, filters and dedupes rows, yields Docs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from assay.doc import Doc, OutputType
+from assay.errors import DataError, TaskConfigError
+from assay.tasks.config import TaskConfig
+from assay.tasks.fewshot import select_fewshots
+
+DEFAULT_FEWSHOT_SEED = 1234
+"""lm-eval's default few-shot seed, so few-shot prompts match its runs."""
+
+_NETWORK_HINTS = ("offline", "connection", "resolve", "couldn't reach", "max retries", "network")
+
+
+@dataclass
+class Task:
+    """A task ready to produce docs.
+
+    `num_fewshot` (from the CLI or a task string) overrides the config's default, except that an
+    explicit 0 in an lm-eval YAML stays 0, as in lm-eval.
+    """
+
+    config: TaskConfig
+    num_fewshot: int | None = None
+    fewshot_seed: int = DEFAULT_FEWSHOT_SEED
+    _splits: dict[str, Any] = field(default_factory=dict, repr=False)
+    _eval: Sequence[dict[str, Any]] | None = field(default=None, repr=False)
+    _pool: Sequence[dict[str, Any]] | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def output_type(self) -> OutputType:
+        return self.config.resolved_output_type
+
+    @property
+    def shots(self) -> int:
+        """Number of few-shot examples per doc."""
+        if self.num_fewshot is None or self.config.num_fewshots_fixed:
+            return self.config.num_fewshots
+        return self.num_fewshot
+
+    # ------------------------------------------------------------------ data
+    def load(self) -> Task:
+        """Load every split the task needs (idempotent)."""
+        if self._eval is not None:
+            return self
+        cfg = self.config
+        splits = self._load_splits()
+        if cfg.hf_filter is not None:
+            splits = {k: _apply(v, "filter", cfg.hf_filter, cfg, k) for k, v in splits.items()}
+        missing = [s for s in cfg.evaluation_splits if s not in splits]
+        if missing:
+            raise DataError(
+                f"{cfg.where()}: evaluation split(s) {missing} not in the dataset; available "
+                f"splits: {sorted(splits)}. Fix 'evaluation_splits' (YAML: test_split / "
+                "validation_split)."
+            )
+        self._splits = splits
+        rows = [self._processed(split) for split in cfg.evaluation_splits]
+        self._eval = rows[0] if len(rows) == 1 else _Concat(rows)
+        if len(self._eval) == 0:
+            raise DataError(f"{cfg.where()}: the evaluation split is empty; nothing to evaluate.")
+        if cfg.original_num_docs >= 0 and cfg.original_num_docs != len(self._eval):
+            raise DataError(
+                f"{cfg.where()}: 'original_num_docs' says {cfg.original_num_docs} docs but the "
+                f"dataset has {len(self._eval)}. The data changed: check the revision."
+            )
+        return self
+
+    def _load_splits(self) -> dict[str, Any]:
+        cfg = self.config
+        if cfg.dataset_loader is not None:
+            try:
+                loaded = cfg.dataset_loader(**cfg.metadata, **cfg.dataset_kwargs)
+            except Exception as exc:  # user code: report it with the task's name
+                raise DataError(f"{cfg.where()}: the custom dataset loader failed: {exc}") from exc
+            return dict(loaded)
+        import datasets
+
+        datasets.disable_progress_bars()
+        kwargs = dict(cfg.dataset_kwargs)
+        if cfg.hf_data_files is not None:
+            kwargs["data_files"] = cfg.hf_data_files
+        if cfg.hf_revision is not None:
+            kwargs["revision"] = cfg.hf_revision
+        kwargs.pop("trust_remote_code", None)
+        try:
+            loaded = datasets.load_dataset(cfg.hf_repo, cfg.hf_subset, **kwargs)
+        except FileNotFoundError as exc:
+            raise DataError(f"{cfg.where()}: data files not found: {exc}") from None
+        except Exception as exc:
+            text = str(exc)
+            if any(h in text.lower() for h in _NETWORK_HINTS) or os.environ.get(
+                "HF_DATASETS_OFFLINE"
+            ):
+                raise DataError(
+                    f"{cfg.where()}: dataset {cfg.hf_repo!r} (subset {cfg.hf_subset!r}, revision "
+                    f"{cfg.hf_revision or 'main'!r}) is not in the local Hugging Face cache and the "
+                    "hub cannot be reached. Pre-download it on a machine with network "
+                    '(`python -c "import datasets; datasets.load_dataset(...)"`, then copy '
+                    "~/.cache/huggingface) and run with HF_DATASETS_OFFLINE=1, or point the task at "
+                    f"local files (YAML dataset_kwargs.data_files). Cause: {text.splitlines()[0]}"
+                ) from None
+            raise DataError(
+                f"{cfg.where()}: could not load dataset {cfg.hf_repo!r}: {text}"
+            ) from None
+        return dict(loaded)
+
+    def _processed(self, split: str) -> Any:
+        rows = self._splits[split]
+        if self.config.process_docs is not None:
+            rows = _apply(rows, "process_docs", self.config.process_docs, self.config, split)
+        return rows
+
+    def eval_rows(self) -> Sequence[dict[str, Any]]:
+        """The evaluation rows after process_docs and hf_filter."""
+        return self.load()._eval  # type: ignore[return-value]
+
+    def fewshot_split(self) -> str | None:
+        """The split few-shot examples come from (None: explicit samples or no pool)."""
+        cfg = self.config
+        if cfg.few_shots_split is not None:
+            return cfg.few_shots_split
+        if cfg.fewshot_samples is not None:
+            return None
+        for candidate in ("train", "validation", "test"):
+            if candidate in cfg.hf_avail_splits and candidate in self.load()._splits:
+                return candidate
+        return cfg.evaluation_splits[0]
+
+    def fewshot_rows(self) -> Sequence[dict[str, Any]]:
+        """The few-shot pool."""
+        if self._pool is None:
+            cfg = self.config
+            if cfg.fewshot_samples is not None:
+                samples = cfg.fewshot_samples
+                self._pool = list(samples() if callable(samples) else samples)
+            else:
+                split = self.fewshot_split()
+                if split not in self.load()._splits:
+                    raise DataError(
+                        f"{cfg.where()}: few-shot split {split!r} not in the dataset; available: "
+                        f"{sorted(self._splits)}."
+                    )
+                pool = self._splits[split]
+                process = cfg.fewshot_process_docs or cfg.process_docs
+                if process is not None:
+                    pool = _apply(pool, "process_docs", process, cfg, split)
+                self._pool = pool if isinstance(pool, list) else list(pool)
+        return self._pool
+
+    # ------------------------------------------------------------------ docs
+    def doc_indices(self, limit: int | float | None = None, seed: int | None = None) -> list[int]:
+        """Indices of the eval rows to evaluate: the first `limit` (a float < 1 is a fraction),
+        or a seeded random subset of that size (kept in doc order) when `seed` is given."""
+        total = len(self.eval_rows())
+        if limit is None and self.config.effective_num_docs >= 0:
+            limit = self.config.effective_num_docs
+        if limit is None:
+            count = total
+        elif isinstance(limit, float) and limit < 1.0:
+            count = int(-(-total * limit // 1))
+        else:
+            count = min(int(limit), total)
+        if seed is None:
+            return list(range(count))
+        import random
+
+        return sorted(random.Random(seed).sample(range(total), count))
+
+    def make_doc(self, row: dict[str, Any], index: int, *, fewshot: bool = False) -> Doc | None:
+        """Run the prompt function on a row and fill unset fields from the task defaults."""
+        cfg = self.config
+        fn = (
+            cfg.fewshot_prompt_function
+            if fewshot and cfg.fewshot_prompt_function
+            else cfg.prompt_function
+        )
+        try:
+            doc = fn(row, cfg.name)
+        except TaskConfigError:
+            raise
+        except Exception as exc:
+            raise DataError(
+                f"{cfg.where()}: could not build the prompt of row {index}"
+                f"{' of the few-shot pool' if fewshot else ''}: {type(exc).__name__}: {exc}. "
+                f"Row: {_short(row)}"
+            ) from None
+        if doc is None:
+            return None
+        if not isinstance(doc, Doc):
+            raise TaskConfigError(
+                f"{cfg.where()}: the prompt function returned {type(doc).__name__}, not a Doc."
+            )
+        return self._with_defaults(doc, row, index)
+
+    def _with_defaults(self, doc: Doc, row: dict[str, Any], index: int) -> Doc:
+        cfg = self.config
+        # Values the prompt function set win over task defaults.
+        return replace(
+            doc,
+            id=doc.id or str(index),
+            task_name=cfg.name,
+            row=doc.row if doc.row is not None else row,
+            sampling_methods=doc.sampling_methods or [cfg.sampling_method],
+            generation_size=doc.generation_size
+            if doc.generation_size is not None
+            else cfg.generation_size,
+            stop_sequences=doc.stop_sequences
+            if doc.stop_sequences is not None
+            else (list(cfg.stop_sequence) if cfg.stop_sequence is not None else None),
+            num_samples=doc.num_samples if doc.num_samples is not None else (cfg.num_samples or 1),
+        )
+
+    def docs(self, indices: Sequence[int]) -> Iterator[tuple[int, Doc]]:
+        """(doc_id, Doc) for the given eval-row indices, each with its few-shot examples."""
+        rows = self.eval_rows()
+        shots = self.shots
+        cfg = self.config
+        fewshot_cache: dict[int, Doc] = {}
+        if shots:
+            pool = self.fewshot_rows()
+            exclude_self = self.fewshot_split() in cfg.evaluation_splits
+            # lm-eval's stream draws for every doc before the ones evaluated, so replay from 0.
+            last = max(indices) + 1 if indices else 0
+            selector = cfg.few_shots_select or "lm_eval"
+            plan = select_fewshots(
+                selector,
+                pool,
+                (rows[i] for i in range(last)),
+                shots,
+                seed=cfg.fewshot_seed if cfg.fewshot_seed is not None else self.fewshot_seed,
+                task=cfg.name,
+                exclude_self=exclude_self,
+                sorting_class=self._sorting_class(pool, fewshot_cache)
+                if selector == "balanced"
+                else None,
+            )
+        wanted = set(indices)
+        seen: set[tuple[Any, ...]] = set()
+        for i in range(max(indices) + 1 if indices else 0):
+            picks = next(plan) if shots else []
+            if i not in wanted:
+                continue
+            doc = self.make_doc(rows[i], i)
+            if doc is None:
+                continue
+            if cfg.must_remove_duplicate_docs:
+                key = (doc.query, tuple(doc.choices), str(doc.gold_index), doc.instruction)
+                if key in seen:
+                    continue
+                seen.add(key)
+            if picks:
+                doc.fewshot_samples = [self._pool_doc(j, fewshot_cache) for j in picks]
+            yield i, doc
+
+    def _pool_doc(self, j: int, cache: dict[int, Doc]) -> Doc:
+        if j not in cache:
+            doc = self.make_doc(self.fewshot_rows()[j], j, fewshot=True)
+            if doc is None:
+                raise DataError(
+                    f"{self.config.where()}: few-shot row {j} was skipped by the prompt function."
+                )
+            cache[j] = doc
+        return cache[j]
+
+    def _sorting_class(self, pool: Sequence[dict[str, Any]], cache: dict[int, Doc]):
+        def label(j: int) -> str:
+            doc = self._pool_doc(j, cache)
+            return doc.fewshot_sorting_class or (doc.get_golds() or [""])[0]
+
+        return label
+
+
+class _Concat(Sequence[dict[str, Any]]):
+    """Several splits evaluated as one sequence (lighteval's evaluation_splits)."""
+
+    def __init__(self, parts: list[Sequence[dict[str, Any]]]) -> None:
+        self.parts = parts
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        for part in self.parts:
+            if i < len(part):
+                return part[i]
+            i -= len(part)
+        raise IndexError(i)
+
+
+def _apply(rows: Any, what: str, fn: Any, cfg: TaskConfig, split: str) -> Any:
+    try:
+        if what == "filter":
+            return rows.filter(fn) if hasattr(rows, "filter") else [r for r in rows if fn(r)]
+        return fn(rows)
+    except Exception as exc:
+        raise DataError(
+            f"{cfg.where()}: {what} failed on split {split!r}: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def _short(row: dict[str, Any]) -> str:
+    text = repr(row)
+    return text if len(text) < 300 else text[:300] + "..."
