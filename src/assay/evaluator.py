@@ -146,6 +146,7 @@ class Evaluation:
             "n-shot": {},
             "higher_is_better": {},
             "n-samples": {},
+            "task_hashes": {},
         }
         assay_extra: dict[str, Any] = {"timings": {}, "requests": {}}
         for task in self.tasks:
@@ -164,6 +165,9 @@ class Evaluation:
                 "effective": n_docs,
             }
             assay_extra["timings"][task.name] = round(time.perf_counter() - t0, 3)
+            task_hash = counts.pop("task_hash", None)
+            if task_hash:
+                results["task_hashes"][task.name] = task_hash
             assay_extra["requests"][task.name] = counts
             self._groups(results)
             if out:
@@ -242,7 +246,7 @@ class Evaluation:
             for name, p in parts.items()
             if p and self.settings.log_samples
         }
-        counts = {"requests": 0, "unique_requests": 0}
+        counts: dict[str, Any] = {"requests": 0, "unique_requests": 0}
         progress = _Progress(f"{task.name}", enabled=self.settings.show_progress)
         n_docs = 0
         try:
@@ -275,7 +279,7 @@ class Evaluation:
             for handle in handles.values():
                 handle.close()
         if out and self.settings.log_samples:
-            out.write_samples(task.name, [p for p in parts.values() if p])
+            counts["task_hash"] = out.write_samples(task.name, [p for p in parts.values() if p])
         entry = task_entry(
             task.name, cfg.alias, n_docs, list(columns.values()), self.settings.bootstrap_iters
         )
@@ -304,6 +308,8 @@ class Evaluation:
         results: list[DocResult] = []
         flat: list[Any] = []
         for doc_id, doc in shard:
+            if task.config.truncate_fewshots and doc.fewshot_samples:
+                self._fit_fewshots(task, doc, model, prompts)
             if output_type == OutputType.MULTIPLE_CHOICE and doc.shared_continuation is not None:
                 prompt: Any = prompts.contexts(doc, doc.fewshot_samples)
             elif output_type == OutputType.LOGLIKELIHOOD_ROLLING:
@@ -339,6 +345,28 @@ class Evaluation:
         for (result, i, _), answer in zip(flat, answers, strict=True):
             result.resps[i].append(answer)
         return results
+
+    def _fit_fewshots(self, task: Task, doc: Doc, model: LM, prompts: PromptManager) -> None:
+        """truncate_fewshots: drop examples from the end until the prompt fits the model."""
+        count = getattr(model, "count_tokens", None)
+        max_length = getattr(model, "max_length", None)
+        if count is None or max_length is None:
+            raise ConfigError(
+                f"{task.config.where()}: truncate_fewshots needs a backend that counts tokens "
+                f"(hf, vllm, or an API backend with a tokenizer); {type(model).__name__} does not."
+            )
+        reserve = max((count(c) for c in doc.choices), default=0)
+        if task.output_type == OutputType.GENERATE_UNTIL:
+            reserve = self._gen_params(task, doc).max_gen_toks
+        while doc.fewshot_samples:
+            prompt = prompts.render(doc, doc.fewshot_samples)
+            if (
+                count(prompt if isinstance(prompt, str) else " ".join(c for _, c in prompt))
+                + reserve
+                <= max_length
+            ):
+                return
+            doc.fewshot_samples = doc.fewshot_samples[:-1]
 
     def _groups(self, results: dict[str, Any]) -> None:
         done = results["results"]
@@ -400,7 +428,6 @@ class Evaluation:
         }
         final["git_hash"] = _git_hash()
         final["date"] = date
-        final["task_hashes"] = {}
         final["system_instruction"] = s.system_instruction
         final["fewshot_as_multiturn"] = bool(s.fewshot_as_multiturn)
         final["chat_template_applied"] = s.apply_chat_template

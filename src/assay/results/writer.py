@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -55,16 +56,27 @@ class OutputDir:
     def samples_path(self, task: str) -> Path:
         return self.path / f"samples_{safe_name(task)}.jsonl"
 
-    def write_samples(self, task: str, parts: list[Path]) -> Path:
-        """Concatenate per-filter part files (lm-eval order: all docs of filter 1, then 2...)."""
+    def write_samples(self, task: str, parts: list[Path]) -> str:
+        """Concatenate per-filter part files (lm-eval order: all docs of filter 1, then 2...).
+
+        Returns lm-eval's task hash: sha256 over every line's doc, prompt and target hashes.
+        """
         target = self.samples_path(task)
+        digest = hashlib.sha256()
 
         def chunks() -> Iterable[str]:
             for part in parts:
                 with part.open(encoding="utf-8") as handle:
-                    yield from handle
+                    for line in handle:
+                        record = json.loads(line)
+                        digest.update(
+                            (
+                                record["doc_hash"] + record["prompt_hash"] + record["target_hash"]
+                            ).encode()
+                        )
+                        yield line
 
         _atomic_write(target, chunks())
         for part in parts:
             part.unlink()
-        return target
+        return digest.hexdigest()

@@ -263,6 +263,19 @@ class Task:
                 doc.fewshot_samples = [self._pool_doc(j, fewshot_cache) for j in picks]
             yield i, doc
 
+    def eval_docs(self) -> Iterator[Doc]:
+        """Every evaluation doc, with its few-shot examples."""
+        return (doc for _, doc in self.docs(self.doc_indices()))
+
+    def fewshot_docs(self) -> list[Doc]:
+        """The few-shot pool as Docs."""
+        cache: dict[int, Doc] = {}
+        return [self._pool_doc(j, cache) for j in range(len(self.fewshot_rows()))]
+
+    def get_docs(self, max_samples: int | None = None, seed: int | None = None) -> list[Doc]:
+        """Up to `max_samples` docs: the first ones, or a seeded random subset (in doc order)."""
+        return [doc for _, doc in self.docs(self.doc_indices(max_samples, seed))]
+
     def _pool_doc(self, j: int, cache: dict[int, Doc]) -> Doc:
         if j not in cache:
             doc = self.make_doc(self.fewshot_rows()[j], j, fewshot=True)
