@@ -23,7 +23,7 @@ test: lint
 	$(VENV)/bin/pytest -n 2 --dist loadfile
 
 quickstart: $(STAMP)
-	$(VENV)/bin/assay run --model replay --model-args path=examples/ifeval_gpt4_responses.jsonl --tasks ifeval --output-dir out/quickstart
+	$(VENV)/bin/assay run --model replay --model-args path=src/assay/data/ifeval/gpt4_responses.jsonl --tasks ifeval --output-dir out/quickstart
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

@@ -110,6 +110,16 @@ class PromptManager:
             messages, add_generation_prompt=not prefill, continue_final_message=prefill
         )
 
+    def prepare_prompt(self, doc: Doc) -> str:
+        """lighteval's name: the prompt of a doc with its own few-shot examples, as a string."""
+        rendered = self.render(doc, doc.fewshot_samples)
+        return rendered if isinstance(rendered, str) else "".join(c for _, c in rendered)
+
+    def prepare_prompt_api(self, doc: Doc) -> list[dict[str, str]]:
+        """lighteval's name: the prompt as chat messages for an API (nothing tokenised)."""
+        turns = self._chat_turns(self.turns(doc, doc.fewshot_samples))
+        return [{"role": t.role, "content": t.content} for t in turns]
+
     def contexts(self, doc: Doc, fewshots: Sequence[Doc]) -> list:
         """Multiple-input docs: one prompt per alternative context (the doc's choices)."""
         return [self.render(doc, fewshots, query=choice) for choice in doc.choices]
