@@ -189,12 +189,13 @@ def _user_process_results(
 
 # ---------------------------------------------------------------- samples records
 def _jsonable(value: Any) -> Any:
+    """Per-sample metric values as lm-eval writes them: numpy scalars as numbers, arrays as str."""
     if isinstance(value, tuple | list):
         return [_jsonable(v) for v in value]
-    if hasattr(value, "item"):
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
         return value.item()
     if hasattr(value, "tolist"):
-        return repr(value)
+        return str(value)
     return value
 
 
