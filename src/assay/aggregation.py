@@ -1,0 +1,333 @@
+"""Online estimates with confidence intervals, refreshed as rows are scored.
+
+After every shard an evaluation has scored n of the N rows it will score. A metric is either
+*algebraic* (a mean over rows: accuracy, F1, NDCG) or *distributive* (a total over rows: number
+correct, tokens spent). For an algebraic metric we report the running mean with an interval on the
+population mean; for a distributive one we extrapolate the running total to all N rows and report
+an interval on the population total. Rows are drawn without replacement from a finite population,
+so intervals shrink with the finite-population correction and have zero width once n = N.
+
+Three strategies:
+
+- ``normal``: mean ± z·SE. SE uses the *observed* variance of per-row scores when they are known,
+  otherwise the largest variance a variable in [a, b] with that mean can have, (m - a)(b - m),
+  which is the Bernoulli variance on [0, 1] and never understates the spread on other ranges.
+- ``wilson``: the Wilson score interval on the mean rescaled to [0, 1], with the effective sample
+  size n / FPC²; the point value stays the observed mean. Meant for proportions.
+- ``hoeffding``: a distribution-free bound, (b - a)·sqrt(ln(2/α)·ρ / 2n), where ρ = 1 - (n-1)/N is
+  Serfling's correction for sampling without replacement.
+
+Every interval is clipped to the metric's feasible range (scaled by N for totals).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any, Literal
+
+from assay.errors import ConfigError
+
+Strategy = Literal["normal", "wilson", "hoeffding"]
+STRATEGIES: tuple[str, ...] = ("normal", "wilson", "hoeffding")
+
+
+@dataclass(frozen=True, slots=True)
+class OnlineSettings:
+    """How intervals are computed: strategy, confidence level, finite-population correction."""
+
+    strategy: Strategy = "normal"
+    confidence_level: float = 0.95
+    """Two-sided coverage, in (0, 1)."""
+    use_fpc: bool = True
+    """Shrink intervals because rows are drawn without replacement from N rows."""
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(
+                f"online_strategy_kwargs: strategy {self.strategy!r} is not one of {list(STRATEGIES)}"
+            )
+        if not 0.0 < self.confidence_level < 1.0:
+            raise ConfigError(
+                "online_strategy_kwargs: confidence_level must be in (0, 1), "
+                f"got {self.confidence_level!r}"
+            )
+
+    @classmethod
+    def from_kwargs(cls, kwargs: Mapping[str, Any] | None) -> OnlineSettings:
+        """Settings from a config's ``online_strategy_kwargs`` (``strategy_name`` or ``strategy``)."""
+        if not kwargs:
+            return cls()
+        known = {"strategy_name", "strategy", "confidence_level", "use_fpc"}
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise ConfigError(
+                f"online_strategy_kwargs: unknown key(s) {unknown}; known keys: {sorted(known)}"
+            )
+        strategy = kwargs.get("strategy_name", kwargs.get("strategy", "normal"))
+        return cls(
+            strategy=strategy,
+            confidence_level=float(kwargs.get("confidence_level", 0.95)),
+            use_fpc=bool(kwargs.get("use_fpc", True)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A point estimate with its confidence interval after n of N rows."""
+
+    value: float
+    """Running mean (algebraic) or the total extrapolated to N rows (distributive)."""
+    lower: float
+    upper: float
+    margin: float
+    """Half-width before clipping to the feasible range."""
+    n: int
+    """Rows the estimate is based on."""
+    population: int | None
+    """Rows the evaluation will score in total (N)."""
+    confidence_level: float
+    method: str
+    """What produced the interval, e.g. "normal (observed variance)"."""
+    observed: float | None = None
+    """Distributive metrics: the total over the n rows actually scored."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The metric fields RapidFire users read (value, lower_bound, upper_bound, ...)."""
+        out: dict[str, Any] = {
+            "value": self.value,
+            "lower_bound": self.lower,
+            "upper_bound": self.upper,
+            "margin_of_error": self.margin,
+            "confidence_level": self.confidence_level,
+            "ci_method": self.method,
+            "n": self.n,
+            "population": self.population,
+        }
+        if self.observed is not None:
+            out["observed_value"] = self.observed
+        return out
+
+
+@dataclass(slots=True)
+class RunningEstimate:
+    """Count, mean and sum of squared deviations of a stream of scores (Welford's algorithm)."""
+
+    n: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+
+    def add(self, x: float) -> None:
+        """Fold one score in."""
+        self.n += 1
+        delta = x - self.mean
+        self.mean += delta / self.n
+        self.m2 += delta * (x - self.mean)
+
+    def extend(self, xs: Iterable[float]) -> None:
+        """Fold many scores in."""
+        for x in xs:
+            self.add(float(x))
+
+    def merge(self, other: RunningEstimate) -> RunningEstimate:
+        """The estimate of both streams together (Chan et al.'s parallel update)."""
+        n = self.n + other.n
+        if n == 0:
+            return RunningEstimate()
+        delta = other.mean - self.mean
+        mean = self.mean + delta * other.n / n
+        m2 = self.m2 + other.m2 + delta * delta * self.n * other.n / n
+        return RunningEstimate(n, mean, m2)
+
+    @property
+    def variance(self) -> float | None:
+        """Sample variance (n - 1 denominator); None below two scores."""
+        return self.m2 / (self.n - 1) if self.n > 1 else None
+
+    @property
+    def total(self) -> float:
+        return self.mean * self.n
+
+
+def z_score(confidence_level: float) -> float:
+    """Two-sided standard normal quantile: 1.959964 for 0.95."""
+    return NormalDist().inv_cdf(0.5 + confidence_level / 2.0)
+
+
+def finite_population_factor(n: int, population: int | None) -> float:
+    """sqrt((N - n) / (N - 1)): the SE factor for sampling n of N rows without replacement."""
+    if population is None:
+        return 1.0
+    if n >= population:
+        return 0.0
+    if population <= 1:
+        return 1.0
+    return math.sqrt((population - n) / (population - 1))
+
+
+def bound_variance(mean: float, low: float, high: float) -> float:
+    """The largest variance a variable in [low, high] with this mean can have."""
+    return max(0.0, (mean - low) * (high - mean))
+
+
+def wilson_interval(proportion: float, n_effective: float, z: float) -> tuple[float, float]:
+    """Wilson score interval for a proportion observed over n_effective trials."""
+    if n_effective <= 0:
+        return 0.0, 1.0
+    denom = 1.0 + z * z / n_effective
+    centre = (proportion + z * z / (2 * n_effective)) / denom
+    half = (z / denom) * math.sqrt(
+        proportion * (1 - proportion) / n_effective + z * z / (4 * n_effective * n_effective)
+    )
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def hoeffding_margin(
+    width: float, n: int, confidence_level: float, population: int | None = None
+) -> float:
+    """Hoeffding's two-sided bound on |mean - μ|, with Serfling's correction when N is given."""
+    if n <= 0:
+        return math.inf
+    alpha = 1.0 - confidence_level
+    rho = 1.0
+    if population is not None:
+        if n >= population:
+            return 0.0
+        rho = 1.0 - (n - 1) / population
+    return width * math.sqrt(math.log(2.0 / alpha) * rho / (2.0 * n))
+
+
+def _check_range(value_range: Sequence[float]) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in value_range)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"value_range must be a (min, max) pair of numbers, got {value_range!r}"
+        ) from exc
+    if not low < high:
+        raise ConfigError(f"value_range must have min < max, got {value_range!r}")
+    return low, high
+
+
+def mean_interval(
+    mean: float,
+    n: int,
+    *,
+    value_range: Sequence[float] = (0.0, 1.0),
+    variance: float | None = None,
+    population: int | None = None,
+    settings: OnlineSettings = OnlineSettings(),
+) -> Estimate:
+    """Interval on the population mean of a metric whose rows lie in `value_range`.
+
+    `variance` is the observed per-row sample variance; without it the normal strategy uses the
+    bound variance (see module docstring).
+    """
+    low, high = _check_range(value_range)
+    level = settings.confidence_level
+    if n <= 0:
+        return Estimate(mean, low, high, math.inf, 0, population, level, settings.strategy)
+    pop = population if settings.use_fpc else None
+    fpc = finite_population_factor(n, pop)
+    z = z_score(level)
+    if settings.strategy == "hoeffding":
+        margin = hoeffding_margin(high - low, n, level, pop)
+        lower, upper, method = mean - margin, mean + margin, "hoeffding"
+    elif settings.strategy == "wilson":
+        p = min(1.0, max(0.0, (mean - low) / (high - low)))
+        if fpc == 0.0:
+            lo_p = hi_p = p
+        else:
+            lo_p, hi_p = wilson_interval(p, n / (fpc * fpc), z)
+        lower, upper = low + lo_p * (high - low), low + hi_p * (high - low)
+        margin = (upper - lower) / 2.0
+        method = "wilson"
+    else:
+        if variance is not None:
+            var, method = variance, "normal (observed variance)"
+        else:
+            var, method = bound_variance(mean, low, high), "normal (bound variance)"
+        margin = z * math.sqrt(var / n) * fpc
+        lower, upper = mean - margin, mean + margin
+    if settings.use_fpc and population is not None:
+        method += " + fpc"
+    return Estimate(
+        value=mean,
+        lower=max(low, lower),
+        upper=min(high, upper),
+        margin=margin,
+        n=n,
+        population=population,
+        confidence_level=level,
+        method=method,
+    )
+
+
+def total_interval(
+    total: float,
+    n: int,
+    *,
+    population: int,
+    value_range: Sequence[float] = (0.0, 1.0),
+    variance: float | None = None,
+    settings: OnlineSettings = OnlineSettings(),
+) -> Estimate:
+    """Extrapolate a total over n rows to all `population` rows, with an interval on that total.
+
+    `value_range` is the range of one row's contribution (e.g. (0, 1) for a correct/incorrect count).
+    """
+    low, high = _check_range(value_range)
+    per_row = mean_interval(
+        total / n if n else 0.0,
+        n,
+        value_range=(low, high),
+        variance=variance,
+        population=population,
+        settings=settings,
+    )
+    return Estimate(
+        value=per_row.value * population,
+        lower=per_row.lower * population,
+        upper=per_row.upper * population,
+        margin=per_row.margin * population,
+        n=n,
+        population=population,
+        confidence_level=per_row.confidence_level,
+        method=per_row.method,
+        observed=total,
+    )
+
+
+def paired_difference(
+    scores_a: Sequence[float],
+    scores_b: Sequence[float],
+    *,
+    value_range: Sequence[float] = (0.0, 1.0),
+    population: int | None = None,
+    settings: OnlineSettings = OnlineSettings(),
+) -> Estimate:
+    """Interval on mean(a) - mean(b) from scores of two configs on the same rows, pairwise.
+
+    Pairing removes the between-row variance both configs share, so the interval is usually much
+    narrower than the two marginal intervals suggest. Wilson does not apply to a difference; it
+    falls back to the normal interval on the observed differences.
+    """
+    if len(scores_a) != len(scores_b):
+        raise ValueError(f"paired scores differ in length: {len(scores_a)} vs {len(scores_b)}")
+    low, high = _check_range(value_range)
+    running = RunningEstimate()
+    running.extend(a - b for a, b in zip(scores_a, scores_b))
+    width = high - low
+    strategy = "hoeffding" if settings.strategy == "hoeffding" else "normal"
+    diff_settings = OnlineSettings(strategy, settings.confidence_level, settings.use_fpc)
+    variance = running.variance if running.variance is not None else width * width
+    return mean_interval(
+        running.mean,
+        running.n,
+        value_range=(-width, width),
+        variance=variance,
+        population=population,
+        settings=diff_settings,
+    )

@@ -1,0 +1,120 @@
+"""Engines shared by configs, and generation with per-row error capture.
+
+One engine is built per distinct (backend, model args); configs that differ only in sampling
+parameters share it, and each request carries its own config's `GenParams`. Requests go through
+the local executor (deduplication, response cache), so an identical prompt asked twice with the
+same parameters costs one call, within a run and across resumed runs.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.models.base import LM
+from assay.pipelines.model_configs import ModelConfig
+from assay.requests import GenerateRequest, GenParams, Messages
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationFailure:
+    """A row whose generation raised: recorded and counted, never scored."""
+
+    message: str
+
+
+def to_prompt(prompt: Any, where: str) -> str | Messages:
+    """A user prompt (text, or chat messages as dicts or (role, content) pairs) as a request prompt."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list | tuple):
+        messages = []
+        for message in prompt:
+            if isinstance(message, Mapping) and "role" in message and "content" in message:
+                messages.append((str(message["role"]), str(message["content"])))
+            elif isinstance(message, list | tuple) and len(message) == 2:
+                messages.append((str(message[0]), str(message[1])))
+            else:
+                raise ConfigError(
+                    f"{where}: a chat prompt must be a list of {{'role': ..., 'content': ...}} "
+                    f"messages, got an element {message!r}"
+                )
+        return tuple(messages)
+    raise ConfigError(
+        f"{where}: each prompt must be a string or a list of chat messages, "
+        f"got {type(prompt).__name__}"
+    )
+
+
+class EnginePool:
+    """Builds each distinct engine once and keeps the most recently used ones loaded."""
+
+    def __init__(self, cache_dir: Path | None = None, max_loaded: int = 2) -> None:
+        self.cache_dir = cache_dir
+        self.max_loaded = max(1, max_loaded)
+        self._engines: OrderedDict[str, tuple[LM, Any]] = OrderedDict()
+        self.builds = 0
+        """How many engines were built (tests and benchmarks read it)."""
+
+    @property
+    def loaded_keys(self) -> list[str]:
+        return list(self._engines)
+
+    def get(self, config: ModelConfig) -> tuple[LM, Any]:
+        """The engine of `config` and its response cache (None without a cache directory)."""
+        key = config.engine_key()
+        if key in self._engines:
+            self._engines.move_to_end(key)
+            return self._engines[key]
+        while len(self._engines) >= self.max_loaded:
+            _, (_, old_cache) = self._engines.popitem(last=False)
+            if old_cache is not None:
+                old_cache.close()
+        engine = config.build()
+        self.builds += 1
+        cache = None
+        if self.cache_dir is not None:
+            from assay.cache import ResponseCache
+
+            cache = ResponseCache(self.cache_dir / "responses.sqlite", engine.identity())
+        self._engines[key] = (engine, cache)
+        return engine, cache
+
+    def generate(
+        self, config: ModelConfig, prompts: Sequence[str | Messages], params: GenParams
+    ) -> list[str | GenerationFailure]:
+        """One output per prompt; a prompt whose generation fails yields a GenerationFailure."""
+        from assay.executors.local import run_requests
+
+        engine, cache = self.get(config)
+        requests = [GenerateRequest(prompt, params) for prompt in prompts]
+        try:
+            return [str(r) for r in run_requests(engine, requests, cache=cache)]
+        except Exception as exc:
+            if len(requests) == 1:
+                return [_failure_of(exc)]
+        # Retry row by row so one bad prompt does not take its batch down with it.
+        return [_generate_one(engine, request, cache) for request in requests]
+
+    def close(self) -> None:
+        for _, cache in self._engines.values():
+            if cache is not None:
+                cache.close()
+        self._engines.clear()
+
+
+def _failure_of(exc: Exception) -> GenerationFailure:
+    return GenerationFailure(f"{type(exc).__name__}: {exc}")
+
+
+def _generate_one(engine: LM, request: GenerateRequest, cache: Any) -> str | GenerationFailure:
+    from assay.executors.local import run_requests
+
+    try:
+        return str(run_requests(engine, [request], cache=cache)[0])
+    except Exception as exc:
+        return _failure_of(exc)

@@ -1,0 +1,555 @@
+"""`Experiment.run_evals`: many eval configs over one dataset, shard by shard, with live estimates.
+
+The loop: expand the config group into leaves, shuffle the dataset into shards with the seed,
+then repeatedly give the next shard to the least advanced active config (fair round-robin). After
+each shard the config's metrics are recomputed with confidence intervals, its rows are already
+in the store, and the table is refreshed. Between shards, queued interactive operations (stop,
+resume, delete, clone-and-modify) are applied.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from assay.aggregation import Estimate, RunningEstimate, paired_difference
+from assay.errors import AssayError, ConfigError
+from assay.pipelines.batch import _columns, run_batch
+from assay.pipelines.data import dataset_fingerprint, dataset_rows, shard_plan
+from assay.pipelines.display import ConfigRow, LiveView, to_html, to_markdown
+from assay.pipelines.engines import EnginePool
+from assay.pipelines.eval_config import EvalConfig, apply_changes, expand, validate
+from assay.pipelines.knobs import fingerprint
+from assay.pipelines.online import SAMPLES, ConfigMetrics
+from assay.pipelines.redact import find_secrets, scrub
+from assay.pipelines.resources import SharedResources
+from assay.pipelines.scheduler import ShardScheduler, Status
+from assay.pipelines.store import ExperimentStore, StoredRow
+
+Results = dict[int, tuple[dict[str, list[Any]], dict[str, dict[str, Any]]]]
+"""config id -> (processed rows as columns, metrics), as RapidFire's run_evals returns."""
+ShardCallback = Callable[["Experiment", int, int], None]
+
+
+class Experiment:
+    """A named set of eval runs whose rows, metrics and configs live in ``output_dir``."""
+
+    def __init__(
+        self,
+        name: str | None = None,
+        mode: str = "evals",
+        *,
+        experiment_name: str | None = None,
+        output_dir: str | Path | None = None,
+        display: str = "auto",
+        max_loaded_engines: int = 2,
+        cache_responses: bool = True,
+    ) -> None:
+        name = name or experiment_name
+        if not name:
+            raise ConfigError("Experiment needs a name, e.g. Experiment('gsm8k-fewshot')")
+        if mode != "evals":
+            raise ConfigError(f"Experiment mode {mode!r} is not supported; assay runs 'evals'")
+        self.name = name
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+        self.output_dir = Path(output_dir) if output_dir else Path("assay_experiments") / safe
+        self.display = display
+        self.max_loaded_engines = max_loaded_engines
+        self.cache_responses = cache_responses
+        self.resources = SharedResources()
+        """Indexes, embeddings and example stores shared by configs (``resources.builds``)."""
+        self.engines: EnginePool | None = None
+        self._store: ExperimentStore | None = None
+        self._lock = threading.RLock()
+        self._pending: list[Callable[[], None]] = []
+        self._running = False
+        self._thread: threading.Thread | None = None
+        self._outcome: Results | BaseException | None = None
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self._rows: list[dict[str, Any]] = []
+        self._shards: list[list[int]] = []
+        self._configs: dict[int, EvalConfig] = {}
+        self._metrics: dict[int, ConfigMetrics] = {}
+        self._records: dict[int, list[dict[str, Any]]] = {}
+        self._seconds: dict[int, float] = {}
+        self._failures: dict[int, AssayError] = {}
+        self._final: dict[int, dict[str, dict[str, Any]]] = {}
+        self._built: set[int] = set()
+        self._secrets: set[str] = set()
+        self._scheduler: ShardScheduler | None = None
+        self._next_id = 1
+
+    # -- running ---------------------------------------------------------------------------
+    def run_evals(
+        self,
+        config_group: Any,
+        dataset: Any,
+        num_shards: int = 4,
+        seed: int = 42,
+        *,
+        num_actors: int | None = None,
+        resume: bool = True,
+        on_shard_complete: ShardCallback | None = None,
+    ) -> Results:
+        """Evaluate every leaf config of `config_group` on `dataset`; see the module docstring.
+
+        num_actors: accepted for RapidFire compatibility; configs run in this process one shard
+        at a time, so only 1 (or None) is allowed. resume: continue from the completed shards
+        stored under ``output_dir`` (False starts over). on_shard_complete(experiment,
+        config_id, shard) runs after every shard: the place for interactive control.
+        """
+        if num_actors not in (None, 1):
+            raise ConfigError(
+                f"run_evals num_actors={num_actors}: assay runs configs in one process, shard by "
+                "shard; drop num_actors (use a Ray executor for many workers)"
+            )
+        self._prepare(config_group, dataset, num_shards, seed, resume)
+        return self.continue_evals(on_shard_complete)
+
+    def start_evals(self, *args: Any, **kwargs: Any) -> None:
+        """`run_evals` in a background thread; control it meanwhile, then call `wait()`."""
+        if self._thread is not None and self._thread.is_alive():
+            raise ConfigError(f"experiment {self.name!r} is already running")
+
+        def target() -> None:
+            try:
+                self._outcome = self.run_evals(*args, **kwargs)
+            except BaseException as exc:
+                self._outcome = exc
+
+        self._outcome = None
+        self._thread = threading.Thread(target=target, name=f"assay-{self.name}", daemon=True)
+        self._thread.start()
+
+    def wait(self, timeout: float | None = None) -> Results:
+        """The results of `start_evals` once it finishes (its exception, if it failed)."""
+        if self._thread is None:
+            raise ConfigError("wait() needs a run started with start_evals()")
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError(f"experiment {self.name!r} still running after {timeout} s")
+        if isinstance(self._outcome, BaseException):
+            raise self._outcome
+        assert self._outcome is not None
+        return self._outcome
+
+    def continue_evals(self, on_shard_complete: ShardCallback | None = None) -> Results:
+        """Run the active configs of the last `run_evals` (after resume or clone) to the end."""
+        if self._scheduler is None:
+            raise ConfigError("continue_evals() needs a previous run_evals() on this experiment")
+        view = LiveView(self.display, title=f"experiment {self.name}")
+        self._running = True
+        try:
+            self._apply_pending()
+            view.update(self.status_rows())
+            while True:
+                loaded = self.engines.loaded_keys[-1] if self.engines.loaded_keys else None
+                pick = self._scheduler.next(loaded)
+                if pick is None:
+                    break
+                config_id, shard = pick
+                self._run_shard(config_id, shard)
+                view.update(self.status_rows())
+                if on_shard_complete is not None:
+                    on_shard_complete(self, config_id, shard)
+                self._apply_pending()
+        finally:
+            self._running = False
+            view.close()
+        if self._configs and all(s == Status.FAILED for s in self._statuses().values()):
+            raise self._failures[min(self._failures)]
+        return self.results()
+
+    def _prepare(
+        self, config_group: Any, dataset: Any, num_shards: int, seed: int, resume: bool
+    ) -> None:
+        self._reset_state()
+        self._rows = dataset_rows(dataset)
+        order, self._shards = shard_plan(len(self._rows), num_shards, seed)
+        leaves = expand(config_group, seed)
+        if not leaves:
+            raise ConfigError("run_evals: the config group expands to no configs")
+        if self._store is None:
+            self._store = ExperimentStore(self.output_dir / "experiment.sqlite")
+        meta = {
+            "name": self.name,
+            "dataset_fingerprint": dataset_fingerprint(self._rows),
+            "num_rows": len(self._rows),
+            "num_shards": num_shards,
+            "seed": seed,
+        }
+        stored = self._store.meta()
+        if resume and stored:
+            changed = [k for k in meta if stored.get(k) != meta[k]]
+            if changed:
+                raise ConfigError(
+                    f"experiment {self.name!r} in {self.output_dir} was run with other "
+                    f"{', '.join(changed)}; pass resume=False to start over, or use another name"
+                )
+        elif stored:
+            self._store.clear()
+        self._store.set_meta({**meta, "permutation": order})
+        if self.engines is None:
+            cache_dir = self.output_dir if self.cache_responses else None
+            self.engines = EnginePool(cache_dir, self.max_loaded_engines)
+        self._scheduler = ShardScheduler(num_shards)
+        known = {c["fingerprint"]: c for c in reversed(self._store.configs())}
+        self._next_id = max((c["config_id"] for c in known.values()), default=0) + 1
+        for leaf in leaves:
+            previous = known.pop(fingerprint(leaf), None)
+            config_id = previous["config_id"] if previous else self._take_id()
+            self._register(validate(leaf, config_id), previous)
+
+    def _take_id(self) -> int:
+        with self._lock:
+            config_id, self._next_id = self._next_id, self._next_id + 1
+            return config_id
+
+    def _register(self, config: EvalConfig, previous: dict[str, Any] | None = None) -> None:
+        assert self._store is not None and self._scheduler is not None
+        cid = config.config_id
+        self._secrets |= find_secrets(config.model.knob_params())
+        self._configs[cid] = config
+        self._metrics[cid] = ConfigMetrics(
+            len(self._rows),
+            config.settings,
+            config.compute_metrics_fn,
+            config.accumulate_metrics_fn,
+            where=f"config {cid}",
+        )
+        self._records[cid] = []
+        status = Status(previous["status"]) if previous else Status.NEW
+        if status == Status.FAILED:
+            status = Status.NEW
+        if previous is None:
+            self._store.add_config(cid, config.fingerprint, config.knobs(), config.parent_id)
+        completed = self._store.completed_shards(cid)
+        completed = completed[
+            : next((i for i, s in enumerate(completed) if s != i), len(completed))
+        ]
+        self._store.discard_partial(cid, completed)
+        if completed:
+            self._restore(cid, completed)
+            status = Status.ONGOING if status == Status.NEW else status
+        self._scheduler.add(cid, config.model.engine_key(), len(completed), status)
+        self._store.set_status(cid, self._scheduler.status(cid).value)
+
+    def _restore(self, cid: int, completed: list[int]) -> None:
+        assert self._store is not None
+        metrics = self._metrics[cid]
+        rows = self._store.rows(cid)
+        scored = [r for r in rows if r.error is None]
+        metrics.samples, metrics.errors = len(scored), len(rows) - len(scored)
+        for batch in self._store.batch_metrics(cid):
+            for name, entry in batch.items():
+                metrics.batch_metrics.setdefault(name, []).append(entry)
+        for row in scored:
+            for name, score in row.scores.items():
+                metrics.row_scores.setdefault(name, RunningEstimate()).add(score)
+        self._records[cid] = [r.record for r in scored]
+        self._seconds[cid] = self._store.shard_seconds(cid)
+
+    def _ensure_built(self, config: EvalConfig) -> None:
+        if config.config_id in self._built:
+            return
+        for part in (config.rag, config.prompt_manager):
+            if part is not None:
+                part.build(self.resources)
+        self._built.add(config.config_id)
+
+    def _run_shard(self, cid: int, shard: int) -> None:
+        assert self._store is not None and self._scheduler is not None and self.engines
+        config, metrics = self._configs[cid], self._metrics[cid]
+        started = time.perf_counter()
+        rows = self._shards[shard]
+        shard_errors = 0
+        try:
+            self._ensure_built(config)
+            for b, start in enumerate(range(0, len(rows), config.batch_size)):
+                indices = rows[start : start + config.batch_size]
+                where = f"config {cid}, shard {shard}, batch {b}"
+                outcome = run_batch(
+                    config, [self._rows[i] for i in indices], indices, self.engines, where
+                )
+                position = {i: j for j, i in enumerate(outcome.scored)}
+                stored = [
+                    StoredRow(
+                        cid,
+                        row_index,
+                        shard,
+                        outcome.prompts[i],
+                        outcome.outputs[i],
+                        scrub(outcome.errors[i], self._secrets) if outcome.errors[i] else None,
+                        {
+                            name: scores[position[i]]
+                            for name, scores in outcome.row_scores.items()
+                            if i in position
+                        },
+                        outcome.records[i],
+                    )
+                    for i, row_index in enumerate(outcome.row_indices)
+                ]
+                self._store.write_batch(cid, shard, b, stored, outcome.metrics)
+                n_errors = len(indices) - len(outcome.scored)
+                shard_errors += n_errors
+                metrics.add_batch(
+                    len(outcome.scored), n_errors, outcome.metrics, outcome.row_scores
+                )
+                self._records[cid].extend(outcome.records[i] for i in outcome.scored)
+            seconds = time.perf_counter() - started
+            self._seconds[cid] = self._seconds.get(cid, 0.0) + seconds
+            self._store.complete_shard(cid, shard, len(rows), shard_errors, seconds)
+            self._scheduler.complete(cid, shard)
+            self._final.pop(cid, None)
+            if self._scheduler.status(cid) == Status.COMPLETED:
+                self._user_metrics(cid)  # a failing end-of-run compute_metrics_fn fails the config
+            snapshot = self.metrics(cid) if metrics.live else {}
+            self._store.record_metrics(cid, shard + 1, metrics.samples, snapshot)
+        except AssayError as exc:
+            self._failures[cid] = exc
+            self._scheduler.fail(cid)
+        error = self._failures.get(cid)
+        message = scrub(str(error), self._secrets) if error else None
+        self._store.set_status(cid, self._scheduler.status(cid).value, message)
+
+    # -- interactive control ---------------------------------------------------------------
+    def _queue(self, op: Callable[[], None]) -> None:
+        with self._lock:
+            if self._running:
+                self._pending.append(op)
+                return
+        op()
+
+    def _apply_pending(self) -> None:
+        with self._lock:
+            ops, self._pending = self._pending, []
+        for op in ops:
+            op()
+
+    def _set(self, config_id: int, action: str) -> None:
+        def op() -> None:
+            assert self._scheduler is not None and self._store is not None
+            getattr(self._scheduler, action)(config_id)
+            self._store.set_status(config_id, self._scheduler.status(config_id).value)
+
+        self._check_known(config_id)
+        self._queue(op)
+
+    def _check_known(self, config_id: int) -> None:
+        if config_id not in self._configs:
+            raise ConfigError(
+                f"experiment {self.name!r} has no config {config_id}; ids: {sorted(self._configs)}"
+            )
+
+    def stop(self, config_id: int) -> None:
+        """Stop a config after its shard in flight; its results so far are kept."""
+        self._set(config_id, "stop")
+
+    def resume(self, config_id: int) -> None:
+        """Resume a stopped config from its next shard."""
+        self._set(config_id, "resume")
+
+    def delete(self, config_id: int) -> None:
+        """Stop a config and leave it out of results and tables."""
+        self._set(config_id, "delete")
+
+    def clone_modify(self, config_id: int, changes: dict[str, Any]) -> int:
+        """Start a new config from `config_id` with `changes` merged in; returns its id.
+
+        Changes merge key by key, into model configs, RAG specs and prompt managers too:
+        ``{"batch_size": 8, "pipeline": {"sampling_params": {"temperature": 0.7}}}``. The clone
+        shares indexes and engines with its parent when their settings did not change.
+        """
+        self._check_known(config_id)
+        parent = self._configs[config_id]
+        new_id = self._take_id()
+        clone = validate(apply_changes(parent.leaf, changes), new_id, parent_id=config_id)
+        self._queue(lambda: self._register(clone))
+        return new_id
+
+    # -- results ---------------------------------------------------------------------------
+    def _statuses(self) -> dict[int, Status]:
+        assert self._scheduler is not None
+        return {cid: self._scheduler.status(cid) for cid in self._configs}
+
+    def metrics(self, config_id: int) -> dict[str, dict[str, Any]]:
+        """The config's metrics now: header fields, counts, then user metrics with intervals."""
+        self._check_known(config_id)
+        config, state = self._configs[config_id], self._metrics[config_id]
+        user = self._user_metrics(config_id)
+        seconds = self._seconds.get(config_id, 0.0)
+        out: dict[str, dict[str, Any]] = {
+            "run_id": {"value": config_id},
+            "model_name": {"value": config.model.model_name},
+            **{k: {"value": v} for k, v in config.knobs().items()},
+            SAMPLES: {"value": state.samples},
+            "Generation Errors": {"value": state.errors},
+            "Processing Time": {"value": seconds},
+            "Samples Per Second": {"value": state.samples / seconds if seconds else 0.0},
+        }
+        out.update({k: v for k, v in user.items() if k != SAMPLES})
+        return out
+
+    def _user_metrics(self, config_id: int) -> dict[str, dict[str, Any]]:
+        state = self._metrics[config_id]
+        if state.live:
+            return state.current()
+        if config_id not in self._final:
+            self._final[config_id] = state.final(_columns(self._records[config_id]))
+        return self._final[config_id]
+
+    def results(self) -> Results:
+        """{config id: (rows as columns, metrics)} for completed, stopped and ongoing configs."""
+        out: Results = {}
+        for cid, status in self._statuses().items():
+            if status in (Status.DELETED, Status.FAILED):
+                continue
+            out[cid] = (_columns(self._records[cid]), self.metrics(cid))
+        return out
+
+    def errors(self) -> dict[int, str]:
+        """Why each failed config failed."""
+        return {cid: scrub(str(exc), self._secrets) for cid, exc in self._failures.items()}
+
+    def status_rows(self) -> list[ConfigRow]:
+        """One table row per config that is not deleted."""
+        rows = []
+        for cid, status in self._statuses().items():
+            if status == Status.DELETED:
+                continue
+            state = self._metrics[cid]
+            assert self._scheduler is not None
+            shown = {} if status == Status.FAILED else self._shown_metrics(cid, status)
+            rows.append(
+                ConfigRow(
+                    config_id=cid,
+                    status=status.value,
+                    shards_done=self._scheduler.configs[cid].shards_done,
+                    num_shards=self._scheduler.num_shards,
+                    n=state.samples,
+                    population=len(self._rows),
+                    errors=state.errors,
+                    seconds=self._seconds.get(cid, 0.0),
+                    metrics=shown,
+                    knobs=self._configs[cid].knobs(),
+                )
+            )
+        return rows
+
+    def _shown_metrics(self, cid: int, status: Status) -> dict[str, dict[str, Any]]:
+        if self._metrics[cid].live or status in (Status.COMPLETED, Status.STOPPED):
+            return self._user_metrics(cid)
+        return {}
+
+    def to_markdown(self) -> str:
+        """The status table as Markdown."""
+        return to_markdown(self.status_rows())
+
+    def _repr_html_(self) -> str:
+        return to_html(self.status_rows())
+
+    def metrics_history(self, config_id: int) -> list[dict[str, Any]]:
+        """The config's metrics after each of its shards (how the estimate converged)."""
+        assert self._store is not None
+        return self._store.metrics_history(config_id)
+
+    def results_table(self) -> list[dict[str, Any]]:
+        """Tidy rows keyed by (config_id, row_index): prompt, output, error, one column per score."""
+        if self._store is None:
+            return []
+        out = []
+        for r in self._store.rows():
+            row = {
+                "config_id": r.config_id,
+                "row_index": r.row_index,
+                "shard": r.shard,
+                "prompt": r.prompt if isinstance(r.prompt, str) else _messages_text(r.prompt),
+                "generated_text": r.output,
+                "error": r.error,
+            }
+            row.update({f"score:{name}": value for name, value in r.scores.items()})
+            out.append(row)
+        return out
+
+    def to_pandas(self) -> Any:
+        """`results_table()` as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.results_table())
+
+    def export(self, path: str | Path) -> Path:
+        """Write `results_table()` to .csv, .jsonl or .parquet (by suffix)."""
+        path = Path(path)
+        frame = self.to_pandas()
+        if path.suffix == ".csv":
+            frame.to_csv(path, index=False)
+        elif path.suffix == ".jsonl":
+            frame.to_json(path, orient="records", lines=True, force_ascii=False)
+        elif path.suffix == ".parquet":
+            frame.to_parquet(path, index=False)
+        else:
+            raise ConfigError(f"export: {path.name} must end in .csv, .jsonl or .parquet")
+        return path
+
+    def compare(self, config_a: int, config_b: int, metric: str) -> Estimate:
+        """mean(a) - mean(b) of a per-row metric on the rows both configs scored, with its interval."""
+        assert self._store is not None
+        self._check_known(config_a)
+        self._check_known(config_b)
+        scores = []
+        for cid in (config_a, config_b):
+            scores.append(
+                {r.row_index: r.scores[metric] for r in self._store.rows(cid) if metric in r.scores}
+            )
+        shared = sorted(set(scores[0]) & set(scores[1]))
+        if not shared:
+            raise ConfigError(
+                f"compare: configs {config_a} and {config_b} share no rows with per-row {metric!r} "
+                "scores; per-row scores come from a compute_metrics_fn that returns a list with "
+                "one value per row (and an accumulate_metrics_fn)"
+            )
+        entry = self.metrics(config_a).get(metric, {})
+        return paired_difference(
+            [scores[0][i] for i in shared],
+            [scores[1][i] for i in shared],
+            value_range=tuple(entry.get("value_range") or (0.0, 1.0)),
+            population=len(self._rows),
+            settings=self._configs[config_a].settings,
+        )
+
+
+def _messages_text(prompt: Any) -> str:
+    if isinstance(prompt, list):
+        parts = []
+        for m in prompt:
+            if isinstance(m, dict):
+                parts.append(f"{m.get('role')}: {m.get('content')}")
+            else:
+                parts.append(": ".join(str(x) for x in m))
+        return "\n".join(parts)
+    return str(prompt)
+
+
+def run_evals(
+    config_group: Any,
+    dataset: Any,
+    num_shards: int = 4,
+    seed: int = 42,
+    *,
+    name: str = "run_evals",
+    output_dir: str | Path | None = None,
+    display: str = "auto",
+    resume: bool = True,
+    on_shard_complete: ShardCallback | None = None,
+) -> Results:
+    """One-call form: ``Experiment(name, output_dir=..., display=...).run_evals(...)``."""
+    experiment = Experiment(name, output_dir=output_dir, display=display)
+    return experiment.run_evals(
+        config_group, dataset, num_shards, seed, resume=resume, on_shard_complete=on_shard_complete
+    )

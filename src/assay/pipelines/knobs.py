@@ -1,0 +1,288 @@
+"""Knobs (`List`, `Range`) anywhere in an eval config, and the searches that expand them.
+
+A knob may sit at any depth: in the eval config dict, in a nested dict (``sampling_params``), in
+a plain list, or in the constructor arguments of a `Configurable` object (model configs, RAG spec,
+prompt manager). Grid search takes the cartesian product of every `List`; random search draws
+each `List` and `Range` from a generator seeded by the run seed, so the same seed explores the
+same configs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Self
+
+from assay.errors import ConfigError
+
+
+class List:
+    """A categorical knob: one config per value under grid search, a uniform draw under random."""
+
+    def __init__(self, values: Sequence[Any]) -> None:
+        if not isinstance(values, list | tuple) or not values:
+            raise ConfigError(f"List expects a non-empty list of values, got {values!r}")
+        self.values = list(values)
+
+    def __repr__(self) -> str:
+        return f"List({self.values!r})"
+
+
+class Range:
+    """A numeric knob on [start, end] for random search: uniform, log-uniform or stepped."""
+
+    def __init__(
+        self,
+        start: float,
+        end: float,
+        dtype: str | None = None,
+        log: bool = False,
+        step: float | None = None,
+    ) -> None:
+        if isinstance(start, bool) or not isinstance(start, int | float):
+            raise ConfigError(f"Range start must be a number, got {start!r}")
+        if isinstance(end, bool) or not isinstance(end, int | float):
+            raise ConfigError(f"Range end must be a number, got {end!r}")
+        if dtype is None:
+            dtype = "int" if isinstance(start, int) and isinstance(end, int) else "float"
+        if dtype not in ("int", "float"):
+            raise ConfigError(f"Range dtype must be 'int' or 'float', got {dtype!r}")
+        if start > end:
+            raise ConfigError(f"Range start {start} is greater than end {end}")
+        if log and step is not None:
+            raise ConfigError("Range: log=True and step are mutually exclusive")
+        if log and start <= 0:
+            raise ConfigError("Range: log=True needs start > 0")
+        if step is not None and step <= 0:
+            raise ConfigError(f"Range step must be positive, got {step!r}")
+        self.start, self.end, self.dtype, self.log, self.step = start, end, dtype, log, step
+
+    def draw(self, rng: random.Random) -> int | float:
+        """One value from the range."""
+        if self.step is not None:
+            n_steps = math.floor((self.end - self.start) / self.step + 1e-9)
+            value = self.start + rng.randint(0, n_steps) * self.step
+        elif self.log:
+            value = math.exp(rng.uniform(math.log(self.start), math.log(self.end)))
+        elif self.dtype == "int":
+            return rng.randint(int(self.start), int(self.end))
+        else:
+            value = rng.uniform(self.start, self.end)
+        return round(value) if self.dtype == "int" else value
+
+    def __repr__(self) -> str:
+        return f"Range({self.start!r}, {self.end!r}, dtype={self.dtype!r})"
+
+
+class Configurable:
+    """An object rebuilt from its constructor arguments, which may contain knobs.
+
+    Subclasses call ``self._remember(locals())`` first thing in ``__init__``; construction must
+    not do heavy work, because knobs are only resolved after expansion.
+    """
+
+    _params: dict[str, Any]
+
+    def _remember(self, arguments: Mapping[str, Any]) -> None:
+        self._params = {k: v for k, v in arguments.items() if k not in ("self", "__class__")}
+
+    def knob_params(self) -> dict[str, Any]:
+        """The constructor arguments (possibly containing `List` / `Range`)."""
+        return dict(self._params)
+
+    def replace(self, **changes: Any) -> Self:
+        """A new object with some constructor arguments changed."""
+        return type(self)(**{**self._params, **changes})
+
+    def describe(self) -> dict[str, Any]:
+        """Knob values worth showing in tables, flattened one level (override to refine)."""
+        return self.knob_params()
+
+
+def has_knobs(value: Any) -> bool:
+    """Whether `value` contains a `List` or `Range` anywhere."""
+    if isinstance(value, List | Range):
+        return True
+    if isinstance(value, Configurable):
+        return has_knobs(value.knob_params())
+    if isinstance(value, Mapping):
+        return any(has_knobs(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(has_knobs(v) for v in value)
+    return False
+
+
+def grid(value: Any) -> list[Any]:
+    """Every concrete value `value` stands for: the cartesian product of all its `List`s."""
+    if isinstance(value, List):
+        return [leaf for option in value.values for leaf in grid(option)]
+    if isinstance(value, Range):
+        raise ConfigError(
+            f"{value!r} cannot be enumerated by grid search; use List([...]) for a grid or "
+            "RandomSearch(configs, num_runs=...) to draw from a Range"
+        )
+    if isinstance(value, Configurable):
+        return [type(value)(**params) for params in grid(value.knob_params())]
+    if isinstance(value, Mapping):
+        if not has_knobs(value):
+            return [value]
+        keys = list(value)
+        options = [grid(value[k]) for k in keys]
+        return [dict(zip(keys, combo)) for combo in itertools.product(*options)]
+    if isinstance(value, list | tuple) and has_knobs(value):
+        return [type(value)(combo) for combo in itertools.product(*(grid(v) for v in value))]
+    return [value]
+
+
+def draw(value: Any, rng: random.Random) -> Any:
+    """One concrete value of `value`, drawing every `List` and `Range` from `rng`."""
+    if isinstance(value, List):
+        return draw(rng.choice(value.values), rng)
+    if isinstance(value, Range):
+        return value.draw(rng)
+    if isinstance(value, Configurable):
+        return type(value)(**draw(value.knob_params(), rng))
+    if isinstance(value, Mapping):
+        return {k: draw(v, rng) for k, v in value.items()} if has_knobs(value) else value
+    if isinstance(value, list | tuple) and has_knobs(value):
+        return type(value)(draw(v, rng) for v in value)
+    return value
+
+
+def describe_value(value: Any) -> Any:
+    """A JSON-friendly, human-readable stand-in for a config value."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Configurable):
+        return {k: describe_value(v) for k, v in value.describe().items()}
+    if isinstance(value, Mapping):
+        return {str(k): describe_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [describe_value(v) for v in value]
+    if isinstance(value, type):
+        return value.__name__
+    if callable(value) and hasattr(value, "__qualname__"):
+        return value.__qualname__
+    return type(value).__name__
+
+
+def flatten_knobs(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted-path view of a leaf config, e.g. {"pipeline.sampling_params.temperature": 0.7}."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        path = f"{prefix}{key}"
+        described = describe_value(value)
+        if isinstance(described, dict) and described:
+            out.update(flatten_knobs(described, f"{path}."))
+        else:
+            out[path] = described
+    return out
+
+
+def identity_value(value: Any, depth: int = 0) -> Any:
+    """A JSON-friendly value that changes whenever `value` would behave differently.
+
+    Functions are identified by name and compiled code, other objects by type and attributes
+    (a few levels deep), so two configs that differ only in a splitter's chunk size or in the
+    body of a preprocess function get different fingerprints, across processes too.
+    """
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if depth > 4:
+        return type(value).__qualname__
+    if isinstance(value, List | Range):
+        return {"knob": repr(value)}
+    if isinstance(value, Configurable):
+        return {"type": type(value).__qualname__, **identity_value(value.knob_params(), depth + 1)}
+    if isinstance(value, Mapping):
+        return {str(k): identity_value(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
+        return [identity_value(v, depth + 1) for v in items]
+    if isinstance(value, type):
+        return f"{value.__module__}.{value.__qualname__}"
+    code = getattr(value, "__code__", None)
+    if code is not None:
+        name = f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', '')}"
+        return f"{name}#{_code_digest(code)}"
+    attributes = getattr(value, "__dict__", None)
+    if isinstance(attributes, dict):
+        return {
+            "type": type(value).__qualname__,
+            **{k: identity_value(v, depth + 1) for k, v in sorted(attributes.items())},
+        }
+    return type(value).__qualname__
+
+
+def _code_digest(code: Any) -> str:
+    """Hash of a code object, nested code included (their reprs carry memory addresses)."""
+    h = hashlib.sha256(code.co_code)
+    for const in code.co_consts:
+        h.update(
+            _code_digest(const).encode() if hasattr(const, "co_code") else repr(const).encode()
+        )
+    return h.hexdigest()[:12]
+
+
+def fingerprint(value: Any) -> str:
+    """A stable short hash of `identity_value(value)`: identifies a config across runs."""
+    text = json.dumps(identity_value(value), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+ConfigFilter = Callable[[dict[str, Any]], bool]
+
+
+class GridSearch:
+    """Cartesian product of every `List` in one config dict or a list of them."""
+
+    def __init__(self, configs: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> None:
+        self.configs = [configs] if isinstance(configs, Mapping) else list(configs)
+        if not self.configs:
+            raise ConfigError("GridSearch needs at least one config dict")
+
+    def get_runs(self, seed: int = 42) -> list[dict[str, Any]]:
+        """The leaf configs, in a deterministic order (the seed is unused by a grid)."""
+        return [dict(leaf) for config in self.configs for leaf in grid(config)]
+
+
+class RandomSearch:
+    """`num_runs` distinct configs drawn from one config dict or a list of them."""
+
+    def __init__(
+        self,
+        configs: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        num_runs: int = 1,
+        seed: int | None = None,
+    ) -> None:
+        self.configs = [configs] if isinstance(configs, Mapping) else list(configs)
+        if not self.configs:
+            raise ConfigError("RandomSearch needs at least one config dict")
+        if isinstance(num_runs, bool) or not isinstance(num_runs, int) or num_runs < 1:
+            raise ConfigError(f"RandomSearch num_runs must be a positive integer, got {num_runs!r}")
+        self.num_runs = num_runs
+        self.seed = seed
+        """Overrides the run seed when given."""
+
+    def get_runs(self, seed: int = 42) -> list[dict[str, Any]]:
+        """Up to `num_runs` distinct leaf configs (fewer if the space is smaller)."""
+        rng = random.Random(self.seed if self.seed is not None else seed)
+        runs: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for _ in range(self.num_runs * 20):
+            if len(runs) == self.num_runs:
+                break
+            leaf = draw(rng.choice(self.configs), rng)
+            key = fingerprint(leaf)
+            if key not in seen:
+                seen.add(key)
+                runs.append(dict(leaf))
+        return runs
+
+
+RFGridSearch = GridSearch
+RFRandomSearch = RandomSearch

@@ -1,0 +1,191 @@
+"""Model configs of eval pipelines: which backend to build and how to sample from it.
+
+Source-compatible with RapidFire's ``RFvLLMModelConfig(model_config, sampling_params, rag,
+prompt_manager)`` and ``RFOpenAIAPIModelConfig(client_config, model_config, ...)``. Models are
+built through assay's MODELS registry; sampling parameters become a `GenParams` sent with every
+request, so configs that share a model share one engine but each keeps its own sampling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.pipelines.knobs import Configurable, describe_value, fingerprint
+from assay.pipelines.redact import redact
+from assay.requests import GenParams
+
+_TOKENS_KEYS = ("max_tokens", "max_new_tokens", "max_completion_tokens", "max_gen_toks")
+_DIRECT_KEYS = ("temperature", "top_p", "top_k", "seed", "do_sample")
+
+
+def gen_params_from_sampling(sampling_params: Mapping[str, Any] | None, where: str) -> GenParams:
+    """Map vLLM / OpenAI style sampling parameters onto `GenParams`.
+
+    max_tokens (or max_new_tokens / max_completion_tokens) -> max_gen_toks, stop -> until;
+    temperature, top_p, top_k and seed keep their names; a positive temperature implies sampling
+    unless do_sample is given; anything else travels in `extra` for backends that accept it.
+    """
+    params = dict(sampling_params or {})
+    n = params.pop("n", 1)
+    if n != 1:
+        raise ConfigError(
+            f"{where}: sampling_params n={n!r} is not supported; run_evals scores one output per "
+            "prompt. Use a List of seeds to compare several samples."
+        )
+    tokens = [k for k in _TOKENS_KEYS if k in params]
+    if len(tokens) > 1:
+        raise ConfigError(f"{where}: give only one of {tokens} in sampling_params")
+    kwargs: dict[str, Any] = {}
+    if tokens:
+        kwargs["max_gen_toks"] = int(params.pop(tokens[0]))
+    stop = params.pop("stop", None)
+    if stop is not None:
+        kwargs["until"] = (stop,) if isinstance(stop, str) else tuple(stop)
+    for key in _DIRECT_KEYS:
+        if key in params:
+            kwargs[key] = params.pop(key)
+    if kwargs.get("temperature") is not None:
+        kwargs["temperature"] = float(kwargs["temperature"])
+        kwargs.setdefault("do_sample", kwargs["temperature"] > 0)
+    kwargs["extra"] = tuple(sorted(params.items()))
+    try:
+        return GenParams(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"{where}: invalid sampling_params: {exc}") from None
+
+
+class ModelConfig(Configurable):
+    """Any registered backend: ``ModelConfig("dummy", {"response": "42"}, {"max_tokens": 8})``."""
+
+    def __init__(
+        self,
+        backend: str,
+        model_args: Mapping[str, Any] | None = None,
+        sampling_params: Mapping[str, Any] | None = None,
+        rag: Any = None,
+        prompt_manager: Any = None,
+    ) -> None:
+        self._remember(locals())
+        self.backend = backend
+        self.rag = rag
+        self.prompt_manager = prompt_manager
+
+    def model_args(self) -> dict[str, Any]:
+        """Keyword arguments of the registered backend factory."""
+        return dict(self._params.get("model_args") or {})
+
+    def sampling(self) -> dict[str, Any]:
+        """The sampling parameters as the user wrote them."""
+        return dict(self._params.get("sampling_params") or {})
+
+    def gen_params(self) -> GenParams:
+        """Sampling parameters as sent with every request of this config."""
+        return gen_params_from_sampling(self.sampling(), f"{type(self).__name__} sampling_params")
+
+    @property
+    def model_name(self) -> str:
+        args = self.model_args()
+        return str(args.get("pretrained") or args.get("model") or self.backend)
+
+    def engine_key(self) -> str:
+        """Configs with the same key share one loaded engine."""
+        return fingerprint({"backend": self.backend, "model_args": self.model_args()})
+
+    def build(self) -> Any:
+        """Build the engine through the MODELS registry."""
+        from assay.models.base import MODELS
+
+        return MODELS.get(self.backend)(**self.model_args())
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"model_name": self.model_name}
+        out["sampling_params"] = describe_value(self.sampling())
+        if self.rag is not None:
+            out["rag"] = describe_value(self.rag)
+        if self.prompt_manager is not None:
+            out["prompt_manager"] = describe_value(self.prompt_manager)
+        return redact(out)
+
+
+class HFModelConfig(ModelConfig):
+    """A transformers model: ``model_config`` holds `--model hf` args (``model`` = ``pretrained``)."""
+
+    def __init__(
+        self,
+        model_config: Mapping[str, Any],
+        sampling_params: Mapping[str, Any] | None = None,
+        rag: Any = None,
+        prompt_manager: Any = None,
+    ) -> None:
+        self._remember(locals())
+        self.backend = "hf"
+        self.rag = rag
+        self.prompt_manager = prompt_manager
+
+    def model_args(self) -> dict[str, Any]:
+        args = dict(self._params["model_config"])
+        if "model" in args:
+            args.setdefault("pretrained", args.pop("model"))
+        return args
+
+
+class VLLMModelConfig(HFModelConfig):
+    """A vLLM model: ``model_config`` as for ``vllm.LLM`` (``model``, ``dtype``, ...)."""
+
+    def __init__(
+        self,
+        model_config: Mapping[str, Any],
+        sampling_params: Mapping[str, Any] | None = None,
+        rag: Any = None,
+        prompt_manager: Any = None,
+    ) -> None:
+        super().__init__(model_config, sampling_params, rag, prompt_manager)
+        self.backend = "vllm"
+
+
+class OpenAIAPIModelConfig(ModelConfig):
+    """An OpenAI-compatible API model.
+
+    ``client_config`` holds client settings (``api_key``, ``base_url``, ``max_retries``,
+    ``timeout``); ``model_config`` holds ``model`` and its sampling settings (``temperature``,
+    ``max_completion_tokens``, ...). Rate limits are passed to the backend as ``rpm_limit`` /
+    ``tpm_limit``. The API key never appears in tables, stored configs or engine identities.
+    """
+
+    def __init__(
+        self,
+        client_config: Mapping[str, Any],
+        model_config: Mapping[str, Any],
+        rag: Any = None,
+        prompt_manager: Any = None,
+        rpm_limit: int | None = None,
+        tpm_limit: int | None = None,
+        max_completion_tokens: int | None = None,
+        chat: bool = True,
+    ) -> None:
+        self._remember(locals())
+        self.backend = "openai-chat" if chat else "openai-completions"
+        self.rag = rag
+        self.prompt_manager = prompt_manager
+        if "model" not in model_config:
+            raise ConfigError("OpenAIAPIModelConfig: model_config needs 'model'")
+
+    def model_args(self) -> dict[str, Any]:
+        args = {"model": self._params["model_config"]["model"], **self._params["client_config"]}
+        for key in ("rpm_limit", "tpm_limit"):
+            if self._params.get(key) is not None:
+                args[key] = self._params[key]
+        return args
+
+    def sampling(self) -> dict[str, Any]:
+        params = {k: v for k, v in self._params["model_config"].items() if k != "model"}
+        if self._params.get("max_completion_tokens") is not None:
+            params.setdefault("max_completion_tokens", self._params["max_completion_tokens"])
+        return params
+
+
+RFvLLMModelConfig = VLLMModelConfig
+RFOpenAIAPIModelConfig = OpenAIAPIModelConfig
+RFHFModelConfig = HFModelConfig

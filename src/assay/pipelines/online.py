@@ -1,0 +1,175 @@
+"""A config's metrics as rows arrive: user accumulation plus confidence intervals.
+
+With an ``accumulate_metrics_fn``, per-batch metric dicts are kept per metric name and the user
+function turns them into dataset-level metrics after every shard; metrics flagged
+``is_algebraic`` get an interval on the mean, ``is_distributive`` ones are extrapolated to all N
+rows with an interval on the total. When compute_metrics_fn returned per-row scores for a metric,
+its interval uses their observed variance. Without an accumulate function, compute_metrics_fn
+runs once on everything processed and there is no live interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from assay.aggregation import OnlineSettings, RunningEstimate, mean_interval, total_interval
+from assay.errors import ConfigError
+from assay.pipelines.batch import PipelineError, split_metrics
+
+SAMPLES = "Samples Processed"
+
+
+class ConfigMetrics:
+    """Everything needed to (re)compute one config's metrics."""
+
+    def __init__(
+        self,
+        population: int,
+        settings: OnlineSettings,
+        compute_fn: Callable[..., Any] | None,
+        accumulate_fn: Callable[..., Any] | None,
+        where: str,
+    ) -> None:
+        self.population = population
+        self.settings = settings
+        self.compute_fn = compute_fn
+        self.accumulate_fn = accumulate_fn
+        self.where = where
+        self.batch_metrics: dict[str, list[dict[str, Any]]] = {}
+        self.row_scores: dict[str, RunningEstimate] = {}
+        self.samples = 0
+        """Rows scored so far."""
+        self.errors = 0
+        """Rows whose generation failed."""
+
+    def add_batch(
+        self,
+        n_scored: int,
+        n_errors: int,
+        metrics: Mapping[str, Mapping[str, Any]] | None,
+        row_scores: Mapping[str, list[float]],
+    ) -> None:
+        """Fold in one batch's counts, metric dicts and per-row scores."""
+        self.samples += n_scored
+        self.errors += n_errors
+        if metrics is None:
+            return
+        entries = dict(metrics)
+        entries.setdefault(SAMPLES, {"value": n_scored})
+        for name, entry in entries.items():
+            self.batch_metrics.setdefault(name, []).append(dict(entry))
+        for name, scores in row_scores.items():
+            self.row_scores.setdefault(name, RunningEstimate()).extend(scores)
+
+    @property
+    def live(self) -> bool:
+        """Whether metrics (with intervals) exist before the config has finished."""
+        return self.accumulate_fn is not None
+
+    def current(self) -> dict[str, dict[str, Any]]:
+        """Metrics with intervals from the batches so far (accumulate path only)."""
+        if self.accumulate_fn is None or self.samples == 0:
+            return {}
+        try:
+            accumulated = self.accumulate_fn({k: list(v) for k, v in self.batch_metrics.items()})
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise PipelineError(
+                f"{self.where}: accumulate_metrics_fn raised {type(exc).__name__}: {exc}"
+            ) from exc
+        if not isinstance(accumulated, Mapping):
+            raise PipelineError(
+                f"{self.where}: accumulate_metrics_fn must return a dict, "
+                f"got {type(accumulated).__name__}"
+            )
+        return {name: self.annotate(name, entry) for name, entry in accumulated.items()}
+
+    def annotate(self, name: str, entry: Any) -> dict[str, Any]:
+        """One accumulated metric with its interval fields added."""
+        if not isinstance(entry, Mapping) or "value" not in entry:
+            raise PipelineError(
+                f"{self.where}: accumulate_metrics_fn must return {{name: {{'value': ...}}}}; "
+                f"metric {name!r} is {entry!r}"
+            )
+        out = dict(entry)
+        algebraic, distributive = out.get("is_algebraic"), out.get("is_distributive")
+        if not (algebraic or distributive) or self.samples == 0:
+            return out
+        if algebraic and distributive:
+            raise PipelineError(
+                f"{self.where}: metric {name!r} cannot be both is_algebraic and is_distributive"
+            )
+        try:
+            value_range = tuple(out.get("value_range") or (0.0, 1.0))
+            running = self.row_scores.get(name)
+            variance = running.variance if running is not None else None
+            common = {"value_range": value_range, "variance": variance, "settings": self.settings}
+            if algebraic:
+                est = mean_interval(
+                    float(out["value"]), self.samples, population=self.population, **common
+                )
+            else:
+                est = total_interval(
+                    float(out["value"]), self.samples, population=self.population, **common
+                )
+        except ConfigError as exc:
+            raise PipelineError(f"{self.where}: metric {name!r}: {exc}") from None
+        return {**out, **est.as_dict()}
+
+    def final(self, processed: Mapping[str, list[Any]]) -> dict[str, dict[str, Any]]:
+        """Metrics once the config stops or finishes; `processed` is every scored row's columns."""
+        if self.accumulate_fn is not None:
+            return self.current()
+        if self.compute_fn is None or self.samples == 0:
+            return {}
+        try:
+            metrics = self.compute_fn(dict(processed))
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise PipelineError(
+                f"{self.where}: compute_metrics_fn raised {type(exc).__name__}: {exc}"
+            ) from exc
+        if not isinstance(metrics, Mapping):
+            raise PipelineError(f"{self.where}: compute_metrics_fn must return a dict")
+        batch, rows = split_metrics(metrics, self.samples, self.where)
+        out: dict[str, dict[str, Any]] = {}
+        for name, entry in batch.items():
+            scores = rows.get(name)
+            if scores is None:
+                out[name] = entry
+                continue
+            running = RunningEstimate()
+            running.extend(scores)
+            low, high = entry.get("value_range") or (min(0.0, *scores), max(1.0, *scores))
+            est = mean_interval(
+                running.mean,
+                running.n,
+                value_range=(low, high if high > low else low + 1.0),
+                variance=running.variance,
+                population=self.population,
+                settings=self.settings,
+            )
+            kept = {k: v for k, v in entry.items() if k != "per_row"}
+            out[name] = {**kept, "is_algebraic": True, **est.as_dict()}
+        return out
+
+
+def metric_cell(entry: Mapping[str, Any]) -> str:
+    """``0.731 [0.702, 0.760]`` (or just the value) for tables."""
+    value = entry.get("value")
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return str(value)
+    text = _fmt(value)
+    if "lower_bound" in entry and "upper_bound" in entry:
+        text += f" [{_fmt(entry['lower_bound'])}, {_fmt(entry['upper_bound'])}]"
+    return text
+
+
+def _fmt(x: float) -> str:
+    if isinstance(x, int) or (math.isfinite(x) and float(x).is_integer() and abs(x) >= 100):
+        return f"{x:.0f}"
+    return f"{x:.4g}" if abs(x) < 1000 else f"{x:.0f}"

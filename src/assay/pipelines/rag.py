@@ -1,0 +1,229 @@
+"""RAG specs: load, split, embed and index documents once; retrieve, rerank and serialise per batch.
+
+Knobs split in two stages. *Index* knobs (loaders, text splitter, embedding, vector store) decide
+the index: it is built once per distinct combination and shared by every config that uses it.
+*Retrieval* knobs (search type, k, threshold, MMR settings, reranker) are applied per call, so a
+grid over them, or a clone that changes them, never re-indexes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.pipelines.knobs import Configurable
+from assay.pipelines.resources import SharedResources
+
+DEFAULT_SEARCH = {"type": "similarity", "k": 5}
+_SEARCH_KEYS = {"type", "k", "score_threshold", "fetch_k", "lambda_mult"}
+
+
+def default_document_template(doc: Any) -> str:
+    """``key: value; key2: value2:`` (the metadata) on one line, then the text."""
+    meta = "; ".join(f"{k}: {v}" for k, v in doc.metadata.items())
+    return f"{meta}:\n{doc.page_content}" if meta else doc.page_content
+
+
+class JSONLinesLoader:
+    """A LangChain document loader for a JSON-lines file: one document per line.
+
+    ``content_key`` names the text field; ``metadata_keys`` (default: every other field) are
+    copied into the metadata, or ``metadata_func(record) -> dict`` builds it.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        content_key: str = "text",
+        metadata_keys: Sequence[str] | None = None,
+        metadata_func: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.content_key = content_key
+        self.metadata_keys = list(metadata_keys) if metadata_keys is not None else None
+        self.metadata_func = metadata_func
+
+    def load(self) -> list[Any]:
+        from langchain_core.documents import Document
+
+        docs = []
+        with open(self.path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                record = json.loads(line)
+                if self.content_key not in record:
+                    raise ConfigError(
+                        f"{self.path}:{number}: no {self.content_key!r} field; set content_key"
+                    )
+                if self.metadata_func is not None:
+                    metadata = dict(self.metadata_func(record))
+                else:
+                    keys = self.metadata_keys or [k for k in record if k != self.content_key]
+                    metadata = {k: record[k] for k in keys if k in record}
+                docs.append(Document(page_content=str(record[self.content_key]), metadata=metadata))
+        return docs
+
+    def lazy_load(self) -> Any:
+        yield from self.load()
+
+
+class RagSpec(Configurable):
+    """Retrieval for a pipeline; any argument may be a `List` (grid) or `Range` (random search).
+
+    document_loader: a LangChain loader (anything with ``load()``) or a list of them.
+    text_splitter: a LangChain ``TextSplitter`` or None (whole documents are indexed).
+    embedding_cfg: ``{"class": EmbeddingsClass, **kwargs}``.
+    vector_store_cfg: ``{"type": "faiss", "index": "flat" | "hnsw"}`` (FAISS, exact, by default).
+    retriever: a LangChain retriever used instead of the vector store.
+    search_cfg: ``{"type": "similarity" | "similarity_score_threshold" | "mmr", "k": 5,
+        "score_threshold": 0.5, "fetch_k": 20, "lambda_mult": 0.5}``.
+    reranker_cfg: ``{"class": CrossEncoderReranker, "model_name": ..., "top_n": 3}``.
+    document_template: ``Document -> str`` used by `serialize_documents`.
+    """
+
+    def __init__(
+        self,
+        document_loader: Any = None,
+        text_splitter: Any = None,
+        embedding_cfg: Mapping[str, Any] | None = None,
+        vector_store_cfg: Mapping[str, Any] | None = None,
+        retriever: Any = None,
+        search_cfg: Mapping[str, Any] | None = None,
+        reranker_cfg: Mapping[str, Any] | None = None,
+        enable_gpu_search: bool = False,
+        document_template: Callable[[Any], str] | None = None,
+    ) -> None:
+        self._remember(locals())
+        self.document_template = document_template or default_document_template
+        self._store: Any = None
+        self._reranker: Any = None
+
+    # -- knobs -----------------------------------------------------------------------------
+    def search_settings(self) -> dict[str, Any]:
+        search = {**DEFAULT_SEARCH, **(self._params.get("search_cfg") or {})}
+        unknown = sorted(set(search) - _SEARCH_KEYS)
+        if unknown:
+            raise ConfigError(
+                f"search_cfg: unknown key(s) {unknown}; known: {sorted(_SEARCH_KEYS)}"
+            )
+        return search
+
+    def index_settings(self) -> dict[str, Any]:
+        """Everything that decides the index (and nothing that does not)."""
+        return {
+            key: self._params.get(key)
+            for key in ("document_loader", "text_splitter", "embedding_cfg", "vector_store_cfg")
+        }
+
+    def top_n(self) -> int | None:
+        cfg = self._params.get("reranker_cfg")
+        return int(cfg["top_n"]) if cfg and "top_n" in cfg else None
+
+    def is_consistent(self) -> bool:
+        """False when the reranker keeps more documents than retrieval returns."""
+        top_n = self.top_n()
+        search = self._params.get("search_cfg") or {}
+        k = search.get("k", DEFAULT_SEARCH["k"])
+        return top_n is None or not isinstance(k, int) or top_n <= k
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        splitter = self._params.get("text_splitter")
+        if splitter is not None:
+            out["chunk_size"] = getattr(splitter, "_chunk_size", type(splitter).__name__)
+            out["chunk_overlap"] = getattr(splitter, "_chunk_overlap", None)
+        embedding = self._params.get("embedding_cfg") or {}
+        if isinstance(embedding, Mapping):
+            out["embedding"] = embedding.get("model_name") or embedding.get("model")
+        search = self._params.get("search_cfg") or {}
+        out["search"] = search if isinstance(search, Mapping) else str(search)
+        reranker = self._params.get("reranker_cfg")
+        if reranker:
+            out["reranker_top_n"] = reranker.get("top_n") if isinstance(reranker, Mapping) else None
+        return out
+
+    # -- building --------------------------------------------------------------------------
+    def build(self, resources: SharedResources) -> None:
+        """Attach the shared index (building it if no config built it yet) and the reranker."""
+        if self._params.get("enable_gpu_search"):
+            raise ConfigError(
+                "RagSpec: enable_gpu_search=True needs a GPU build of FAISS; this install searches "
+                "on the CPU (exact search is already the default: vector_store_cfg index='flat')"
+            )
+        retriever = self._params.get("retriever")
+        if retriever is None:
+            self._store = resources.get(
+                "index", self.index_settings(), self._build_index(resources)
+            )
+        reranker_cfg = self._params.get("reranker_cfg")
+        if reranker_cfg:
+            self._reranker = resources.get("reranker", reranker_cfg, lambda: _build(reranker_cfg))
+        self.search_settings()
+
+    def _build_index(self, resources: SharedResources) -> Callable[[], Any]:
+        from assay.pipelines.embeddings import shared_embeddings
+        from assay.pipelines.retrieval import FaissVectorStore
+
+        def build() -> Any:
+            loaders = self._params.get("document_loader")
+            if loaders is None:
+                raise ConfigError("RagSpec needs a document_loader (or a retriever)")
+            loaders = loaders if isinstance(loaders, list | tuple) else [loaders]
+            docs = [doc for loader in loaders if loader is not None for doc in loader.load()]
+            splitter = self._params.get("text_splitter")
+            if splitter is not None:
+                docs = splitter.split_documents(docs)
+            embedding_cfg = self._params.get("embedding_cfg")
+            if embedding_cfg is None:
+                raise ConfigError("RagSpec needs an embedding_cfg to build its vector store")
+            embeddings = shared_embeddings(resources, embedding_cfg, "RagSpec embedding_cfg")
+            store_cfg = dict(self._params.get("vector_store_cfg") or {"type": "faiss"})
+            if store_cfg.pop("type", "faiss") != "faiss":
+                raise ConfigError("vector_store_cfg: only type 'faiss' is available")
+            store_cfg.pop("batch_size", None)
+            store = FaissVectorStore(embeddings, **store_cfg)
+            vectors = embeddings.embed_documents([d.page_content for d in docs])
+            store.add_vectors(vectors, docs)
+            return store
+
+        return build
+
+    # -- per batch -------------------------------------------------------------------------
+    def get_context(
+        self, batch_queries: Sequence[str], use_reranker: bool = True, serialize: bool = True
+    ) -> list[str] | list[list[Any]]:
+        """Retrieved context per query: strings (serialize=True) or lists of Documents."""
+        if self._store is None and self._params.get("retriever") is None:
+            raise ConfigError("RagSpec.get_context called before the spec was built")
+        queries = [str(q) for q in batch_queries]
+        search = self.search_settings()
+        retriever = self._params.get("retriever")
+        if retriever is not None:
+            docs = [list(found) for found in retriever.batch(queries)]
+        else:
+            vectors = self._store.embeddings.embed_documents(queries)
+            search_type = search["type"]
+            kwargs = {k: v for k, v in search.items() if k != "type"}
+            docs = self._store.search_batch(vectors, search_type, **kwargs)
+        if use_reranker and self._reranker is not None:
+            docs = [list(self._reranker.compress_documents(d, q)) for d, q in zip(docs, queries)]
+        return self.serialize_documents(docs) if serialize else docs
+
+    def serialize_documents(self, batch_docs: Sequence[Sequence[Any]]) -> list[str]:
+        """One string per query: its documents through `document_template`, blank-line separated."""
+        return ["\n\n".join(self.document_template(d) for d in docs) for docs in batch_docs]
+
+
+def _build(cfg: Mapping[str, Any]) -> Any:
+    if "class" not in cfg:
+        raise ConfigError(f"reranker_cfg needs a 'class' entry, got {dict(cfg)!r}")
+    kwargs = {k: v for k, v in cfg.items() if k != "class"}
+    return cfg["class"](**kwargs)
+
+
+LangChainRagSpec = RagSpec
+RFLangChainRagSpec = RagSpec

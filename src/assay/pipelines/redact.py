@@ -1,0 +1,59 @@
+"""Keep secrets (API keys, tokens, passwords) out of every table, file and log line.
+
+Values stored under secret-looking keys are replaced by a placeholder, and the secret strings
+themselves are scrubbed from any text, so a key pasted into a base URL or an error message does
+not leak either.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+PLACEHOLDER = "***"
+_SECRET_KEY = re.compile(
+    r"(^|[_\-.])(api[_\-]?key|apikey|secret|secret[_\-]?key|password|passwd|authorization|"
+    r"credentials?|access[_\-]?token|auth[_\-]?token|bearer|private[_\-]?key)$",
+    re.IGNORECASE,
+)
+_MIN_SECRET_LENGTH = 4
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a config key names a secret (api_key, client_config.api_key, password, ...)."""
+    return bool(_SECRET_KEY.search(str(key)))
+
+
+def redact(value: Any) -> Any:
+    """A copy of `value` with every value under a secret key replaced by the placeholder."""
+    if isinstance(value, Mapping):
+        return {
+            k: (PLACEHOLDER if is_secret_key(k) and v is not None else redact(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return type(value)(redact(v) for v in value)
+    return value
+
+
+def find_secrets(value: Any) -> set[str]:
+    """Every string stored under a secret key anywhere in `value`."""
+    found: set[str] = set()
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if is_secret_key(k) and isinstance(v, str) and len(v) >= _MIN_SECRET_LENGTH:
+                found.add(v)
+            else:
+                found |= find_secrets(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            found |= find_secrets(v)
+    return found
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every occurrence of a secret replaced by the placeholder."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, PLACEHOLDER)
+    return text
