@@ -1,0 +1,372 @@
+"""run_evals end to end on a GSM8K-style few-shot use case with a deterministic model."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pipeline_fakes import BagOfWordsEmbeddings, arithmetic_rows
+
+from assay.aggregation import OnlineSettings, mean_interval, total_interval
+from assay.errors import AssayError
+from assay.pipelines import (
+    Experiment,
+    GridSearch,
+    List,
+    ModelConfig,
+    PipelineError,
+    PromptManager,
+    exact_match,
+    mean_of_rows,
+)
+
+# -- the user functions of the GSM8K use case, written as the source document writes them ------
+
+
+def sample_preprocess_fn(batch: dict, rag: Any, prompt_manager: Any) -> dict:
+    return {
+        "prompts": [
+            [
+                {"role": "system", "content": prompt_manager.get_instructions()},
+                {
+                    "role": "user",
+                    "content": f"Here are some examples: \n{examples}. \n"
+                    f"Now answer the following question:\n{question}",
+                },
+            ]
+            for question, examples in zip(
+                batch["question"],
+                prompt_manager.get_fewshot_examples(user_queries=batch["question"]),
+            )
+        ],
+        **batch,
+    }
+
+
+def extract_solution(answer: str) -> str:
+    found = re.search(r"####\s*(-?[0-9.,]+)", answer)
+    return found.group(1) if found else "INVALID"
+
+
+def sample_postprocess_fn(batch: dict) -> dict:
+    batch["model_answer"] = [extract_solution(t) for t in batch["generated_text"]]
+    batch["ground_truth"] = [extract_solution(a) for a in batch["answer"]]
+    return batch
+
+
+def sample_compute_metrics_fn(batch: dict) -> dict:
+    correct = sum(1 for p, g in zip(batch["model_answer"], batch["ground_truth"]) if p == g)
+    return {"Correct": {"value": correct}, "Total": {"value": len(batch["model_answer"])}}
+
+
+def sample_accumulate_metrics_fn(aggregated_metrics: dict) -> dict:
+    correct = sum(m.get("value", 0) for m in aggregated_metrics.get("Correct", [{}]))
+    total = sum(m.get("value", 0) for m in aggregated_metrics.get("Total", [{}]))
+    accuracy = correct / total if total > 0 else 0
+    return {
+        "Total": {"value": total},
+        "Correct": {"value": correct, "is_distributive": True, "value_range": (0, 1)},
+        "Accuracy": {"value": accuracy, "is_algebraic": True, "value_range": (0, 1)},
+    }
+
+
+def prompt_manager(k: Any = 2) -> PromptManager:
+    examples = [
+        {"question": f"What is {a} + {b}?", "answer": f"#### {a + b}"}
+        for a, b in [(1, 1), (2, 5), (7, 3), (10, 4)]
+    ]
+    return PromptManager(
+        instructions="Solve the problem. End with #### and the number.",
+        examples=examples,
+        embedding_cfg={"class": BagOfWordsEmbeddings},
+        example_selector_cls="semantic",
+        example_prompt_template="Question: {question}\nAnswer: {answer}",
+        k=k,
+    )
+
+
+def gsm8k_config(**overrides: Any) -> dict[str, Any]:
+    config = {
+        "pipeline": ModelConfig(
+            "pipelines-calc",
+            {},
+            {"temperature": List([0.0, 0.8]), "max_tokens": 32},
+            prompt_manager=prompt_manager(),
+        ),
+        "batch_size": 4,
+        "preprocess_fn": sample_preprocess_fn,
+        "postprocess_fn": sample_postprocess_fn,
+        "compute_metrics_fn": sample_compute_metrics_fn,
+        "accumulate_metrics_fn": sample_accumulate_metrics_fn,
+    }
+    config.update(overrides)
+    return config
+
+
+def experiment(tmp_path: Path, name: str = "gsm8k") -> Experiment:
+    return Experiment(name, output_dir=tmp_path / name, display="none")
+
+
+def test_gsm8k_fewshot_grid_with_weighted_accumulate(tmp_path: Path, built_models: list) -> None:
+    exp = experiment(tmp_path)
+    results = exp.run_evals(GridSearch(gsm8k_config()), arithmetic_rows(24), num_shards=4, seed=7)
+    assert sorted(results) == [1, 2]
+    greedy, sampled = results[1][1], results[2][1]
+    assert greedy["pipeline.sampling_params.temperature"]["value"] == 0.0
+    assert greedy["Accuracy"]["value"] == 1.0 and greedy["Correct"]["value"] == 24
+    # The sampling config shares the engine but keeps its own temperature: every answer is off.
+    assert sampled["Accuracy"]["value"] == 0.0
+    assert len(built_models) == 1
+    temps = {r.params.temperature for r in built_models[0].seen}
+    assert temps == {0.0, 0.8}
+    rows, _ = results[1]
+    assert len(rows["generated_text"]) == 24 and "model_answer" in rows
+    first_prompt = rows["prompts"][0]
+    assert first_prompt[0]["content"].startswith("Solve the problem")
+    assert first_prompt[1]["content"].count("Question:") == 2  # k = 2 few-shot examples
+
+
+def test_live_intervals_follow_the_documented_rules(tmp_path: Path) -> None:
+    rows = arithmetic_rows(40)
+    for row in rows[::3]:
+        row["answer"] = "#### -1"  # 14 of 40 rows can never be right
+
+    snapshots: list[dict] = []
+
+    def record(exp: Experiment, config_id: int, shard: int) -> None:
+        snapshots.append(exp.metrics(config_id))
+
+    config = gsm8k_config(
+        online_strategy_kwargs={"strategy_name": "wilson", "confidence_level": 0.9}
+    )
+    config["pipeline"] = config["pipeline"].replace(sampling_params={"temperature": 0.0})
+    exp = experiment(tmp_path)
+    exp.run_evals(config, rows, num_shards=4, seed=3, on_shard_complete=record)
+    first = snapshots[0]
+    n = first["Samples Processed"]["value"]
+    assert n == 10
+    accuracy = first["Accuracy"]
+    expected = mean_interval(
+        accuracy["value"], n, population=40, settings=OnlineSettings("wilson", 0.9)
+    )
+    assert (accuracy["lower_bound"], accuracy["upper_bound"]) == pytest.approx(
+        (expected.lower, expected.upper)
+    )
+    assert accuracy["ci_method"].startswith("wilson") and accuracy["confidence_level"] == 0.9
+    correct = first["Correct"]
+    projected = total_interval(
+        correct["observed_value"], n, population=40, settings=OnlineSettings("wilson", 0.9)
+    )
+    assert correct["value"] == pytest.approx(correct["observed_value"] * 4)
+    assert correct["upper_bound"] == pytest.approx(projected.upper)
+    last = snapshots[-1]["Accuracy"]
+    assert last["value"] == pytest.approx(26 / 40)
+    assert last["lower_bound"] == pytest.approx(last["upper_bound"])  # all rows scored
+    widths = [s["Accuracy"]["upper_bound"] - s["Accuracy"]["lower_bound"] for s in snapshots]
+    assert widths[0] > widths[2] > widths[3]
+
+
+def test_shards_are_a_seeded_shuffle_recorded_in_the_store(tmp_path: Path) -> None:
+    config = gsm8k_config()
+    config["pipeline"] = config["pipeline"].replace(sampling_params={})
+    orders = []
+    for seed in (1, 1, 2):
+        exp = experiment(tmp_path, f"shuffle{seed}{len(orders)}")
+        exp.run_evals(config, arithmetic_rows(20), num_shards=4, seed=seed)
+        table = exp.results_table()
+        orders.append([r["row_index"] for r in table])
+        assert exp._store.meta()["permutation"] == orders[-1]
+    assert orders[0] == orders[1] != orders[2]
+    assert orders[0] != sorted(orders[0])  # not contiguous slices
+    assert sorted(orders[0]) == list(range(20))
+
+
+def test_without_accumulate_compute_runs_once_on_everything(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def compute(batch: dict) -> dict:
+        calls.append(len(batch["model_answer"]))
+        return sample_compute_metrics_fn(batch)
+
+    config = gsm8k_config(compute_metrics_fn=compute, accumulate_metrics_fn=None)
+    config["pipeline"] = config["pipeline"].replace(sampling_params={})
+    exp = experiment(tmp_path)
+    seen_live: list[dict] = []
+    exp.run_evals(
+        config,
+        arithmetic_rows(12),
+        num_shards=3,
+        on_shard_complete=lambda e, c, s: seen_live.append(e.status_rows()[0].metrics),
+    )
+    assert calls == [12]
+    assert seen_live[0] == {} and seen_live[-1]["Correct"]["value"] == 12
+    assert "lower_bound" not in seen_live[-1]["Correct"]
+
+
+def test_per_row_scores_give_observed_variance_and_paired_comparison(tmp_path: Path) -> None:
+    rows = arithmetic_rows(30)
+    for row in rows[::2]:
+        row["answer"] = "#### -1"
+    config = gsm8k_config(
+        compute_metrics_fn=exact_match("model_answer", "ground_truth"),
+        accumulate_metrics_fn=mean_of_rows,
+    )
+    config["pipeline"] = config["pipeline"].replace(
+        sampling_params={"temperature": List([0.0, 0.5])}
+    )
+    exp = experiment(tmp_path)
+    results = exp.run_evals(GridSearch(config), rows, num_shards=3, seed=5)
+    assert results[1][1]["Accuracy"]["value"] == pytest.approx(15 / 30)
+    history = exp.metrics_history(1)
+    first = history[0]["metrics"]["Accuracy"]
+    n = first["n"]
+    scores = [r["score:Accuracy"] for r in exp.results_table() if r["config_id"] == 1][:n]
+    mean = sum(scores) / n
+    var = sum((s - mean) ** 2 for s in scores) / (n - 1)
+    expected = 1.959964 * math.sqrt(var / n) * math.sqrt((30 - n) / 29)
+    assert first["margin_of_error"] == pytest.approx(expected, rel=1e-5)
+    assert first["ci_method"] == "normal (observed variance) + fpc"
+    diff = exp.compare(1, 2, "Accuracy")
+    assert diff.value == pytest.approx(15 / 30) and diff.n == 30
+    assert diff.lower == pytest.approx(diff.upper)  # every row compared: no sampling error left
+
+
+def test_missing_or_wrongly_sized_prompts_name_config_and_batch(tmp_path: Path) -> None:
+    def no_prompts(batch: dict, rag: Any, pm: Any) -> dict:
+        return dict(batch)
+
+    def short_prompts(batch: dict, rag: Any, pm: Any) -> dict:
+        return {"prompts": batch["question"][:-1], **batch}
+
+    for fn, message in [(no_prompts, "no 'prompts' key"), (short_prompts, "one prompt per row")]:
+        config = gsm8k_config(preprocess_fn=fn)
+        config["pipeline"] = config["pipeline"].replace(sampling_params={})
+        with pytest.raises(PipelineError, match=rf"config 1, shard 0, batch 0: .*{message}"):
+            experiment(tmp_path, fn.__name__).run_evals(config, arithmetic_rows(8), num_shards=2)
+    assert issubclass(PipelineError, AssayError)
+
+
+def test_one_failing_config_does_not_stop_the_others(tmp_path: Path) -> None:
+    def broken(batch: dict) -> dict:
+        raise KeyError("answer_text")
+
+    config = gsm8k_config(postprocess_fn=List([sample_postprocess_fn, broken]))
+    config["pipeline"] = config["pipeline"].replace(sampling_params={})
+    exp = experiment(tmp_path)
+    results = exp.run_evals(GridSearch(config), arithmetic_rows(8), num_shards=2)
+    assert list(results) == [1]
+    assert "postprocess_fn raised KeyError" in exp.errors()[2]
+    assert [r.status for r in exp.status_rows()] == ["completed", "failed"]
+
+
+def test_generation_errors_are_counted_not_scored(tmp_path: Path) -> None:
+    rows = arithmetic_rows(10)
+    rows[3]["question"] = "FAIL " + rows[3]["question"]
+    rows[7]["question"] = "FAIL " + rows[7]["question"]
+    config = gsm8k_config()
+    config["pipeline"] = config["pipeline"].replace(sampling_params={})
+    exp = experiment(tmp_path)
+    results = exp.run_evals(config, rows, num_shards=2)
+    columns, metrics = results[1]
+    assert metrics["Generation Errors"]["value"] == 2
+    assert metrics["Samples Processed"]["value"] == 8
+    assert metrics["Total"]["value"] == 8 and metrics["Correct"]["observed_value"] == 8
+    assert len(columns["generated_text"]) == 8
+    failed = [r for r in exp.results_table() if r["error"]]
+    assert sorted(r["row_index"] for r in failed) == [3, 7]
+    assert all("backend refused" in r["error"] and r["generated_text"] is None for r in failed)
+
+
+def test_interrupted_experiment_resumes_from_completed_shards(
+    tmp_path: Path, built_models: list
+) -> None:
+    config = gsm8k_config()
+    config["pipeline"] = config["pipeline"].replace(sampling_params={})
+
+    class Interrupt(Exception):
+        pass
+
+    def crash_after_two(exp: Experiment, config_id: int, shard: int) -> None:
+        if shard == 1:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        experiment(tmp_path).run_evals(
+            config, arithmetic_rows(16), num_shards=4, on_shard_complete=crash_after_two
+        )
+    calls_before = sum(len(m.seen) for m in built_models)
+    assert calls_before == 8
+    exp = experiment(tmp_path)
+    results = exp.run_evals(config, arithmetic_rows(16), num_shards=4)
+    assert sum(len(m.seen) for m in built_models) == 16  # only the missing 8 rows ran
+    assert results[1][1]["Correct"]["value"] == 16
+    assert len(results[1][0]["generated_text"]) == 16
+    with pytest.raises(AssayError, match="num_shards"):
+        experiment(tmp_path).run_evals(config, arithmetic_rows(16), num_shards=2)
+
+
+def test_interactive_control_between_shards(tmp_path: Path) -> None:
+    config = gsm8k_config()
+    exp = experiment(tmp_path)
+    clones: list[int] = []
+
+    def control(e: Experiment, config_id: int, shard: int) -> None:
+        if config_id == 2 and shard == 0:
+            e.stop(2)
+            clones.append(
+                e.clone_modify(1, {"pipeline": {"sampling_params": {"temperature": 0.3}}})
+            )
+            e.delete(1)
+
+    results = exp.run_evals(
+        GridSearch(config), arithmetic_rows(12), num_shards=3, on_shard_complete=control
+    )
+    assert 1 not in results
+    assert results[2][1]["Samples Processed"]["value"] == 4  # stopped after its first shard
+    clone = results[clones[0]][1]
+    assert clone["pipeline.sampling_params.temperature"]["value"] == 0.3
+    assert clone["Samples Processed"]["value"] == 12
+    assert {r.config_id: r.status for r in exp.status_rows()} == {2: "stopped", 3: "completed"}
+    exp.resume(2)
+    again = exp.continue_evals()
+    assert again[2][1]["Samples Processed"]["value"] == 12
+
+
+def test_background_run_can_be_stopped_from_another_thread(tmp_path: Path) -> None:
+    config = gsm8k_config()
+    config["pipeline"] = config["pipeline"].replace(sampling_params={})
+    exp = experiment(tmp_path)
+    import threading
+
+    first_shard = threading.Event()
+    proceed = threading.Event()
+
+    def gate(e: Experiment, config_id: int, shard: int) -> None:
+        if shard == 0:
+            first_shard.set()
+            proceed.wait(10)
+
+    exp.start_evals(config, arithmetic_rows(12), num_shards=3, on_shard_complete=gate)
+    assert first_shard.wait(10)
+    exp.stop(1)
+    proceed.set()
+    results = exp.wait(10)
+    assert results[1][1]["Samples Processed"]["value"] == 4
+
+
+def test_export_and_tables(tmp_path: Path) -> None:
+    config = gsm8k_config()
+    exp = experiment(tmp_path)
+    exp.run_evals(GridSearch(config), arithmetic_rows(8), num_shards=2)
+    path = exp.export(tmp_path / "rows.csv")
+    import pandas as pd
+
+    frame = pd.read_csv(path)
+    assert len(frame) == 16 and frame.set_index(["config_id", "row_index"]).index.is_unique
+    markdown = exp.to_markdown()
+    assert "Accuracy" in markdown and "1 [1, 1]" in markdown
+    assert "pipeline.sampling_params.temperature" in markdown
+    assert "<table>" in exp._repr_html_()
