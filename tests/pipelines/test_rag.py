@@ -20,7 +20,6 @@ from assay.pipelines import (
     List,
     ModelConfig,
     RagSpec,
-    SentenceTransformerEmbeddings,
     retrieval_metrics,
 )
 from assay.pipelines.metrics import ndcg_at_k
@@ -53,12 +52,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def minilm() -> dict[str, Any]:
-    """embedding_cfg of the packaged all-MiniLM-L6-v2 (loaded offline, once per module)."""
-    embeddings = SentenceTransformerEmbeddings("sentence-transformers/all-MiniLM-L6-v2")
-    embeddings.embed_query("warm up")
-    return {"class": lambda **_: embeddings, "model_name": "all-MiniLM-L6-v2"}
+@pytest.fixture
+def minilm(minilm_embeddings: Any) -> dict[str, Any]:
+    """embedding_cfg handing out the session's MiniLM embeddings."""
+    return {"class": lambda **_: minilm_embeddings, "model_name": "all-MiniLM-L6-v2"}
 
 
 @pytest.fixture(scope="module")
