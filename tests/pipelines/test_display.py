@@ -42,7 +42,9 @@ class EchoKeyLM:
     """An API stand-in that fails on some prompts with an error quoting its key."""
 
     def __init__(self, **kwargs: Any) -> None:
-        self.api_key = kwargs["api_key"]
+        import os
+
+        self.api_key = os.environ[kwargs["api_key_env"]]
 
     def generate_until(self, requests: list[Any]) -> list[str]:
         if any("bad" in r.prompt for r in requests):

@@ -46,7 +46,9 @@ def test_configs_name_their_backend_and_args() -> None:
         rpm_limit=60,
     )
     assert api.backend == "openai-chat"
-    assert api.model_args()["model"] == "gpt-x" and api.model_args()["rpm_limit"] == 60
+    assert api.model_args()["model"] == "gpt-x" and api.model_args()["rpm"] == 60
+    assert api.model_args()["max_tokens_field"] == "max_completion_tokens"
+    assert "sk-test" not in repr(api.model_args())
     assert api.gen_params().max_gen_toks == 32 and api.gen_params().temperature == 0.2
     assert "sk-test" not in repr(api.describe())
     # Same model, different sampling: one engine.

@@ -8,6 +8,8 @@ request, so configs that share a model share one engine but each keeps its own s
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -150,8 +152,9 @@ class OpenAIAPIModelConfig(ModelConfig):
 
     ``client_config`` holds client settings (``api_key``, ``base_url``, ``max_retries``,
     ``timeout``); ``model_config`` holds ``model`` and its sampling settings (``temperature``,
-    ``max_completion_tokens``, ...). Rate limits are passed to the backend as ``rpm_limit`` /
-    ``tpm_limit``. The API key never appears in tables, stored configs or engine identities.
+    ``max_completion_tokens``, ...). ``rpm_limit`` / ``tpm_limit`` become the backend's ``rpm`` /
+    ``tpm`` rate limits. The API key reaches the backend through an environment variable, so it
+    never appears in model arguments, tables, stored configs or engine identities.
     """
 
     def __init__(
@@ -173,11 +176,35 @@ class OpenAIAPIModelConfig(ModelConfig):
             raise ConfigError("OpenAIAPIModelConfig: model_config needs 'model'")
 
     def model_args(self) -> dict[str, Any]:
-        args = {"model": self._params["model_config"]["model"], **self._params["client_config"]}
-        for key in ("rpm_limit", "tpm_limit"):
-            if self._params.get(key) is not None:
-                args[key] = self._params[key]
+        """Backend arguments; the API key itself is handed over through the environment."""
+        client = {k: v for k, v in self._params["client_config"].items() if k != "api_key"}
+        args = {"model": self._params["model_config"]["model"], **client}
+        for ours, theirs in (("rpm_limit", "rpm"), ("tpm_limit", "tpm")):
+            if self._params.get(ours) is not None:
+                args[theirs] = self._params[ours]
+        if self.backend == "openai-chat" and "max_completion_tokens" in self.sampling():
+            args.setdefault("max_tokens_field", "max_completion_tokens")
         return args
+
+    def _api_key(self) -> str | None:
+        return self._params["client_config"].get("api_key")
+
+    def engine_key(self) -> str:
+        key = self._api_key()
+        key_id = hashlib.sha256(key.encode()).hexdigest() if key else None
+        return fingerprint({"backend": self.backend, "args": self.model_args(), "key": key_id})
+
+    def build(self) -> Any:
+        """Build the backend; a client_config api_key reaches it as an environment variable."""
+        from assay.models.base import MODELS
+
+        args = self.model_args()
+        key = self._api_key()
+        if key:
+            variable = f"ASSAY_API_KEY_{hashlib.sha256(key.encode()).hexdigest()[:12].upper()}"
+            os.environ[variable] = key
+            args["api_key_env"] = variable
+        return MODELS.get(self.backend)(**args)
 
     def sampling(self) -> dict[str, Any]:
         params = {k: v for k, v in self._params["model_config"].items() if k != "model"}
