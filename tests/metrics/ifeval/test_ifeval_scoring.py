@@ -252,3 +252,23 @@ def test_specific_from_row_validates_and_keeps_the_row_fields():
         specific_from_row({k: v for k, v in row.items() if k != "kwargs"})
     with pytest.raises(DataError, match=r"IFEval row 7: .*unknown IFEval instruction id"):
         specific_from_row({**row, "instruction_id_list": ["nope"]})
+
+
+def test_score_specific_shares_one_scoring_and_takes_numpy_values():
+    import numpy as np
+
+    specific = specific_from_row(
+        {
+            "key": np.int64(5),
+            "prompt": "P",
+            "instruction_id_list": ["keywords:existence", "length_constraints:number_words"],
+            "kwargs": [
+                {"keywords": ["alpha"], "num_words": None},
+                {"num_words": np.int64(2), "relation": "at least"},
+            ],
+        }
+    )
+    first = scoring.score_specific(specific, "alpha beta")
+    assert scoring.score_specific(specific, "alpha beta") is first
+    assert first[0].follow_instruction_list == [True, True]
+    assert scoring.score_specific(specific, "gamma")[0].follow_instruction_list == [False, False]

@@ -9,6 +9,7 @@ the checker draws it from the `Draws` it is given, which scoring seeds (see
 
 from __future__ import annotations
 
+import numbers
 import random
 import re
 from abc import ABC, abstractmethod
@@ -91,7 +92,7 @@ def count_arg(
     but capital_word_frequency)."""
     if value is None:
         return rng.randint(low, high)
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise DataError(f"argument {name!r} must be a number, got {value!r}")
     return rng.randint(low, high) if redraw_negative and value < 0 else value
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import re
 from dataclasses import dataclass
 from typing import Any, Self
@@ -108,7 +109,7 @@ class ParagraphFirstWordCheck(Checker):
     ) -> Self:
         count = count_arg("num_paragraphs", num_paragraphs, rng, 1, 5)
         nth = count_arg("nth_paragraph", nth_paragraph, rng, 1, int(count) + 1)
-        if not isinstance(nth, int):
+        if not isinstance(nth, numbers.Integral):
             raise DataError(f"argument 'nth_paragraph' must be an integer, got {nth_paragraph!r}")
         if nth <= 0 or nth > count:
             nth = rng.randint(1, int(count) + 1)

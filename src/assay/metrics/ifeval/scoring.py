@@ -10,7 +10,6 @@ emphasis around an otherwise compliant answer.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -71,8 +70,9 @@ def build_checker(
 ) -> Checker:
     """The checker for one instruction, built from its kwargs as the official code does.
 
-    Arguments whose value is None or empty are dropped first (google/IFEval rows carry every
-    argument name of every instruction, mostly None), so the checker's own default applies.
+    Arguments with a falsy value (None, empty, 0) are dropped first, as lm-eval's port of the
+    official code does: google/IFEval rows carry every argument name of every instruction,
+    mostly None. The checker's own default (often a draw) then applies.
     """
     checker_cls = INSTRUCTION_DICT.get(instruction_id)
     if checker_cls is None:
@@ -230,11 +230,24 @@ def specific_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+_FrozenKwargs = tuple[tuple[tuple[str, Any], ...], ...]
+
+
 @functools.lru_cache(maxsize=256)
 def _score_cached(
-    prompt: str, ids: tuple[str, ...], kwargs_json: str, response: str, key: int
+    prompt: str, ids: tuple[str, ...], kwargs: _FrozenKwargs, response: str, key: Any
 ) -> tuple[OutputExample, OutputExample]:
-    return score_response(prompt, ids, json.loads(kwargs_json), response, key)
+    return score_response(prompt, ids, [dict(pairs) for pairs in kwargs], response, key)
+
+
+def _freeze(kwargs: Sequence[Mapping[str, Any]]) -> _FrozenKwargs:
+    # Hashable for the cache; list arguments (keywords) become tuples, which checkers accept.
+    return tuple(
+        tuple(
+            (name, tuple(value) if isinstance(value, list) else value) for name, value in k.items()
+        )
+        for k in kwargs
+    )
 
 
 def score_specific(
@@ -245,7 +258,7 @@ def score_specific(
     return _score_cached(
         specific["prompt"],
         tuple(specific["instruction_id_list"]),
-        json.dumps(specific["kwargs"], sort_keys=True),
+        _freeze(specific["kwargs"]),
         response,
         specific.get("key", 0),
     )
