@@ -32,6 +32,10 @@ _EXPORTS = {
     "LM": "assay.models.base",
     "register_model": "assay.models.base",
     "AssayError": "assay.errors",
+    "run_evals": "assay.pipelines.experiment",
+    "Experiment": "assay.pipelines.experiment",
+    "List": "assay.pipelines.knobs",
+    "Range": "assay.pipelines.knobs",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
