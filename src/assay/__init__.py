@@ -38,7 +38,7 @@ _EXPORTS = {
     "Range": "assay.pipelines.knobs",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+__all__ = [*sorted(_EXPORTS), "__version__"]
 
 
 def __getattr__(name: str) -> Any:
