@@ -12,7 +12,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from assay.executors.local import run_requests
 from assay.instances import doc_instances
 from assay.models.base import LM, MODELS
 from assay.prompts.manager import PromptManager
-from assay.requests import GenerateRequest, GenParams, normalize_gen_kwargs
+from assay.requests import GenerateRequest, GenParams, lm_eval_gen_kwargs, normalize_gen_kwargs
 from assay.results.summary import GroupSpec, MetricValues, group_entry, task_entry
 from assay.results.table import make_table
 from assay.results.writer import OutputDir
@@ -212,9 +212,10 @@ class Evaluation:
             strip_instruction=cfg.instruction_in_query,
         )
 
-    def _gen_params(self, task: Task, doc: Doc) -> GenParams:
+    def _gen_kwargs(self, task: Task, doc: Doc) -> dict[str, Any]:
+        """The doc's generation settings as samples files record them (lm-eval's dict)."""
         cfg = task.config
-        kwargs = dict(cfg.generation_kwargs or {})
+        kwargs = lm_eval_gen_kwargs(cfg.generation_kwargs, cfg.fewshot_delimiter)
         # Per-doc values win over the task's; the command line wins over both.
         if doc.generation_size is not None:
             for alias in ("max_new_tokens", "max_tokens", "max_completion_tokens"):
@@ -223,9 +224,18 @@ class Evaluation:
         if doc.stop_sequences is not None:
             kwargs["until"] = list(doc.stop_sequences)
         kwargs.update(self.settings.gen_kwargs)
-        if "seed" not in kwargs and kwargs.get("do_sample"):
-            kwargs["seed"] = self.settings.seed
-        return normalize_gen_kwargs(kwargs, default_until=[cfg.fewshot_delimiter])
+        return kwargs
+
+    def _gen_params(self, task: Task, doc: Doc, kwargs: dict[str, Any] | None = None) -> GenParams:
+        cfg = task.config
+        if kwargs is None:
+            kwargs = self._gen_kwargs(task, doc)
+        params = normalize_gen_kwargs(kwargs, default_until=[cfg.fewshot_delimiter])
+        # Sampling is seeded by --seed unless the task or the command line sets a seed (also when
+        # sampling is implied by temperature > 0 rather than do_sample).
+        if params.do_sample and params.seed is None:
+            params = replace(params, seed=self.settings.seed)
+        return params
 
     def _run_task(
         self, task: Task, model: LM, cache: ResponseCache | None, out: OutputDir | None
@@ -316,16 +326,17 @@ class Evaluation:
                 prompt = None
             else:
                 prompt = prompts.render(doc, doc.fewshot_samples)
-            params = (
-                self._gen_params(task, doc) if output_type == OutputType.GENERATE_UNTIL else None
+            gen_kwargs = (
+                self._gen_kwargs(task, doc) if output_type == OutputType.GENERATE_UNTIL else None
             )
             instances = doc_instances(
                 doc,
                 output_type,
                 prompt,
                 continuation_delimiter=prompts.continuation_delimiter(doc),
-                params=params,
+                params=self._gen_params(task, doc, gen_kwargs) if gen_kwargs is not None else None,
                 with_unconditioned=with_uncond,
+                gen_kwargs=gen_kwargs,
             )
             repeats = doc.num_samples or 1
             result = DocResult(doc_id, doc, instances, [[] for _ in instances])
@@ -385,7 +396,9 @@ class Evaluation:
                 )
                 for a in cfg.aggregate_metric_list
             ]
-            entry = group_entry(cfg.name, cfg.alias, children, specs)  # type: ignore[arg-type]
+            # lm-eval aggregates a group over its leaf tasks, not over its subgroups' results.
+            leaves = [done[t] for t in self._leaf_tasks(cfg.name) if t in done]
+            entry = group_entry(cfg.name, cfg.alias, leaves, specs)
             results["groups"][cfg.name] = entry
             results["versions"][cfg.name] = str(cfg.version) if cfg.version is not None else "N/A"
             shots = {results["n-shot"].get(c) for c in node.children}
@@ -396,6 +409,13 @@ class Evaluation:
                 for metric, higher in results["higher_is_better"].get(c, {}).items():
                     merged[metric] = higher if merged.get(metric, higher) == higher else None
             results["higher_is_better"][cfg.name] = merged
+
+    def _leaf_tasks(self, name: str) -> list[str]:
+        """The tasks under a group, through its subgroups (a task name gives itself)."""
+        node = next((n for n in self.resolved.groups if n.config.name == name), None)
+        if node is None:
+            return [name]
+        return [leaf for child in node.children for leaf in self._leaf_tasks(child)]
 
     def _finish(
         self, results: dict[str, Any], extra: dict[str, Any], model: LM, started: float, date: float

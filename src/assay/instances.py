@@ -24,6 +24,9 @@ class Instance:
     request: Request
     unconditioned: bool = False
     """A PMI request: log P(choice | "")."""
+    gen_kwargs: dict[str, Any] | None = None
+    """generate_until: the settings as the task states them, which samples files record (as
+    lm-eval does); None records the normalised parameters."""
 
     def arguments(self) -> dict[str, Any]:
         """lm-eval's `arguments` entry for samples files."""
@@ -37,7 +40,10 @@ class Instance:
             if isinstance(r.prompt, str)
             else [dict(role=a, content=b) for a, b in r.prompt]
         )
-        return {"arg_0": prompt, "arg_1": r.params.as_dict()}
+        return {
+            "arg_0": prompt,
+            "arg_1": self.gen_kwargs if self.gen_kwargs is not None else r.params.as_dict(),
+        }
 
 
 def doc_instances(
@@ -48,6 +54,7 @@ def doc_instances(
     continuation_delimiter: str,
     params: GenParams | None,
     with_unconditioned: bool,
+    gen_kwargs: dict[str, Any] | None = None,
 ) -> list[Instance]:
     """The requests lm-eval builds for a doc, given its rendered prompt(s).
 
@@ -77,4 +84,4 @@ def doc_instances(
     if output_type == OutputType.LOGLIKELIHOOD_ROLLING:
         return [Instance(0, RollingRequest(doc.query))]
     assert params is not None
-    return [Instance(0, GenerateRequest(prompt, params, 0))]
+    return [Instance(0, GenerateRequest(prompt, params, 0), gen_kwargs=gen_kwargs)]

@@ -116,6 +116,31 @@ DEFAULT_MAX_GEN_TOKS = 256
 _MAX_TOKEN_ALIASES = ("max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens")
 
 
+def lm_eval_gen_kwargs(
+    task_kwargs: dict[str, Any] | None, fewshot_delimiter: str
+) -> dict[str, Any]:
+    """A generative task's gen_kwargs as lm-eval states them (and writes them in samples files).
+
+    The task's generation_kwargs with `until` defaulting to the few-shot delimiter and the
+    temperature as a float, or lm-eval's greedy defaults when the task sets none.
+    """
+    if task_kwargs is None:
+        return {
+            "temperature": 0.0,
+            "do_sample": False,
+            "max_gen_toks": DEFAULT_MAX_GEN_TOKS,
+            "until": [fewshot_delimiter],
+        }
+    out = dict(task_kwargs)
+    temperature = out.get("temperature")
+    if isinstance(temperature, int) or (
+        isinstance(temperature, str) and temperature.replace(".", "", 1).isdigit()
+    ):
+        out["temperature"] = float(temperature)
+    out.setdefault("until", [fewshot_delimiter])
+    return out
+
+
 def normalize_gen_kwargs(kwargs: dict[str, Any], *, default_until: list[str]) -> GenParams:
     """lm-eval's gen_kwargs rules as one GenParams.
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 import zlib
 from collections.abc import Sequence
 from typing import Any
 
+from assay.errors import ConfigError
 from assay.models._args import check_args
 from assay.models.base import register_model
 from assay.requests import (
@@ -24,13 +26,23 @@ def _unit(seed: int, *parts: str) -> float:
 
 
 class DummyLM:
-    """Answers every request with a seeded pseudo-random value derived from the request."""
+    """Answers every request with a seeded pseudo-random value derived from the request.
 
-    def __init__(self, seed: int = 1234, response: str = "lol") -> None:
+    `delay` (seconds per request) makes it behave like a slow model, for timing the harness and
+    for interrupting runs in tests; it never changes an answer.
+    """
+
+    def __init__(self, seed: int = 1234, response: str = "lol", delay: float = 0.0) -> None:
         self.seed = int(seed)
         self.response = str(response)
+        self.delay = float(delay)
+
+    def _wait(self, n: int) -> None:
+        if self.delay > 0:
+            time.sleep(self.delay * n)
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        self._wait(len(requests))
         out = []
         for r in requests:
             u = _unit(self.seed, r.context, r.continuation)
@@ -38,12 +50,14 @@ class DummyLM:
         return out
 
     def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
+        self._wait(len(requests))
         return [
             RollingResult(-2.0 * len(r.text) * (0.5 + _unit(self.seed, r.text)), len(r.text))
             for r in requests
         ]
 
     def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
+        self._wait(len(requests))
         return [self.response for _ in requests]
 
     def identity(self) -> dict[str, Any]:
@@ -52,6 +66,19 @@ class DummyLM:
 
 @register_model("dummy")
 def dummy(**model_args: Any) -> DummyLM:
-    """`--model dummy [--model-args seed=N,response=TEXT]`."""
-    args = check_args("dummy", model_args, {"seed": 1234, "response": "lol"})
-    return DummyLM(seed=args["seed"], response=args["response"])
+    """`--model dummy [--model-args seed=N,response=TEXT,delay=SECONDS]`.
+
+    --batch-size and --device are accepted so run-level flags work with every backend; answers
+    never depend on them (nor on `delay`), so the identity leaves them out.
+    """
+    defaults = {"seed": 1234, "response": "lol", "delay": 0.0, "batch_size": None, "device": None}
+    args = check_args("dummy", model_args, defaults)
+    try:
+        delay = float(args["delay"])
+    except (TypeError, ValueError):
+        delay = -1.0
+    if delay < 0:
+        raise ConfigError(
+            f"--model dummy: delay must be a number of seconds >= 0, got {args['delay']!r}."
+        )
+    return DummyLM(seed=args["seed"], response=args["response"], delay=delay)

@@ -96,6 +96,10 @@ class TaskConfig:
     fewshot_fewshot_delimiter: str | None = None
     fewshot_samples: Sequence[dict[str, Any]] | Callable[[], Sequence[dict[str, Any]]] | None = None
     """An explicit few-shot pool (lm-eval fewshot_config.samples)."""
+    fewshot_drop_equal: bool | None = None
+    """How the "lm_eval" selector consumes its stream: draw one example more and drop rows equal
+    to the doc. lm-eval does this exactly when the few-shot split is the test split (both unset
+    counts as equal); None means "when the few-shot split is an evaluation split"."""
     fewshot_seed: int | None = None
     """Seed of the few-shot selection; None means the run's --seed few-shot seed."""
     gen_prefix: Callable[[dict[str, Any]], str | None] | None = None

@@ -2,16 +2,20 @@
 
 Because the whole assignment is made before any request runs, it never depends on batch size,
 worker count or sharding. The "lm_eval" selector replays lm-eval's stream exactly: one
-`random.Random(seed)` per task, consumed doc after doc, drawing n (or n + 1 and dropping the doc
-itself when the pool is the eval split). Doc i's examples depend only on docs before it, so
-`--limit` never changes them either.
+`random.Random(seed)` per task, consumed doc after doc, drawing n (or, when lm-eval passes the
+eval doc to its sampler, n + 1 and dropping rows equal to the doc). Doc i's examples depend only
+on docs before it, so `--limit` never changes them either.
+
+A doc is never among its own examples. Where lm-eval would show a doc its own row (the pool is
+the evaluated split but lm-eval does not pass the doc to its sampler), that example is replaced
+from a per-doc generator, so the shared stream, and every other doc's examples, stay as lm-eval's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from assay.errors import TaskConfigError
@@ -22,60 +26,122 @@ def _stable_rng(seed: int, task: str, doc_index: int) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def _without(pool: Sequence[Any], row: Any, picks: Sequence[int]) -> list[int]:
+def _without(pool: Sequence[Any], row: Any, picks: Iterable[int]) -> list[int]:
     return [i for i in picks if pool[i] != row]
+
+
+def _first_without(pool: Sequence[Any], row: Any, n: int) -> list[int]:
+    """The first n pool indices whose row differs from `row` (scans only as far as needed)."""
+    picks: list[int] = []
+    for i in range(len(pool)):
+        if len(picks) == n:
+            break
+        if pool[i] != row:
+            picks.append(i)
+    return picks
+
+
+def _sample_without(pool: Sequence[Any], row: Any, n: int, rng: random.Random) -> list[int]:
+    """n random pool indices whose rows differ from `row`."""
+    picks = _without(pool, row, rng.sample(range(len(pool)), min(n + 1, len(pool))))[:n]
+    if len(picks) < n:  # several copies of the row in the pool
+        picks = rng.sample(_without(pool, row, range(len(pool))), n)
+    return picks
+
+
+def _replace_self(
+    pool: Sequence[Any], row: Any, picks: list[int], rng: random.Random, task: str
+) -> list[int]:
+    """Swap picks equal to `row` for other rows, keeping the other picks and their order."""
+    bad = [k for k, i in enumerate(picks) if pool[i] == row]
+    if not bad:
+        return picks
+    chosen = set(picks)
+    spares = [i for i in range(len(pool)) if i not in chosen and pool[i] != row]
+    if len(spares) < len(bad):
+        raise TaskConfigError(
+            f"task {task!r}: the few-shot pool has too few rows that differ from the evaluated "
+            "doc. Lower --num-fewshot or choose a larger few-shot split."
+        )
+    out = list(picks)
+    for k, j in zip(bad, rng.sample(spares, len(bad)), strict=True):
+        out[k] = j
+    return out
 
 
 def select_fewshots(
     selector: str,
     pool: Sequence[dict[str, Any]],
-    eval_rows: Sequence[dict[str, Any]] | Iterator[dict[str, Any]],
+    eval_rows: Iterable[dict[str, Any]],
     n: int,
     *,
     seed: int,
     task: str,
     exclude_self: bool,
+    drop_equal: bool | None = None,
     sorting_class: Callable[[int], str] | None = None,
 ) -> Iterator[list[int]]:
     """Yield, for each eval row in order, the indices into `pool` of its few-shot examples.
 
-    `exclude_self` says the pool is the eval split, so a row never appears among its own
-    examples (lm-eval compares rows for equality; so does this).
+    `exclude_self` says the pool is an evaluated split, so rows equal to the doc are never
+    picked (lm-eval compares rows for equality; so does this). `drop_equal` is lm-eval's own
+    rule, which decides how its stream is consumed: draw n + 1 and drop rows equal to the doc
+    (lm-eval does this when the few-shot split is the test split); None means `exclude_self`.
     """
-    needed = n + (1 if exclude_self else 0)
+    if drop_equal is None:
+        drop_equal = exclude_self
     if n > 0 and len(pool) < n:
         raise TaskConfigError(
             f"task {task!r}: {n} few-shot examples requested but the few-shot pool has only "
             f"{len(pool)} rows. Lower --num-fewshot or choose a larger few-shot split."
         )
     stream = random.Random(seed)
+    classes = _classes(pool, sorting_class) if selector == "balanced" and n > 0 else {}
     for doc_index, row in enumerate(eval_rows):
         if n == 0:
             yield []
             continue
         if selector == "lm_eval":
-            if exclude_self and row:
-                picks = _without(pool, row, stream.sample(range(len(pool)), min(needed, len(pool))))
-                picks = picks[:n]
-                if len(picks) < n:
-                    rest = [i for i in range(len(pool)) if pool[i] != row]
-                    picks = stream.sample(rest, n)
+            # lm-eval skips the removal for an empty (falsy) doc; so does this.
+            if drop_equal and row:
+                picks = _sample_without(pool, row, n, stream)
             else:
                 picks = stream.sample(range(len(pool)), n)
+                if exclude_self:
+                    picks = _replace_self(
+                        pool, row, picks, _stable_rng(seed, task, doc_index), task
+                    )
         elif selector in ("first_n", "sequential"):
-            order = _without(pool, row, range(len(pool))) if exclude_self else range(len(pool))
-            picks = list(order[:n]) if isinstance(order, list) else list(range(n))
+            picks = _first_without(pool, row, n) if exclude_self or drop_equal else list(range(n))
         elif selector == "random":
             rng = _stable_rng(seed, task, doc_index)
-            candidates = _without(pool, row, range(len(pool))) if exclude_self else range(len(pool))
-            picks = rng.sample(candidates, min(n, len(candidates)))
+            picks = (
+                _sample_without(pool, row, n, rng)
+                if exclude_self
+                else rng.sample(range(len(pool)), n)
+            )
         elif selector == "balanced":
             picks = _balanced(
-                pool, row, n, _stable_rng(seed, task, doc_index), exclude_self, sorting_class
+                pool, row, n, _stable_rng(seed, task, doc_index), exclude_self, classes
             )
         else:  # validated by TaskConfig.validate
             raise TaskConfigError(f"task {task!r}: unknown few-shot selector {selector!r}.")
+        if len(picks) < n:
+            raise TaskConfigError(
+                f"task {task!r}: {n} few-shot examples requested but only {len(picks)} pool rows "
+                "differ from the evaluated doc. Lower --num-fewshot or choose a larger split."
+            )
         yield picks
+
+
+def _classes(
+    pool: Sequence[dict[str, Any]], sorting_class: Callable[[int], str] | None
+) -> dict[str, list[int]]:
+    """Pool indices by class label, labels sorted."""
+    by_class: dict[str, list[int]] = {}
+    for i in range(len(pool)):
+        by_class.setdefault(sorting_class(i) if sorting_class else "", []).append(i)
+    return dict(sorted(by_class.items()))
 
 
 def _balanced(
@@ -84,17 +150,16 @@ def _balanced(
     n: int,
     rng: random.Random,
     exclude_self: bool,
-    sorting_class: Callable[[int], str] | None,
+    classes: dict[str, list[int]],
 ) -> list[int]:
     """Round-robin over classes (sorted by name), each class's members in seeded order."""
-    by_class: dict[str, list[int]] = {}
-    for i in range(len(pool)):
-        if exclude_self and pool[i] == row:
-            continue
-        by_class.setdefault(sorting_class(i) if sorting_class else "", []).append(i)
-    for members in by_class.values():
-        rng.shuffle(members)
-    queues = [by_class[k] for k in sorted(by_class)]
+    queues = []
+    for members in classes.values():
+        # No class gives more than n examples; one spare covers the doc's own row.
+        drawn = rng.sample(members, min(n + 1, len(members)))
+        if exclude_self:
+            drawn = _without(pool, row, drawn)
+        queues.append(drawn[::-1])
     picks: list[int] = []
     while len(picks) < n and any(queues):
         for queue in queues:

@@ -383,7 +383,8 @@ def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
         raise TaskConfigError(
             f"{where}: set 'test_split' or 'validation_split' (the split to evaluate)."
         )
-    fewshot_split = fewshot.get("split") or raw.get("fewshot_split") or train or validation or test
+    explicit_fewshot_split = fewshot.get("split") or raw.get("fewshot_split")
+    fewshot_split = explicit_fewshot_split or train or validation or test
     generation_kwargs = raw.get("generation_kwargs")
     if generation_kwargs is not None and not isinstance(generation_kwargs, dict):
         raise TaskConfigError(f"{where}: 'generation_kwargs' must be a mapping.")
@@ -413,6 +414,7 @@ def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
         evaluation_splits=(eval_split,),
         few_shots_split=fewshot_split if samples is None else None,
         few_shots_select=selector,
+        fewshot_drop_equal=explicit_fewshot_split == test,
         num_samples=repeats,
         version=metadata.get("version", "Yaml"),
         num_fewshots=num_fewshot or 0,

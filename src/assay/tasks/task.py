@@ -241,6 +241,7 @@ class Task:
                 seed=cfg.fewshot_seed if cfg.fewshot_seed is not None else self.fewshot_seed,
                 task=cfg.name,
                 exclude_self=exclude_self,
+                drop_equal=cfg.fewshot_drop_equal,
                 sorting_class=self._sorting_class(pool, fewshot_cache)
                 if selector == "balanced"
                 else None,
