@@ -110,8 +110,8 @@ def _word_ngrams(word: str) -> tuple[int, ...]:
     padded = " " + word
     ends = _ends_outside_capitals(padded) if any(map(str.isupper, word)) else range(1, len(padded))
     grams = [padded[end - n + 1 : end + 1] for end in ends for n in (1, 2, 3) if n <= end + 1]
-    row_of = language_profiles().row_of.get
-    return tuple(row for gram in grams if gram != " " and (row := row_of(gram)) is not None)
+    # langdetect skips the 1-gram " ", which no profile holds anyway.
+    return tuple(row for row in map(language_profiles().row_of.get, grams) if row is not None)
 
 
 def _ends_outside_capitals(padded: str) -> list[int]:

@@ -34,12 +34,13 @@ def count_sentences(text: str) -> int:
 @functools.lru_cache(maxsize=1024)
 def count_capital_words(text: str) -> int:
     """Number of `nltk.word_tokenize(text)` tokens that are all upper case (str.isupper)."""
-    tokenizer = _treebank_tokenizer()
-    return sum(
-        token.isupper()
-        for sentence in punkt_tokenizer().tokenize(text)
-        for token in tokenizer.tokenize(sentence)
-    )
+    return sum(map(_capital_tokens, punkt_tokenizer().tokenize(text)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _capital_tokens(sentence: str) -> int:
+    # Per sentence: the loose variants of a response share most of their sentences.
+    return sum(token.isupper() for token in _treebank_tokenizer().tokenize(sentence))
 
 
 @functools.cache
