@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from hypothesis import settings
 
 # Property tests share two cores with the rest of the suite: wall-clock deadlines only add flakes.
 settings.register_profile("assay", deadline=None, max_examples=100)
 settings.load_profile("assay")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random Llama-style model with a trained BPE tokenizer, saved once per test session."""
+    from fixtures.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny_llama"))

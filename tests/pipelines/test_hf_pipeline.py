@@ -9,20 +9,13 @@ import pytest
 from assay.pipelines import Experiment, GridSearch, HFModelConfig, List
 
 
-@pytest.fixture(scope="module")
-def hf_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from fixtures.tiny_model import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny_llama"))
-
-
 @pytest.mark.slow
 def test_hf_configs_share_one_engine_with_their_own_sampling(
-    hf_model_dir: Path, tmp_path: Path
+    tiny_model_dir: Path, tmp_path: Path
 ) -> None:
     config = {
         "pipeline": HFModelConfig(
-            {"model": str(hf_model_dir), "dtype": "float32", "device": "cpu"},
+            {"model": str(tiny_model_dir), "dtype": "float32", "device": "cpu"},
             {"max_tokens": 4, "temperature": List([0.0, 1.0]), "seed": 7},
         ),
         "batch_size": 4,

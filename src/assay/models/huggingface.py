@@ -1,0 +1,222 @@
+"""`--model hf`: transformers causal language models, scored exactly as lm-eval's HF backend.
+
+Numbers match lm-eval (same tokenisation, truncation and rolling windows), while the work is
+smaller: contexts shared by several continuations run once (see `_hf_score`), only continuation
+positions reach the vocabulary projection, and generation drops finished rows (see
+`_hf_generate`). This module is imported only when a run asks for `--model hf`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from assay.errors import ModelError
+from assay.models._hf_args import HFArgs, parse_hf_args
+from assay.models._hf_generate import Generator
+from assay.models._hf_load import load
+from assay.models._hf_memory import BatchSizer
+from assay.models._hf_score import Scorer
+from assay.models._hf_tokens import TokenizerView, rolling_windows
+from assay.models.base import register_model
+from assay.requests import (
+    GenerateRequest,
+    GenParams,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    Messages,
+    RollingRequest,
+    RollingResult,
+)
+
+log = logging.getLogger(__name__)
+
+
+class HuggingFaceLM:
+    """A transformers causal LM behind assay's LM protocol.
+
+    Attributes:
+        max_length: context window in tokens (model arg, else from the model config).
+        batch_sizes: batch sizes picked by batch_size=auto, in the order they were chosen.
+        model, tokenizer: the loaded transformers objects.
+    """
+
+    def __init__(self, args: HFArgs) -> None:
+        loaded = load(args)
+        self.args = args
+        self.model = loaded.model
+        self.tokenizer = loaded.tokenizer
+        self.device = loaded.device
+        self.max_length = loaded.max_length
+        self._fingerprint = loaded.fingerprint
+        self._view = TokenizerView(self.tokenizer, args.add_bos_token)
+        self._sizer = BatchSizer(args.batch_size, args.max_batch_size, self.device)
+        pad_id = self.tokenizer.pad_token_id
+        self.scorer = Scorer(self.model, self.device, self.max_length, self._sizer, pad_id)
+        self._generator = Generator(
+            self.model,
+            self._view,
+            self.device,
+            self._sizer,
+            eos_token_ids=self._eos_token_ids(),
+            eos_text=self.tokenizer.decode([self.tokenizer.eos_token_id], skip_special_tokens=False)
+            if self.tokenizer.eos_token_id is not None
+            else "",
+            pad_token_id=self.scorer.pad_id,
+        )
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        """Batch sizes chosen automatically so far (empty for a fixed batch size)."""
+        return list(self._sizer.chosen)
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        """log P(continuation | context) and greediness, per request, in request order."""
+        pairs = self._view.encode_pairs([(r.context, r.continuation) for r in requests])
+        return [LoglikelihoodResult(lp, greedy) for lp, greedy in self.scorer.score(pairs)]
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
+        """log P(text) summed over lm-eval's disjoint rolling windows, and the tokens scored."""
+        token_lists = self._view.encode([r.text for r in requests])
+        windows, owners = [], []
+        for owner, tokens in enumerate(token_lists):
+            for window in rolling_windows(tokens, self._view.prefix_token_id, self.max_length):
+                windows.append(window)
+                owners.append(owner)
+        totals = [0.0] * len(requests)
+        for owner, (logprob, _) in zip(owners, self.scorer.score(windows), strict=True):
+            totals[owner] += logprob
+        return [
+            RollingResult(t, len(tokens)) for t, tokens in zip(totals, token_lists, strict=True)
+        ]
+
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
+        """Generated text per request, cut at the first stop string, in request order."""
+        texts = [self._prompt_text(r.prompt) for r in requests]
+        groups: dict[GenParams, list[int]] = {}
+        for i, request in enumerate(requests):
+            groups.setdefault(request.params, []).append(i)
+        for params in groups:  # every problem surfaces before any compute
+            self._generator.sampling(params)
+            if params.max_gen_toks >= self.max_length:
+                raise ModelError(
+                    f"--model hf: max_gen_toks={params.max_gen_toks} leaves no room for the "
+                    f"prompt in max_length={self.max_length}; lower max_gen_toks or raise max_length."
+                )
+        out = [""] * len(requests)
+        for params, members in groups.items():
+            prompts = self._view.encode_prompts(
+                [texts[i] for i in members], self.max_length - params.max_gen_toks
+            )
+            generated = self._generator.generate(
+                prompts,
+                [texts[i] for i in members],
+                params,
+                [requests[i].sample_index for i in members],
+            )
+            for i, text in zip(members, generated, strict=True):
+                out[i] = text
+        return out
+
+    def apply_chat_template(
+        self,
+        messages: list[dict[str, str]],
+        add_generation_prompt: bool = True,
+        continue_final_message: bool = False,
+    ) -> str:
+        """The tokenizer's chat template rendered as text (BOS included when the template has it).
+
+        As lm-eval, a template that rejects system messages is retried without them.
+        """
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise ModelError(
+                f"--model hf: the tokenizer of {self.args.tokenizer or self.args.pretrained!r} "
+                "has no chat template; run without a chat template or use an instruction-tuned "
+                "model's tokenizer (tokenizer=...)."
+            )
+        import jinja2
+
+        kwargs = {
+            "tokenize": False,
+            "add_generation_prompt": add_generation_prompt,
+            "continue_final_message": continue_final_message,
+        }
+        try:
+            return self.tokenizer.apply_chat_template(messages, **kwargs)
+        except jinja2.exceptions.TemplateError:
+            log.warning("chat template failed; retrying without system messages")
+            kept = [m for m in messages if m.get("role") != "system"]
+            return self.tokenizer.apply_chat_template(kept, **kwargs)
+
+    @property
+    def chat_template(self) -> str | None:
+        """The tokenizer's chat template source, if it has one (recorded in results)."""
+        template = getattr(self.tokenizer, "chat_template", None)
+        return template if isinstance(template, str) else None
+
+    def tokenizer_info(self) -> dict[str, Any]:
+        """Special tokens and limits in lm-eval's results-file layout."""
+        tok = self.tokenizer
+        return {
+            "tokenizer_pad_token": [tok.pad_token, str(tok.pad_token_id)],
+            "tokenizer_eos_token": [tok.eos_token, str(tok.eos_token_id)],
+            "tokenizer_bos_token": [tok.bos_token, str(tok.bos_token_id)],
+            "eot_token_id": tok.eos_token_id,
+            "max_length": self.max_length,
+        }
+
+    def model_info(self) -> dict[str, Any]:
+        """Parameter count, dtype, revision and hub commit, as lm-eval's results `config` has."""
+        return {
+            "model_num_parameters": sum(p.numel() for p in self.model.parameters()),
+            "model_dtype": str(self._dtype()),
+            "model_revision": self.args.revision,
+            "model_sha": getattr(self.model.config, "_commit_hash", None) or "",
+        }
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that changes this backend's outputs (the response cache keys on it)."""
+        return {
+            "backend": "hf",
+            "pretrained": self.args.pretrained,
+            "revision": self.args.revision,
+            "tokenizer": self.args.tokenizer,
+            "peft": self.args.peft,
+            "dtype": str(self._dtype()).removeprefix("torch."),
+            "max_length": self.max_length,
+            "add_bos_token": self.args.add_bos_token,
+            "weights": self._fingerprint,
+        }
+
+    def _dtype(self) -> Any:
+        return next(self.model.parameters()).dtype
+
+    def _prompt_text(self, prompt: str | Messages) -> str:
+        if isinstance(prompt, str):
+            return prompt
+        messages = [{"role": role, "content": content} for role, content in prompt]
+        # A final assistant message is a prefix the model continues (lm-eval's gen_prefix).
+        prefill = bool(messages) and messages[-1]["role"] == "assistant"
+        return self.apply_chat_template(
+            messages, add_generation_prompt=not prefill, continue_final_message=prefill
+        )
+
+    def _eos_token_ids(self) -> set[int]:
+        """Tokens that end a generation: the model's generation config, else the tokenizer's EOS."""
+        config = getattr(self.model, "generation_config", None)
+        ids = getattr(config, "eos_token_id", None)
+        if ids is None:
+            ids = self.tokenizer.eos_token_id
+        if ids is None:
+            return set()
+        return {int(i) for i in ids} if isinstance(ids, list | tuple) else {int(ids)}
+
+
+@register_model("hf")
+def hf(**model_args: Any) -> HuggingFaceLM:
+    """`--model hf --model-args pretrained=DIR_OR_ID[,dtype=...,batch_size=auto,...]`.
+
+    Arguments are checked before anything is loaded; see `HFArgs` for the full list.
+    """
+    return HuggingFaceLM(parse_hf_args(model_args))
