@@ -1,12 +1,14 @@
 """The local executor: deduplicates requests, serves what the cache has, runs the rest in chunks.
 
 Chunks are committed to the cache as they complete, so an interrupted run resumes where it
-stopped. Requests are ordered longest first (and contexts kept together) before chunking, so a
+stopped. A backend with a whole-number `batch_size` attribute gets chunks of exactly that size, so
+a kill loses at most the batch in flight; other backends get chunks of DEFAULT_CHUNK requests. Requests are ordered longest first (and contexts kept together) before chunking, so a
 backend sees similar lengths, and choices sharing a context arrive in the same chunk.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,6 +24,11 @@ from assay.requests import (
     kind_of,
 )
 
+log = logging.getLogger(__name__)
+
+DEFAULT_CHUNK = 512
+"""Requests per backend call (and cache commit) when the backend has no fixed batch size."""
+
 Progress = Callable[[int], None]
 """Called with the number of requests just completed (cached ones included)."""
 
@@ -35,15 +42,27 @@ def _order_key(request: Request) -> tuple[Any, ...]:
     return (-len(prompt),)
 
 
+def commit_chunk(model: LM) -> int:
+    """Requests per backend call: the backend's fixed batch size, else DEFAULT_CHUNK."""
+    size = getattr(model, "batch_size", None)
+    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+        return size
+    return DEFAULT_CHUNK
+
+
 def run_requests(
     model: LM,
     requests: Sequence[Request],
     *,
     cache: ResponseCache | None = None,
-    chunk_size: int = 512,
+    chunk_size: int | None = None,
     progress: Progress | None = None,
 ) -> list[Result]:
-    """Results of `requests` (any mix of kinds), in order, computing each distinct one once."""
+    """Results of `requests` (any mix of kinds), in order, computing each distinct one once.
+
+    `chunk_size` defaults to `commit_chunk(model)`.
+    """
+    chunk_size = chunk_size or commit_chunk(model)
     keys = [request_key(r) for r in requests]
     unique: dict[str, Request] = {}
     for key, request in zip(keys, requests, strict=True):
@@ -59,6 +78,13 @@ def run_requests(
     for key in keys:
         if key not in done:
             remaining_counts[key] = remaining_counts.get(key, 0) + 1
+    log.info(
+        "%d requests (%d distinct): %d from the cache, %d to compute",
+        len(keys),
+        len(unique),
+        len(done),
+        len(unique) - len(done),
+    )
     for kind, pending in by_kind.items():
         pending.sort(key=lambda k: _order_key(unique[k]))
         method = _method(model, kind)
@@ -86,4 +112,4 @@ def _method(model: LM, kind: RequestKind) -> Callable[[list[Any]], list[Result]]
     return model.generate_until  # type: ignore[return-value]
 
 
-__all__ = ["run_requests"]
+__all__ = ["DEFAULT_CHUNK", "commit_chunk", "run_requests"]

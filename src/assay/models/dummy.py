@@ -29,13 +29,21 @@ class DummyLM:
     """Answers every request with a seeded pseudo-random value derived from the request.
 
     `delay` (seconds per request) makes it behave like a slow model, for timing the harness and
-    for interrupting runs in tests; it never changes an answer.
+    for interrupting runs in tests; it never changes an answer. `batch_size` (requests per call,
+    hence per cache commit) never changes an answer either.
     """
 
-    def __init__(self, seed: int = 1234, response: str = "lol", delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        seed: int = 1234,
+        response: str = "lol",
+        delay: float = 0.0,
+        batch_size: int | None = None,
+    ) -> None:
         self.seed = int(seed)
         self.response = str(response)
         self.delay = float(delay)
+        self.batch_size = batch_size
 
     def _wait(self, n: int) -> None:
         if self.delay > 0:
@@ -81,4 +89,10 @@ def dummy(**model_args: Any) -> DummyLM:
         raise ConfigError(
             f"--model dummy: delay must be a number of seconds >= 0, got {args['delay']!r}."
         )
-    return DummyLM(seed=args["seed"], response=args["response"], delay=delay)
+    batch_size = args["batch_size"]
+    if batch_size is not None and (
+        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+    ):
+        # "auto" and other non-numbers leave the default chunking.
+        batch_size = None
+    return DummyLM(seed=args["seed"], response=args["response"], delay=delay, batch_size=batch_size)

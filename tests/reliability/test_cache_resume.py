@@ -1,0 +1,260 @@
+"""Response cache and resume: keyed by model identity, committed per batch, safe across SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from conftest import normalised_results, output_files
+
+from assay.cache import ResponseCache, model_key, request_key
+from assay.cli import main
+from assay.executors.local import DEFAULT_CHUNK, commit_chunk, run_requests
+from assay.models.dummy import DummyLM, dummy
+from assay.requests import GenerateRequest, GenParams, LoglikelihoodRequest, LoglikelihoodResult
+
+COMPUTED = re.compile(r"from the cache, (\d+) to compute")
+CACHED = re.compile(r"(\d+) from the cache")
+
+
+def cached_rows(path: Path) -> int:
+    """Responses stored in a cache file (0 while the file is still being created)."""
+    with closing(sqlite3.connect(path)) as db:
+        try:
+            return db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+
+def run_cli(*args: str) -> int:
+    return main(["-v", "run", "--model", "dummy", "--no-progress", "--log-samples", *args])
+
+
+# ---------------------------------------------------------------- keys
+def test_model_key_changes_with_every_identity_field():
+    base = {"backend": "hf", "pretrained": "m", "revision": "main", "dtype": "float32"}
+    keys = {model_key(base)}
+    for field, other in (
+        ("backend", "vllm"),
+        ("pretrained", "m2"),
+        ("revision", "v2"),
+        ("dtype", "bfloat16"),
+    ):
+        keys.add(model_key({**base, field: other}))
+    keys.add(model_key({**base, "add_bos_token": True}))
+    assert len(keys) == 6
+    # Key order does not matter.
+    assert model_key(dict(reversed(list(base.items())))) == model_key(base)
+
+
+def test_request_key_covers_kind_text_params_and_sample_index():
+    ll = LoglikelihoodRequest("ctx", " a")
+    greedy = GenerateRequest("ctx", GenParams(until=["\n"]), 0)
+    keys = {
+        request_key(ll),
+        request_key(LoglikelihoodRequest("ctx", " b")),
+        request_key(LoglikelihoodRequest("ctx ", "a")),
+        request_key(greedy),
+        request_key(GenerateRequest("ctx", GenParams(until=["\n\n"]), 0)),
+        request_key(GenerateRequest("ctx", GenParams(until=["\n"], max_gen_toks=7), 0)),
+        request_key(GenerateRequest("ctx", GenParams(do_sample=True, seed=1), 0)),
+        request_key(GenerateRequest("ctx", GenParams(do_sample=True, seed=2), 0)),
+        request_key(GenerateRequest("ctx", GenParams(do_sample=True, seed=1), 1)),
+    }
+    assert len(keys) == 9
+    # Greedy decoding gives one answer whatever the sample index.
+    assert request_key(GenerateRequest("ctx", GenParams(until=["\n"]), 3)) == request_key(greedy)
+
+
+def test_cache_shared_by_two_identities_keeps_them_apart(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    first = ResponseCache(path, {"backend": "dummy", "seed": 1})
+    first.put_many([("k", LoglikelihoodResult(-1.0, True))])
+    first.close()
+    second = ResponseCache(path, {"backend": "dummy", "seed": 2})
+    assert second.get_many(["k"]) == {}
+    second.close()
+    again = ResponseCache(path, {"backend": "dummy", "seed": 1})
+    assert again.get_many(["k"]) == {"k": LoglikelihoodResult(-1.0, True)}
+    again.close()
+
+
+def test_reusing_a_cache_with_another_dummy_seed_never_returns_the_first_answers(
+    task_dir, tmp_path
+):
+    cache = tmp_path / "shared.sqlite"
+    common = ["--tasks", "toy_mc", "--include-path", str(task_dir), "--cache", str(cache)]
+    assert run_cli("--model-args", "seed=1", "-o", str(tmp_path / "one"), *common) == 0
+    assert run_cli("--model-args", "seed=2", "-o", str(tmp_path / "two"), *common) == 0
+    assert run_cli("--model-args", "seed=2", "-o", str(tmp_path / "fresh"), "--no-cache",
+                   *common[:4])  == 0  # fmt: skip
+    one = (tmp_path / "one" / "samples_toy_mc.jsonl").read_bytes()
+    two = (tmp_path / "two" / "samples_toy_mc.jsonl").read_bytes()
+    fresh = (tmp_path / "fresh" / "samples_toy_mc.jsonl").read_bytes()
+    assert one != two
+    assert two == fresh
+    # Both models' answers are stored, side by side.
+    with sqlite3.connect(cache) as db:
+        assert db.execute("SELECT COUNT(DISTINCT model) FROM responses").fetchone()[0] == 2
+
+
+def test_second_run_is_served_entirely_from_the_cache(task_dir, tmp_path, caplog):
+    args = ["--tasks", "toy_mc,toy_gen", "--include-path", str(task_dir), "--num-fewshot", "1"]
+    caplog.set_level("INFO", logger="assay.executors.local")
+    assert run_cli(*args, "-o", str(tmp_path / "a")) == 0
+    first = sum(int(n) for n in COMPUTED.findall(caplog.text))
+    assert first > 0
+    caplog.clear()
+    assert (
+        run_cli(*args, "-o", str(tmp_path / "b"), "--cache", str(tmp_path / "a/cache.sqlite")) == 0
+    )
+    assert sum(int(n) for n in COMPUTED.findall(caplog.text)) == 0
+    assert sum(int(n) for n in CACHED.findall(caplog.text)) == first
+    assert output_files(tmp_path / "a") == output_files(tmp_path / "b")
+
+
+@pytest.mark.slow
+def test_hf_models_differing_in_dtype_do_not_share_cache_entries(tiny_model_dir, tmp_path):
+    from assay.models.base import MODELS
+
+    build = MODELS.get("hf")
+    f32 = build(pretrained=str(tiny_model_dir), dtype="float32")
+    bf16 = build(pretrained=str(tiny_model_dir), dtype="bfloat16")
+    assert model_key(f32.identity()) != model_key(bf16.identity())
+    request = LoglikelihoodRequest("The cat", " sat")
+    path = tmp_path / "hf.sqlite"
+    run_requests(f32, [request], cache=ResponseCache(path, f32.identity()))
+    assert ResponseCache(path, bf16.identity()).get_many([request_key(request)]) == {}
+    # The same weights loaded again hit the cache.
+    again = build(pretrained=str(tiny_model_dir), dtype="float32")
+    assert model_key(again.identity()) == model_key(f32.identity())
+    assert ResponseCache(path, again.identity()).get_many([request_key(request)])
+
+
+# ---------------------------------------------------------------- per-batch commits
+class CountingLM(DummyLM):
+    """DummyLM that records the size of every backend call and fails on the n-th call."""
+
+    def __init__(self, fail_on_call: int | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.calls: list[int] = []
+        self.fail_on_call = fail_on_call
+
+    def loglikelihood(self, requests):
+        self.calls.append(len(requests))
+        if self.fail_on_call is not None and len(self.calls) == self.fail_on_call:
+            raise KeyboardInterrupt
+        return super().loglikelihood(requests)
+
+
+def test_backend_batch_size_sets_the_commit_granularity():
+    assert commit_chunk(DummyLM(batch_size=3)) == 3
+    assert commit_chunk(DummyLM()) == DEFAULT_CHUNK
+    assert commit_chunk(dummy(batch_size="auto")) == DEFAULT_CHUNK
+    assert commit_chunk(dummy(batch_size=8)) == 8
+
+
+def test_an_interrupted_call_loses_only_the_batch_in_flight(tmp_path):
+    requests = [LoglikelihoodRequest(f"context {i}", f" c{i}") for i in range(10)]
+    cache = ResponseCache(tmp_path / "c.sqlite", {"backend": "dummy", "seed": 1})
+    model = CountingLM(fail_on_call=3, seed=1, batch_size=3)
+    with pytest.raises(KeyboardInterrupt):
+        run_requests(model, requests, cache=cache)
+    assert cached_rows(tmp_path / "c.sqlite") == 6  # two whole batches of three
+    again = CountingLM(seed=1, batch_size=3)
+    results = run_requests(again, requests, cache=cache)
+    assert again.calls == [3, 1]  # only the four missing requests
+    assert results == DummyLM(seed=1).loglikelihood(requests)
+    cache.close()
+
+
+# ---------------------------------------------------------------- SIGKILL and resume
+def _command(task_dir: Path, out: Path, delay: float) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "assay",
+        "-v",
+        "run",
+        "--model",
+        "dummy",
+        "--model-args",
+        f"seed=7,delay={delay}",
+        "--batch-size",
+        "4",
+        "--tasks",
+        "toy_mc_b,toy_mc",
+        "--include-path",
+        str(task_dir),
+        "--num-fewshot",
+        "2",
+        "--output-dir",
+        str(out),
+        "--log-samples",
+        "--no-progress",
+    ]
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_then_restart_recomputes_nothing_and_matches(task_dir, tmp_path):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # 2 tasks x 24 docs x 4 choices = 192 loglikelihood requests, 48 batches of 4.
+    total = 192
+    reference = tmp_path / "reference"
+    done = subprocess.run(
+        _command(task_dir, reference, 0.0), capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+    out = tmp_path / "resumed"
+    cache = out / "cache.sqlite"
+    victim = subprocess.Popen(
+        _command(task_dir, out, 0.02), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if cache.exists() and cached_rows(cache) >= 100:  # the first task is done
+                break
+            assert victim.poll() is None, "the run ended before it could be killed"
+            time.sleep(0.05)
+        else:
+            pytest.fail("no batch was committed within 60 s")
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=10)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+        victim.stderr.close()  # type: ignore[union-attr]
+    kept = cached_rows(cache)
+    assert 100 <= kept < total, kept
+
+    resumed = subprocess.run(
+        _command(task_dir, out, 0.0), capture_output=True, text=True, env=env, check=False
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Traceback" not in resumed.stderr
+    assert sum(int(n) for n in COMPUTED.findall(resumed.stderr)) == total - kept
+    assert sum(int(n) for n in CACHED.findall(resumed.stderr)) == kept
+    assert cached_rows(cache) == total
+
+    assert output_files(out) == output_files(reference)
+    assert set(output_files(out)) == {"samples_toy_mc.jsonl", "samples_toy_mc_b.jsonl"}
+    assert normalised_results(out / "results.json") == normalised_results(
+        reference / "results.json"
+    )
+    # No leftovers from the killed run.
+    assert not list(out.glob(".*part")) and not list(out.glob(".*.tmp"))
+    assert json.loads((out / "results.json").read_text())["results"].keys() == {
+        "toy_mc",
+        "toy_mc_b",
+    }
