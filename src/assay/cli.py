@@ -34,6 +34,16 @@ def _batch(text: str) -> int | str:
     return value
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be >= 1")
+    return value
+
+
 def _split_csv(values: list[str] | None) -> list[str]:
     out: list[str] = []
     for value in values or []:
@@ -144,6 +154,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow tasks that execute model-written code",
     )
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="where requests run: this process, or Ray actors holding model replicas",
+    )
+    run.add_argument(
+        "--replicas",
+        type=_positive_int,
+        default=None,
+        help="ray: model replicas (default one per GPU of the cluster, one without GPUs)",
+    )
+    run.add_argument(
+        "--gpus-per-replica",
+        type=float,
+        default=None,
+        help="ray: GPUs per replica, e.g. the vLLM tensor-parallel size (default 1, 0 without GPUs)",
+    )
+    run.add_argument(
+        "--ray-address",
+        default=None,
+        help="ray: cluster to join, e.g. auto or ray://head:10001 (default a local Ray instance)",
+    )
 
     tasks = sub.add_parser("tasks", help="list, show or dump tasks")
     tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True, parser_class=_Parser)
@@ -192,6 +225,10 @@ def _run(args: argparse.Namespace) -> int:
         cache=False if args.no_cache else args.cache,
         confirm_run_unsafe_code=args.confirm_run_unsafe_code,
         show_progress=not args.no_progress,
+        executor=args.executor,
+        replicas=args.replicas,
+        gpus_per_replica=args.gpus_per_replica,
+        ray_address=args.ray_address,
     )
     if args.log_samples and not args.output_dir:
         raise AssayError("--log-samples needs --output-dir (where samples files are written).")

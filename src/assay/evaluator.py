@@ -19,7 +19,7 @@ from typing import Any
 from assay.cache import ResponseCache
 from assay.doc import Doc, OutputType
 from assay.errors import ConfigError
-from assay.executors.local import run_requests
+from assay.executors.base import Executor, LocalExecutor
 from assay.instances import doc_instances
 from assay.models.base import LM, MODELS
 from assay.prompts.manager import PromptManager
@@ -69,6 +69,14 @@ class RunSettings:
     confirm_run_unsafe_code: bool = False
     dataset_loading_processes: int = 4
     show_progress: bool = True
+    executor: str = "local"
+    """Where requests run: "local" (this process) or "ray" (a pool of model replicas)."""
+    replicas: int | None = None
+    """Ray: model replicas (default one per GPU, or one without GPUs)."""
+    gpus_per_replica: float | None = None
+    """Ray: GPUs per replica (default 1 with GPUs, else 0)."""
+    ray_address: str | None = None
+    """Ray: cluster to join (default a local Ray instance)."""
 
 
 def _git_hash() -> str | None:
@@ -81,16 +89,51 @@ def _git_hash() -> str | None:
     return out.stdout.strip() or None
 
 
-def build_model(settings: RunSettings) -> LM:
-    """The backend named by the settings (or the LM object given)."""
-    if not isinstance(settings.model, str):
-        return settings.model
+def backend_args(settings: RunSettings) -> dict[str, Any]:
+    """--model-args with the run-level --batch-size and --device merged in."""
     args = dict(settings.model_args)
     if settings.batch_size is not None:
         args.setdefault("batch_size", settings.batch_size)
     if settings.device is not None:
         args.setdefault("device", settings.device)
-    return MODELS.get(settings.model)(**args)
+    return args
+
+
+def build_model(settings: RunSettings) -> LM:
+    """The backend named by the settings (or the LM object given)."""
+    if not isinstance(settings.model, str):
+        return settings.model
+    return MODELS.get(settings.model)(**backend_args(settings))
+
+
+def build_executor(settings: RunSettings, model: LM | None = None) -> Executor:
+    """The executor named by settings.executor, holding the settings' model (or `model`)."""
+    s = settings
+    if s.executor == "ray":
+        if model is not None or not isinstance(s.model, str):
+            raise ConfigError(
+                "--executor ray builds one model replica per Ray actor from --model and "
+                "--model-args: pass a backend name, not a model object."
+            )
+        from assay.executors.ray import RayExecutor
+
+        return RayExecutor(
+            s.model,
+            backend_args(s),
+            replicas=s.replicas,
+            gpus_per_replica=s.gpus_per_replica,
+            address=s.ray_address,
+        )
+    if s.executor != "local":
+        raise ConfigError(f"--executor {s.executor!r}: choose local or ray.")
+    for flag, value in (
+        ("--replicas", s.replicas),
+        ("--gpus-per-replica", s.gpus_per_replica),
+        ("--ray-address", s.ray_address),
+    ):
+        if value is not None:
+            raise ConfigError(f"{flag} applies to --executor ray only; add --executor ray.")
+    return LocalExecutor(model or build_model(s))
 
 
 class Evaluation:
@@ -130,11 +173,23 @@ class Evaluation:
             list(pool.map(lambda t: t.load(), self.tasks))
 
     # ------------------------------------------------------------------ run
-    def run(self, model: LM | None = None) -> dict[str, Any]:
+    def run(self, model: LM | None = None, executor: Executor | None = None) -> dict[str, Any]:
+        """Run every task and return the results dict.
+
+        `executor` (which the caller then closes) runs the requests; by default one is built from
+        the settings (with `model` when given) and closed at the end.
+        """
         started = time.perf_counter()
         date = time.time()
         self.load_data()
-        model = model or build_model(self.settings)
+        self.executor = executor or build_executor(self.settings, model)
+        try:
+            return self._run_tasks(self.executor.model, started, date)
+        finally:
+            if executor is None:
+                self.executor.close()
+
+    def _run_tasks(self, model: LM, started: float, date: float) -> dict[str, Any]:
         out = OutputDir(self.settings.output_dir) if self.settings.output_dir else None
         cache = self._cache(model, out)
         results: dict[str, Any] = {
@@ -348,9 +403,7 @@ class Evaluation:
                     flat.append((result, i, request))
             results.append(result)
         progress.add_total(len(flat))
-        answers = run_requests(
-            model, [r for _, _, r in flat], cache=cache, progress=progress.advance
-        )
+        answers = self.executor.run([r for _, _, r in flat], cache=cache, progress=progress.advance)
         counts["requests"] += len(flat)
         counts["unique_requests"] += len({r for _, _, r in flat})
         for (result, i, _), answer in zip(flat, answers, strict=True):
@@ -451,7 +504,7 @@ class Evaluation:
         final["system_instruction"] = s.system_instruction
         final["fewshot_as_multiturn"] = bool(s.fewshot_as_multiturn)
         final["chat_template_applied"] = s.apply_chat_template
-        final["assay"] = extra
+        final["assay"] = {**extra, "executor": self.executor.describe()}
         final["total_evaluation_time_seconds"] = str(time.perf_counter() - started)
         return final
 

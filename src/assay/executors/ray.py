@@ -1,0 +1,307 @@
+"""The Ray executor: a pool of model replicas (Ray actors) fed from a queue of request chunks.
+
+Each actor builds one replica from (backend name, model args), on `gpus_per_replica` GPUs. The
+driver keeps the plan, the queue and the response cache: an idle replica takes the next chunk
+(so fast replicas take more), each chunk's results are committed to the cache as they arrive,
+and a replica that dies has its chunk put back at the head of the queue for the others; a dead
+replica is never used again. Chunks are the local executor's, so results are the same whatever
+the number of replicas.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from assay.cache import ResponseCache
+from assay.errors import AssayError, ConfigError, ModelError
+from assay.executors.base import Progress, compute_chunk, plan_requests
+from assay.models.base import LM
+from assay.requests import (
+    GenerateRequest,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    Request,
+    RequestKind,
+    Result,
+    RollingRequest,
+    RollingResult,
+)
+
+log = logging.getLogger(__name__)
+
+
+def import_ray() -> Any:
+    """The ray module, or a ConfigError saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            "--executor ray needs Ray, which is not installed. Install it with "
+            "`pip install 'assay[ray]'` (on every node of the cluster), or use --executor local."
+        ) from None
+    return ray
+
+
+class Replica:
+    """One model replica, living in a Ray actor (the class is wrapped by ray.remote)."""
+
+    def __init__(self, model_name: str, model_args: dict[str, Any]) -> None:
+        from assay.models.base import MODELS
+
+        self.model = MODELS.get(model_name)(**model_args)
+
+    def describe(self) -> dict[str, Any]:
+        """What the driver needs to know of the backend to build prompts and key the cache."""
+        model = self.model
+        size = getattr(model, "batch_size", None)
+        return {
+            "identity": model.identity(),
+            "batch_size": size if isinstance(size, int) and not isinstance(size, bool) else None,
+            "max_length": getattr(model, "max_length", None),
+            "accepts_messages": bool(getattr(model, "accepts_messages", False)),
+            "chat_template": hasattr(model, "apply_chat_template"),
+            "count_tokens": hasattr(model, "count_tokens"),
+        }
+
+    def run(self, kind: RequestKind, requests: Sequence[Request]) -> list[Result]:
+        return compute_chunk(self.model, kind, requests)
+
+    def count_tokens(self, text: str) -> int:
+        return self.model.count_tokens(text)  # type: ignore[attr-defined]
+
+    def apply_chat_template(self, messages: Any, add_generation_prompt: bool = True) -> Any:
+        return self.model.apply_chat_template(messages, add_generation_prompt)  # type: ignore[attr-defined]
+
+    def batch_sizes(self) -> list[int]:
+        return list(getattr(self.model, "batch_sizes", []))
+
+
+class RemoteModel:
+    """The backend as the driver sees it: identity and prompt helpers answered by a replica.
+
+    Optional backend members (apply_chat_template, count_tokens, max_length, batch_size) exist
+    here only when the replica's backend has them, so prompt building behaves as in one process.
+    """
+
+    def __init__(self, executor: RayExecutor, info: dict[str, Any]) -> None:
+        self._executor = executor
+        self._identity = info["identity"]
+        self.accepts_messages = info["accepts_messages"]
+        if info["batch_size"] is not None:
+            self.batch_size = info["batch_size"]
+        if info["max_length"] is not None:
+            self.max_length = info["max_length"]
+        if info["chat_template"]:
+            self.apply_chat_template = self._apply_chat_template
+        if info["count_tokens"]:
+            self.count_tokens = self._count_tokens
+
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        return self._executor.run(requests)  # type: ignore[return-value]
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
+        return self._executor.run(requests)  # type: ignore[return-value]
+
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
+        return self._executor.run(requests)  # type: ignore[return-value]
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        return self._executor.call("batch_sizes")
+
+    def _count_tokens(self, text: str) -> int:
+        return self._executor.call("count_tokens", text)
+
+    def _apply_chat_template(self, messages: Any, add_generation_prompt: bool = True) -> Any:
+        return self._executor.call("apply_chat_template", messages, add_generation_prompt)
+
+
+class RayExecutor:
+    """Runs requests on `replicas` Ray actors, each holding one model replica.
+
+    Args:
+        model_name: backend name (as --model), built in every actor.
+        model_args: backend arguments (as --model-args, with batch_size/device merged in).
+        replicas: number of actors; default one per `gpus_per_replica` GPUs of the cluster, or
+            one on a cluster without GPUs.
+        gpus_per_replica: GPUs reserved by each actor (tensor-parallel vLLM uses K); default 1
+            when the cluster has GPUs, else 0.
+        address: Ray cluster to join ("auto", "ray://host:10001", ...); default a local Ray
+            instance (or the one this process already joined).
+        num_cpus: CPUs reserved by each actor.
+    """
+
+    name = "ray"
+
+    def __init__(
+        self,
+        model_name: str,
+        model_args: dict[str, Any],
+        *,
+        replicas: int | None = None,
+        gpus_per_replica: float | None = None,
+        address: str | None = None,
+        num_cpus: float = 1,
+    ) -> None:
+        self._ray = ray = import_ray()
+        self._started_ray = False
+        if not ray.is_initialized():
+            try:
+                ray.init(address=address, include_dashboard=False, log_to_driver=True)
+            except ConnectionError as exc:
+                raise ConfigError(
+                    f"--ray-address {address}: cannot connect to a Ray cluster ({exc}). Start one "
+                    "with `ray start --head` or pass the address it printed."
+                ) from None
+            self._started_ray = True
+        resources = ray.cluster_resources()
+        gpus = float(resources.get("GPU", 0))
+        cpus = float(resources.get("CPU", 0))
+        per = float(gpus_per_replica) if gpus_per_replica is not None else (1.0 if gpus else 0.0)
+        count = replicas if replicas is not None else (int(gpus // per) if per else 1)
+        self._check_fits(count, per, gpus, num_cpus, cpus)
+        actor = ray.remote(num_gpus=per, num_cpus=num_cpus, max_restarts=0)(Replica)
+        self.actors = [actor.remote(model_name, model_args) for _ in range(count)]
+        self.alive = list(range(count))
+        """Positions in `actors` of the replicas still usable."""
+        self.chunks_done = [0] * count
+        """Chunks each replica computed (fast replicas take more)."""
+        self.gpus_per_replica = per
+        self.lost = 0
+        """Replicas that died during the run."""
+        self.requeued = 0
+        """Chunks put back on the queue because their replica died."""
+        infos = self._gather([a.describe.remote() for a in self.actors])
+        self.model: LM = RemoteModel(self, infos[0])  # type: ignore[assignment]
+        log.info("ray: %d replicas of %s, %g GPUs each", count, model_name, per)
+
+    @staticmethod
+    def _check_fits(count: int, per: float, gpus: float, num_cpus: float, cpus: float) -> None:
+        # Actors that do not fit would wait for resources forever: say so instead.
+        if count < 1:
+            raise ConfigError(
+                f"--replicas must be >= 1 (the cluster has {gpus:g} GPUs for {per:g} per replica)."
+            )
+        if per < 0:
+            raise ConfigError("--gpus-per-replica must be >= 0.")
+        if per * count > gpus:
+            raise ConfigError(
+                f"--replicas {count} x --gpus-per-replica {per:g} needs {per * count:g} GPUs; the "
+                f"Ray cluster has {gpus:g}. Lower --replicas, or pass --gpus-per-replica 0 for CPU."
+            )
+        if num_cpus * count > cpus:
+            raise ConfigError(
+                f"--replicas {count} needs {num_cpus * count:g} CPUs; the Ray cluster has {cpus:g}. "
+                "Lower --replicas or add nodes."
+            )
+
+    def _gather(self, refs: list[Any]) -> list[Any]:
+        try:
+            return self._ray.get(refs)
+        except self._ray.exceptions.RayError as exc:
+            raise _unwrap(exc) from None
+
+    def call(self, method: str, *args: Any) -> Any:
+        """Call a replica method on the first live replica (prompt helpers, batch sizes)."""
+        ray = self._ray
+        while self.alive:
+            replica = self.alive[0]
+            try:
+                return ray.get(getattr(self.actors[replica], method).remote(*args))
+            except ray.exceptions.RayActorError as exc:
+                self._lose(replica, exc)
+            except ray.exceptions.RayError as exc:
+                raise _unwrap(exc) from None
+        raise ModelError("ray: every model replica has died.")
+
+    def run(
+        self,
+        requests: Sequence[Request],
+        *,
+        cache: ResponseCache | None = None,
+        progress: Progress | None = None,
+    ) -> list[Result]:
+        """Results of `requests`, in order: chunks dealt to whichever replica is idle."""
+        from assay.executors.local import commit_chunk
+
+        ray = self._ray
+        plan = plan_requests(requests, cache, commit_chunk(self.model))
+        if progress and plan.cached:
+            progress(plan.cached)
+        queue = deque(range(len(plan.chunks)))
+        idle = list(self.alive)
+        in_flight: dict[Any, tuple[Any, int]] = {}
+        while queue or in_flight:
+            while queue and idle:
+                replica, index = idle.pop(0), queue.popleft()
+                chunk = plan.chunks[index]
+                ref = self.actors[replica].run.remote(chunk.kind, chunk.requests)
+                in_flight[ref] = (replica, index)
+            if not in_flight:
+                raise ModelError(
+                    f"ray: every model replica has died; {len(queue)} chunks of requests were not "
+                    "computed. Completed ones are in the response cache: re-run to resume."
+                )
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            replica, index = in_flight.pop(ready[0])
+            try:
+                results = ray.get(ready[0])
+            except ray.exceptions.RayActorError as exc:
+                self._lose(replica, exc)
+                queue.appendleft(index)
+                self.requeued += 1
+                continue
+            except ray.exceptions.RayError as exc:
+                raise _unwrap(exc) from None
+            answered = plan.complete(plan.chunks[index], results, cache)
+            self.chunks_done[replica] += 1
+            if progress:
+                progress(answered)
+            idle.append(replica)
+        return plan.results()
+
+    def _lose(self, replica: int, exc: Exception) -> None:
+        if replica in self.alive:
+            self.alive.remove(replica)
+            self.lost += 1
+            log.warning(
+                "ray: a model replica died (%s); its chunk goes back to the queue, %d replicas left.",
+                type(exc).__name__,
+                len(self.alive),
+            )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "replicas": len(self.actors),
+            "gpus_per_replica": self.gpus_per_replica,
+            "replicas_lost": self.lost,
+            "chunks_per_replica": list(self.chunks_done),
+        }
+
+    def close(self) -> None:
+        for actor in self.actors:
+            self._ray.kill(actor)
+        self.alive = []
+        if self._started_ray:
+            self._ray.shutdown()
+            self._started_ray = False
+
+
+def _unwrap(exc: Exception) -> Exception:
+    """The backend's own error (a ConfigError for bad model args...) when Ray carries one."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, AssayError):
+        return cause
+    if isinstance(cause, Exception):
+        return ModelError(f"ray: a model replica failed: {type(cause).__name__}: {cause}")
+    return ModelError(f"ray: a model replica failed: {exc}")
+
+
+__all__ = ["RayExecutor", "RemoteModel", "Replica", "import_ray"]

@@ -1,0 +1,148 @@
+"""The Ray executor on a local 2-CPU Ray instance: same outputs as one process, replica loss."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.cli import main
+from assay.errors import ConfigError
+from assay.evaluator import Evaluation, RunSettings, build_executor
+from assay.executors.base import Executor
+from assay.tasks.registry import Registry
+
+TASKS_DIR = Path(__file__).parents[1] / "data" / "lm_eval_parity" / "tasks"
+TASKS = ["parity_mc_same_split", "parity_gen_regex", "parity_loglikelihood", "parity_rolling"]
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def evaluate_to(
+    out: Path, pool: Executor | None = None, tasks: list[str] = TASKS, **settings: Any
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Results and samples files (name -> bytes) of one run over the parity tasks.
+
+    `pool` is an executor the caller owns; without it the settings say which one to build.
+    """
+    # Datasets load one after the other: threaded loads can race inside tqdm.
+    run = RunSettings(
+        output_dir=out,
+        log_samples=True,
+        show_progress=False,
+        dataset_loading_processes=1,
+        **settings,
+    )
+    results = Evaluation(Registry([TASKS_DIR]).resolve(tasks), run).run(executor=pool)
+    samples = {p.name: p.read_bytes() for p in sorted(out.glob("samples_*.jsonl"))}
+    assert len(samples) == len(tasks)
+    return results, samples
+
+
+@pytest.mark.slow
+def test_dummy_on_two_replicas_matches_the_local_executor(ray_instance, tmp_path):
+    dummy = {"model": "dummy", "model_args": {"batch_size": 2, "seed": 5}}
+    local, local_samples = evaluate_to(tmp_path / "local", **dummy)
+    remote, remote_samples = evaluate_to(tmp_path / "ray", executor="ray", replicas=2, **dummy)
+    assert remote_samples == local_samples
+    assert remote["results"] == local["results"]
+    executor = remote["assay"]["executor"]
+    assert executor["name"] == "ray"
+    assert executor["replicas"] == 2
+    # Both replicas took chunks from the queue.
+    assert all(n > 0 for n in executor["chunks_per_replica"])
+    assert local["assay"]["executor"] == {"name": "local"}
+
+
+@pytest.mark.slow
+def test_tiny_model_on_two_replicas_matches_the_local_executor(
+    ray_instance, tiny_model_dir, tmp_path
+):
+    hf = {
+        "model": "hf",
+        "model_args": {"pretrained": str(tiny_model_dir), "max_length": 256},
+        "batch_size": 2,
+        "limit": 4,
+    }
+    tasks = ["parity_mc_same_split", "parity_gen_regex", "parity_rolling"]
+    local, local_samples = evaluate_to(tmp_path / "local", tasks=tasks, **hf)
+    remote, remote_samples = evaluate_to(
+        tmp_path / "ray", tasks=tasks, executor="ray", replicas=2, **hf
+    )
+    assert remote_samples == local_samples
+    assert remote["results"] == local["results"]
+    assert remote["config"]["model_identity"] == local["config"]["model_identity"]
+
+
+@pytest.mark.slow
+def test_a_replica_killed_mid_run_has_its_chunk_requeued_and_results_match(ray_instance, tmp_path):
+    from assay.executors.ray import RayExecutor
+
+    args = {"batch_size": 2, "delay": 0.02}
+    local, local_samples = evaluate_to(tmp_path / "local", model="dummy", model_args=args)
+    executor = RayExecutor("dummy", args, replicas=2)
+
+    def kill_second_replica_once_work_flows() -> None:
+        deadline = time.monotonic() + 60
+        while sum(executor.chunks_done) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ray_instance.kill(executor.actors[1])
+
+    killer = threading.Thread(target=kill_second_replica_once_work_flows)
+    killer.start()
+    try:
+        remote, remote_samples = evaluate_to(
+            tmp_path / "ray", pool=executor, model="dummy", model_args=args
+        )
+        assert executor.alive == [0]
+    finally:
+        killer.join()
+        executor.close()
+    assert executor.lost == 1
+    assert executor.requeued >= 1
+    assert remote_samples == local_samples
+    assert remote["results"] == local["results"]
+    # The dead replica took no chunk after it was killed; the live one finished the run.
+    assert executor.chunks_done[0] > executor.chunks_done[1]
+
+
+def test_ray_executor_without_ray_installed_is_a_config_error(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
+    with pytest.raises(ConfigError, match=r"pip install 'assay\[ray\]'"):
+        build_executor(RunSettings(model="dummy", executor="ray"))
+    args = ["run", "--model", "dummy", "--executor", "ray", "-t", "parity_rolling"]
+    code = main([*args, "--include-path", str(TASKS_DIR), "--no-progress"])
+    assert code != 0
+    assert "--executor ray needs Ray" in capsys.readouterr().err
+
+
+def test_ray_executor_needs_a_backend_name_not_a_model_object():
+    from assay.models.dummy import DummyLM
+
+    with pytest.raises(ConfigError, match="pass a backend name"):
+        build_executor(RunSettings(model=DummyLM(), executor="ray"))
+
+
+def test_replicas_that_cannot_fit_the_cluster_are_config_errors():
+    from assay.executors.ray import RayExecutor
+
+    fits = RayExecutor._check_fits
+    fits(2, 0.0, 0.0, 1, 2.0)
+    fits(4, 2.0, 8.0, 1, 8.0)
+    with pytest.raises(ConfigError, match="needs 4 GPUs; the Ray cluster has 2"):
+        fits(2, 2.0, 2.0, 1, 8.0)
+    with pytest.raises(ConfigError, match="needs 3 CPUs; the Ray cluster has 2"):
+        fits(3, 0.0, 0.0, 1, 2.0)
+    with pytest.raises(ConfigError, match="--replicas must be >= 1"):
+        fits(0, 0.0, 0.0, 1, 2.0)
