@@ -6,7 +6,8 @@ Not a test: run it with lm-eval 0.4.13's interpreter when a data file's rows or 
 
 For every run of tests/tasks/catalog/data/NAME.json it evaluates lm-eval's own task of the same
 name with its `dummy` model, with `datasets.load_dataset` answering from the file's `splits`
-(whatever dataset lm-eval asks for, which is recorded under `loads`). Loglikelihoods are a
+(whatever dataset lm-eval asks for, which is recorded under `loads`; with `"arrow_backed": true`
+the rows are saved to and reloaded from arrow files, as a hub download is). Loglikelihoods are a
 deterministic function of the request text, and generations come from the file's `responses`
 (by task and doc), so assay can be fed exactly the same answers. The run's samples and results
 are written back under the run's `lm_eval` key.
@@ -65,6 +66,14 @@ def _install_fakes(spec: dict[str, Any], loads: dict[str, Any]) -> None:
         self.dataset = datasets.DatasetDict(
             {split: datasets.Dataset.from_list(rows) for split, rows in spec["splits"].items()}
         )
+        if spec.get("arrow_backed"):
+            # A hub download is backed by arrow files, so `Dataset.map` in process_docs caches
+            # its first result and later calls reuse it; random process_docs depend on that.
+            import tempfile
+
+            path = tempfile.mkdtemp(prefix="assay-ref-")
+            self.dataset.save_to_disk(path)
+            self.dataset = datasets.load_from_disk(path)
 
     task_module.ConfigurableTask.download = download
 
