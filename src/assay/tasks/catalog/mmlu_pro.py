@@ -80,26 +80,29 @@ def _in_category(category: str):
     return keep
 
 
-_EXAMPLES = [
-    {
-        "question_id": 70,
-        "question": "Typical advertising regulatory bodies suggest, for example that adverts "
-        "must not: encourage _________, cause unnecessary ________ or _____, and must not "
-        "cause _______ offence.",
-        "options": [
-            "Safe practices, Fear, Jealousy, Trivial",
-            "Unsafe practices, Distress, Joy, Trivial",
-            "Safe practices, Wants, Jealousy, Trivial",
-            "Unsafe practices, Distress, Fear, Serious",
-        ],
-        "answer": "D",
-        "answer_index": 3,
-        "cot_content": "A: Let's think step by step. Advertising bodies forbid encouraging "
-        "unsafe practices, unnecessary distress or fear, and serious offence. The answer is (D).",
-        "category": "business",
-        "src": "ori_mmlu-business_ethics",
+def _example(question: str, options: list[str], answer: int, reasoning: str) -> Row:
+    letter = LETTERS[answer]
+    return {
+        "question_id": 0,
+        "question": question,
+        "options": options,
+        "answer": letter,
+        "answer_index": answer,
+        "cot_content": f"{_COT_START} {reasoning} The answer is ({letter}).",
+        "category": "",
+        "src": "assay-example",
     }
+
+
+_EXAMPLES = [
+    _example("What is 7 * 8?", ["54", "56", "58", "64"], 1, "7 * 8 = 56."),
+    _example("Which is a prime number?", ["21", "27", "29", "33"], 2, "21, 27, 33 have factors."),
+    _example("What is 15% of 200?", ["15", "20", "30", "45"], 2, "0.15 * 200 = 30."),
+    _example("Which is largest?", ["0.5", "2/3", "0.6", "3/5"], 1, "2/3 is about 0.667."),
+    _example("What is 2 to the power 10?", ["512", "1000", "1024", "2048"], 2, "2^10 = 1024."),
+    _example("What is 81 / 9?", ["7", "8", "9", "10"], 2, "9 * 9 = 81."),
 ]
+"""Built-in sample rows (`assay tasks show`): enough for the 5 default few-shot examples."""
 
 
 def _category_task(category: str) -> TaskConfig:
