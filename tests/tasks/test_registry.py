@@ -1,0 +1,140 @@
+"""Registry: lazy YAML index, tags, groups, task strings, custom task files."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from assay.errors import TaskConfigError, UnknownNameError
+from assay.tasks import registry as registry_module
+from assay.tasks.config import TaskConfig
+from assay.tasks.lm_eval_yaml import GroupConfig
+from assay.tasks.registry import Registry
+
+TASK = """\
+task: {name}
+dataset_path: json
+test_split: test
+doc_to_text: "{{{{q}}}}"
+doc_to_target: a
+"""
+
+
+def write(folder, name, text):
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def folder(tmp_path):
+    write(tmp_path, "one.yaml", TASK.format(name="one") + "tag: [numbers, small]\n")
+    write(tmp_path, "sub/two.yaml", TASK.format(name="two") + "tag: numbers\n")
+    write(
+        tmp_path,
+        "group.yaml",
+        """\
+        group: both
+        task: [one, two]
+        aggregate_metric_list:
+          - metric: exact_match
+            weight_by_size: true
+        """,
+    )
+    return tmp_path
+
+
+def test_listing_reads_no_yaml_beyond_the_top_lines(folder, monkeypatch):
+    write(folder, "broken.yaml", "task: broken\n  this: [is not: valid yaml\n")
+    parsed = []
+    real = registry_module.load_with_includes
+    monkeypatch.setattr(
+        registry_module, "load_with_includes", lambda p: parsed.append(p.name) or real(p)
+    )
+    reg = Registry([folder], builtins=False)
+    names = reg.names()
+    assert {"one", "two", "both", "broken", "numbers", "small"} <= set(names)
+    # Only files with a list-valued `tag:` or `task:` need a parse to learn their names.
+    assert sorted(parsed) == ["group.yaml", "one.yaml"]
+    assert isinstance(reg.get("two"), TaskConfig)
+    assert parsed[-1] == "two.yaml" and "broken.yaml" not in parsed
+    with pytest.raises(TaskConfigError, match=r"broken\.yaml"):
+        reg.get("broken")
+
+
+def test_tags_resolve_to_their_tasks(folder):
+    resolved = Registry([folder], builtins=False).resolve(["numbers"])
+    assert sorted(t.config.name for t in resolved.tasks) == ["one", "two"]
+    small = Registry([folder], builtins=False).resolve(["small"])
+    assert [t.config.name for t in small.tasks] == ["one"]
+
+
+def test_groups_resolve_to_leaf_tasks_and_a_group_node(folder):
+    resolved = Registry([folder], builtins=False).resolve(["both|3"])
+    assert [t.config.name for t in resolved.tasks] == ["one", "two"]
+    assert [t.num_fewshot for t in resolved.tasks] == [3, 3]
+    (node,) = resolved.groups
+    assert isinstance(node.config, GroupConfig)
+    assert node.children == ["one", "two"]
+    assert node.config.aggregate_metric_list[0]["weight_by_size"] is True
+
+
+def test_a_task_named_twice_runs_once(folder):
+    resolved = Registry([folder], builtins=False).resolve(["one", "both"])
+    assert [t.config.name for t in resolved.tasks] == ["one", "two"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"), [("one|x", "number of few-shot"), ("|2", "empty task name")]
+)
+def test_bad_task_strings(folder, text, message):
+    with pytest.raises(TaskConfigError, match=message):
+        Registry([folder], builtins=False).resolve([text])
+
+
+def test_unknown_names_list_known_ones(folder):
+    with pytest.raises(UnknownNameError) as err:
+        Registry([folder], builtins=False).resolve(["onee"])
+    assert "one" in str(err.value)
+
+
+def test_missing_include_path_is_reported(tmp_path):
+    with pytest.raises(TaskConfigError, match="no such directory"):
+        Registry([tmp_path / "nope"])
+
+
+def test_a_yaml_file_path_is_a_task_string(folder):
+    resolved = Registry([], builtins=False).resolve([str(folder / "sub" / "two.yaml")])
+    assert resolved.tasks[0].config.name == "two"
+
+
+CUSTOM = """
+from assay import Doc, TaskConfig
+
+def prompt(row, task_name):
+    return Doc(row["q"], choices=[row["a"]], gold_index=0)
+
+TASKS_TABLE = [
+    TaskConfig(name="mine", prompt_function=prompt, hf_repo="json", metrics=["exact_match"],
+               tags=["custom_tag"]),
+]
+"""
+
+
+def test_custom_task_files_define_tasks_table(tmp_path):
+    path = write(tmp_path, "my_tasks.py", CUSTOM)
+    reg = Registry([], [path], builtins=False)
+    assert reg.get("mine").source == str(path)
+    assert [t.config.name for t in reg.resolve(["custom_tag"]).tasks] == ["mine"]
+    bad = write(tmp_path, "bad.py", "X = 1\n")
+    with pytest.raises(TaskConfigError, match="TASKS_TABLE"):
+        Registry([], [bad], builtins=False).get("x")
+
+
+def test_include_paths_win_over_builtins(tmp_path):
+    builtin = sorted(Registry().python_configs())[0]
+    write(tmp_path, "shadow.yaml", TASK.format(name=builtin))
+    found = Registry([tmp_path]).get(builtin)
+    assert found.source.endswith("shadow.yaml")
