@@ -90,6 +90,8 @@ class ResponseCache:
                     f"--cache {self.path}: this cache was written by another assay version "
                     f"({row[0]!r}, expected {SCHEMA_VERSION!r}). Delete it or pass another --cache path."
                 )
+            # A table of that name written by something else fails here, not mid-run.
+            self._db.execute("SELECT model, key, value FROM responses LIMIT 0")
         except sqlite3.DatabaseError as exc:
             raise ConfigError(
                 f"--cache {self.path}: not a usable SQLite cache ({exc}). Delete it or pass another --cache path."

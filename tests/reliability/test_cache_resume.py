@@ -218,7 +218,7 @@ def test_sigkill_mid_run_then_restart_recomputes_nothing_and_matches(task_dir, t
     out = tmp_path / "resumed"
     cache = out / "cache.sqlite"
     victim = subprocess.Popen(
-        _command(task_dir, out, 0.02), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+        _command(task_dir, out, 0.04), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )
     deadline = time.monotonic() + 60
     try:

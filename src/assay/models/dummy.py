@@ -89,6 +89,8 @@ def dummy(**model_args: Any) -> DummyLM:
         raise ConfigError(
             f"--model dummy: delay must be a number of seconds >= 0, got {args['delay']!r}."
         )
+    if isinstance(args["seed"], bool) or not isinstance(args["seed"], int):
+        raise ConfigError(f"--model dummy: seed must be a whole number, got {args['seed']!r}.")
     batch_size = args["batch_size"]
     if batch_size is not None and (
         isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1

@@ -78,6 +78,10 @@ def read_yaml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TaskConfigError(f"{path}: cannot read the task file: {exc.strerror}.") from None
+    except UnicodeDecodeError as exc:
+        raise TaskConfigError(
+            f"{path}: not UTF-8 text (byte {exc.start}); save the task file as UTF-8."
+        ) from None
     try:
         data = yaml.load(text, Loader=_loader_for(path.parent))
     except yaml.YAMLError as exc:

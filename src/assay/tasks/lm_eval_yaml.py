@@ -370,6 +370,11 @@ def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
                 f"{where}: '{key}' must be a string, got {type(raw[key]).__name__}."
             )
     yaml_dir = path.parent
+    if not isinstance(raw.get("dataset_kwargs") or {}, dict):
+        raise TaskConfigError(
+            f"{where}: 'dataset_kwargs' must be a mapping (e.g. data_files: {{test: test.jsonl}}), "
+            f"got {type(raw['dataset_kwargs']).__name__}."
+        )
     dataset_kwargs = dict(raw.get("dataset_kwargs") or {})
     data_files = dataset_kwargs.pop("data_files", None)
     revision = dataset_kwargs.pop("revision", None)

@@ -121,6 +121,11 @@ class Registry:
                         text = path.read_text(encoding="utf-8")
                     except OSError:
                         continue
+                    except UnicodeDecodeError as exc:
+                        raise TaskConfigError(
+                            f"{path}: not UTF-8 text (byte {exc.start}); save the task file as "
+                            "UTF-8 or move it out of the --include-path folder."
+                        ) from None
                     for key, value in _TOP_KEY.findall(text):
                         value = value.strip("'\"")
                         if not value or value.startswith(("[", "!")):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -87,8 +88,10 @@ class Task:
         import datasets
 
         datasets.disable_progress_bars()
+        _keep_progress_lock()
         kwargs = dict(cfg.dataset_kwargs)
         if cfg.hf_data_files is not None:
+            _check_local_files(cfg)
             kwargs["data_files"] = cfg.hf_data_files
         if cfg.hf_revision is not None:
             kwargs["revision"] = cfg.hf_revision
@@ -110,8 +113,9 @@ class Task:
                     "~/.cache/huggingface) and run with HF_DATASETS_OFFLINE=1, or point the task at "
                     f"local files (YAML dataset_kwargs.data_files). Cause: {text.splitlines()[0]}"
                 ) from None
+            files = f" (data files: {cfg.hf_data_files})" if cfg.hf_data_files else ""
             raise DataError(
-                f"{cfg.where()}: could not load dataset {cfg.hf_repo!r}: {text}"
+                f"{cfg.where()}: could not load dataset {cfg.hf_repo!r}{files}: {_causes(exc)}"
             ) from None
         return dict(loaded)
 
@@ -321,6 +325,48 @@ def _apply(rows: Any, what: str, fn: Any, cfg: TaskConfig, split: str) -> Any:
         raise DataError(
             f"{cfg.where()}: {what} failed on split {split!r}: {type(exc).__name__}: {exc}"
         ) from None
+
+
+def _check_local_files(cfg: TaskConfig) -> None:
+    """Empty local data files fail inside datasets with a bare StopIteration: name them here."""
+    files = cfg.hf_data_files
+    values = files.values() if isinstance(files, dict) else [files]
+    for value in values:
+        for item in value if isinstance(value, list | tuple) else [value]:
+            local = isinstance(item, str) and "://" not in item and os.path.isfile(item)
+            if local and os.path.getsize(item) == 0:
+                raise DataError(f"{cfg.where()}: data file {item} is empty; nothing to evaluate.")
+
+
+_PROGRESS_LOCK_GUARD = threading.Lock()
+
+
+def _keep_progress_lock() -> None:
+    """Give datasets' tqdm class a lock for good, once, before any load starts.
+
+    datasets resolves data files through tqdm's thread_map, which creates the class lock when it
+    is missing and deletes it when done; tasks loading in parallel threads then race and fail
+    with "AttributeError: ... '_lock'". A lock that already exists is restored, never deleted.
+    """
+    from datasets.utils.tqdm import tqdm as datasets_tqdm
+
+    with _PROGRESS_LOCK_GUARD:
+        if "_lock" not in vars(datasets_tqdm):
+            datasets_tqdm.set_lock(datasets_tqdm.get_lock())
+
+
+def _causes(exc: BaseException) -> str:
+    """The error and what caused it (datasets wraps the parser's error, which names the row)."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(parts) < 4:
+        seen.add(id(current))
+        text = str(current).strip()
+        if text and text not in parts:
+            parts.append(text)
+        current = current.__cause__ or current.__context__
+    return ": ".join(parts) or type(exc).__name__
 
 
 def _short(row: dict[str, Any]) -> str:
