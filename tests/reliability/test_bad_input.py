@@ -539,6 +539,13 @@ def _(e: Env) -> Setup:
     return Setup(e.run(), "fix")
 
 
+@case("function_empty_module_name")
+def _(e: Env) -> Setup:
+    text = yaml.safe_dump({**BASE}).replace("DATA", str(e.data))
+    e.raw("bad_task.yaml", text + "process_docs: !function .fix\n")
+    return Setup(e.run(), ".fix")
+
+
 @case("function_module_raises_on_import")
 def _(e: Env) -> Setup:
     e.raw("helpers.py", "raise RuntimeError('helpers are broken')\n")

@@ -44,9 +44,10 @@ class FunctionRef:
                     ) from None
                 sys.modules[key] = module
         else:
+            _refuse_unnamed_code(self.dotted, ".".join(module_parts), local)
             try:
                 module = importlib.import_module(".".join(module_parts))
-            except ImportError:
+            except (ImportError, ValueError):
                 raise TaskConfigError(
                     f"{self.yaml_dir}: '!function {self.dotted}': no file {local.name} next to the "
                     "YAML and no importable module of that name."
@@ -57,6 +58,35 @@ class FunctionRef:
             raise TaskConfigError(
                 f"{local}: '!function {self.dotted}': {attr!r} is not defined there."
             ) from None
+
+
+def _refuse_unnamed_code(dotted: str, module: str, local: Path) -> None:
+    """Task code runs only from folders named on the command line (or installed packages).
+
+    Python puts the current directory on sys.path, so without this a YAML naming
+    `!function utils.fn` with no utils.py beside it would run whatever utils.py sits in the
+    directory assay was started from.
+    """
+    top = module.split(".")[0]
+    if top in sys.modules:
+        return
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return  # the import below reports it
+    origin = getattr(spec, "origin", None) or next(
+        iter(getattr(spec, "submodule_search_locations", None) or []), None
+    )
+    if origin is None:
+        return
+    found = Path(origin).resolve()
+    installed = "site-packages" in found.parts or "dist-packages" in found.parts
+    if not installed and found.is_relative_to(Path.cwd().resolve()):
+        raise TaskConfigError(
+            f"{local.parent}: '!function {dotted}': no file {local.name} next to the YAML, and "
+            f"the module of that name is {found}, in the current directory, which was not "
+            "named on the command line; move it next to the YAML (or install it as a package)."
+        )
 
 
 def _loader_for(yaml_dir: Path) -> type[yaml.SafeLoader]:
