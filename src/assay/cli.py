@@ -235,6 +235,8 @@ def _run(args: argparse.Namespace) -> int:
     registry = Registry(args.include_path, args.custom_tasks)
     evaluation = Evaluation(registry.resolve(_split_csv(args.tasks)), settings)
     results = evaluation.run()
+    if not evaluation.executor.primary:
+        return 0  # another rank of a data-parallel launch: rank 0 prints and writes
     model_text = f"{args.model} ({args.model_args})" if args.model_args else args.model
     print(
         f"{model_text}, limit: {args.limit}, num_fewshot: {args.num_fewshot}, batch_size: {args.batch_size}"

@@ -133,7 +133,25 @@ def build_executor(settings: RunSettings, model: LM | None = None) -> Executor:
     ):
         if value is not None:
             raise ConfigError(f"{flag} applies to --executor ray only; add --executor ray.")
-    return LocalExecutor(model or build_model(s))
+    from assay.executors.distributed import launch_rank
+
+    launch = launch_rank()
+    if launch is None:
+        return LocalExecutor(model or build_model(s))
+    # Started by accelerate/torchrun: one model per rank, on the rank's own GPU when there are GPUs.
+    from assay.executors.distributed import DataParallelExecutor
+
+    if model is None and s.device is None and _has_cuda():
+        s = replace(s, device=f"cuda:{launch.local_rank}")
+    return DataParallelExecutor(model or build_model(s), launch)
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
 
 
 class Evaluation:
@@ -190,7 +208,8 @@ class Evaluation:
                 self.executor.close()
 
     def _run_tasks(self, model: LM, started: float, date: float) -> dict[str, Any]:
-        out = OutputDir(self.settings.output_dir) if self.settings.output_dir else None
+        writes = self.settings.output_dir and self.executor.primary
+        out = OutputDir(self.settings.output_dir) if writes else None
         cache = self._cache(model, out)
         results: dict[str, Any] = {
             "results": {},
@@ -312,7 +331,9 @@ class Evaluation:
             if p and self.settings.log_samples
         }
         counts: dict[str, Any] = {"requests": 0, "unique_requests": 0}
-        progress = _Progress(f"{task.name}", enabled=self.settings.show_progress)
+        progress = _Progress(
+            f"{task.name}", enabled=self.settings.show_progress and self.executor.primary
+        )
         n_docs = 0
         try:
             docs_iter = task.docs(indices)

@@ -39,9 +39,11 @@ class Executor(Protocol):
 
     `model` is the backend as the driver sees it: its identity keys the cache, and its optional
     members (apply_chat_template, count_tokens, max_length, accepts_messages) shape prompts.
+    `primary` is False in the processes of a data-parallel launch that must not write results.
     """
 
     model: LM
+    primary: bool
 
     def run(
         self,
@@ -141,6 +143,7 @@ class LocalExecutor:
     """Runs every chunk in this process, one after the other."""
 
     name = "local"
+    primary = True
 
     def __init__(self, model: LM) -> None:
         self.model = model

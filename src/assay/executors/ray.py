@@ -138,6 +138,7 @@ class RayExecutor:
     """
 
     name = "ray"
+    primary = True
 
     def __init__(
         self,
