@@ -14,7 +14,7 @@ import pytest
 
 from assay.errors import ConfigError
 from assay.evaluator import Evaluation, RunSettings
-from assay.tasks.catalog import bbh, drop, humaneval, mbpp, minerva_math
+from assay.tasks.catalog import bbh, drop, humaneval, leaderboard, mbpp, minerva_math
 from assay.tasks.catalog._code import count_passing, pass_at_k, pass_at_ks, passes
 from assay.tasks.registry import Registry
 
@@ -212,3 +212,52 @@ def test_every_bbh_subset_has_a_description_and_three_exemplars():
         assert entry["description"].endswith("\n\n"), subset
         assert len(entry["samples"]) == 3, subset
         assert all("the answer is" in s["target"].lower() for s in entry["samples"]), subset
+
+
+# ---------------------------------------------------------------- leaderboard math-hard
+
+NORMALIZED_V1 = {
+    "\\frac34": "\\frac{3}{4}",
+    "10 \\text{ cm}^2": "10",
+    "\\left( 3, \\frac{\\pi}{2} \\right)": "\\le(3,\\frac{\\pi}{2}\\right)",
+    "x = 5": "5",
+    "1,000": "1000",
+    "0,1": "01",
+    "\\sqrt2": "\\sqrt{2}",
+    "\\sqrt[3]8": "\\sqrt{[}3]8",
+    "5 dollars": "5",
+    "2\\pi cm": "2\\pi",
+    "a square": "",
+    "6.": "6.",
+}
+"""lm-eval 0.4.13's leaderboard/math normalize_final_answer (the frozen older rules)."""
+
+
+@pytest.mark.parametrize("raw,expected", NORMALIZED_V1.items())
+def test_leaderboard_normalisation_matches_lm_eval(raw, expected):
+    assert leaderboard.normalize_v1(raw) == expected
+
+
+@pytest.mark.parametrize(
+    "answer,response,score",
+    [
+        ("\\frac{3}{4}", "Final Answer: The final answer is $0.75$. I hope it is correct.", 1),
+        (
+            "5 \\text{ dollars}",
+            "Final Answer: The final answer is $5$ dollars. I hope it is correct.",
+            1,
+        ),
+        ("(-2,2)", "no final answer", 0),
+        ("12", "Final Answer: The final answer is 13. I hope it is correct.", 0),
+    ],
+)
+def test_leaderboard_original_scoring_matches_lm_eval(answer, response, score):
+    assert leaderboard.exact_match_original({"answer": answer}, response) == score
+
+
+def test_leaderboard_suite_holds_only_shipped_tasks():
+    registry = Registry()
+    suite = registry.get("leaderboard")
+    resolved = registry.resolve(["leaderboard"])
+    assert suite.tasks == ["leaderboard_math_hard", "leaderboard_ifeval"]
+    assert len(resolved.tasks) == 8
