@@ -1,0 +1,50 @@
+"""results.json and samples files: atomic writes, file names, lm-eval's task hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from assay.errors import ConfigError
+from assay.results.writer import OutputDir, safe_name
+
+
+def test_results_are_replaced_atomically_with_no_temp_files_left(tmp_path):
+    out = OutputDir(tmp_path / "run")
+    out.write_results({"results": {"a": 1}})
+    path = out.write_results({"results": {"a": 2}, "text": "ünï"})
+    assert json.loads(path.read_text(encoding="utf-8")) == {"results": {"a": 2}, "text": "ünï"}
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["results.json"]
+
+
+def test_safe_names_for_task_files():
+    assert safe_name("mmlu|5") == "mmlu__5"
+    assert safe_name("a/b c") == "a__b__c"
+
+
+def test_samples_parts_are_concatenated_in_order_with_the_task_hash(tmp_path):
+    out = OutputDir(tmp_path)
+    records = [
+        [{"doc_hash": "d1", "prompt_hash": "p1", "target_hash": "t1", "filter": "a"}],
+        [{"doc_hash": "d2", "prompt_hash": "p2", "target_hash": "t2", "filter": "b"}],
+    ]
+    parts = []
+    for i, lines in enumerate(records):
+        part = tmp_path / f".part{i}"
+        part.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+        parts.append(part)
+    digest = out.write_samples("my/task", parts)
+    written = out.samples_path("my/task")
+    assert written.name == "samples_my__task.jsonl"
+    assert [json.loads(x)["filter"] for x in written.read_text().splitlines()] == ["a", "b"]
+    assert digest == hashlib.sha256(b"d1p1t1d2p2t2").hexdigest()
+    assert not any(p.exists() for p in parts)
+
+
+def test_unwritable_output_dir_is_a_config_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(ConfigError, match="not writable"):
+        OutputDir(blocker / "sub")
