@@ -71,6 +71,10 @@ class HuggingFaceLM:
         """Batch sizes chosen automatically so far (empty for a fixed batch size)."""
         return list(self._sizer.chosen)
 
+    def count_tokens(self, text: str) -> int:
+        """Tokens of `text` as a prompt is encoded (BOS included when the tokenizer adds it)."""
+        return len(self._view.encode([text])[0])
+
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         """log P(continuation | context) and greediness, per request, in request order."""
         pairs = self._view.encode_pairs([(r.context, r.continuation) for r in requests])
