@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import write_data, write_task
+from toy_tasks import write_data, write_task
 
 from assay.cli import main
 

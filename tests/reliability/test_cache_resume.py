@@ -14,7 +14,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import normalised_results, output_files
+from toy_tasks import normalised_results, output_files
 
 from assay.cache import ResponseCache, model_key, request_key
 from assay.cli import main

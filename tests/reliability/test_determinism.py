@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import normalised_results, output_files
+from toy_tasks import normalised_results, output_files
 
 import assay.evaluator
 from assay.cli import main

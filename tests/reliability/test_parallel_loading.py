@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from conftest import write_data, write_task
+from toy_tasks import write_data, write_task
 
 from assay.tasks.registry import Registry
 from assay.tasks.task import Task

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import write_data, write_task
+from toy_tasks import write_data, write_task
 
 from assay.cli import main
 

@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 MC_TASK = """\
 task: {name}
 dataset_path: json
@@ -79,19 +77,6 @@ def write_task(folder: Path, name: str, kind: str = "mc", data: Path | None = No
     path = folder / f"{name}.yaml"
     path.write_text(template.format(name=name, data=data or folder), encoding="utf-8")
     return path
-
-
-@pytest.fixture
-def task_dir(tmp_path: Path) -> Path:
-    """A folder with data and three tasks: toy_mc, toy_mc_b (multiple choice, other data) and
-    toy_gen."""
-    folder = tmp_path / "tasks"
-    write_data(folder)
-    write_data(folder / "b", prefix="b-")
-    write_task(folder, "toy_mc", "mc")
-    write_task(folder, "toy_mc_b", "mc", data=folder / "b")
-    write_task(folder, "toy_gen", "gen")
-    return folder
 
 
 VOLATILE_KEYS = {"date", "total_evaluation_time_seconds", "timings"}
