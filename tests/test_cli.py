@@ -1,0 +1,102 @@
+"""The `assay` command: help, tasks list/show/dump, validate, run, and errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from assay.cli import main
+
+YAML = """\
+task: cli_task
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: rows.jsonl
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{q}}"
+doc_to_target: label
+doc_to_choice: ["no", "yes"]
+"""
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "cli.yaml").write_text(YAML, encoding="utf-8")
+    (tmp_path / "rows.jsonl").write_text(
+        "".join(
+            json.dumps({"q": f"Is {i} even?", "label": int(i % 2 == 0)}) + "\n" for i in range(4)
+        ),
+        encoding="utf-8",
+    )
+    return tmp_path
+
+
+def test_help_lists_commands_and_imports_nothing_heavy():
+    code = (
+        "import sys\nfrom assay.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "run" in out.stdout and "tasks" in out.stdout and "validate" in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_tasks_list_show_dump(folder, capsys):
+    assert main(["tasks", "list", "--include-path", str(folder)]) == 0
+    listed = capsys.readouterr().out
+    assert any(line.startswith("cli_task ") for line in listed.splitlines())
+    assert main(["tasks", "show", "cli_task", "--include-path", str(folder)]) == 0
+    shown = capsys.readouterr().out
+    assert "task: cli_task" in shown and '"arg_0": "Is 0 even?"' in shown
+    assert '"arg_1": " yes"' in shown
+    assert main(["tasks", "dump"]) == 0
+    dumped = json.loads(capsys.readouterr().out)
+    assert isinstance(dumped, list) and dumped[0]["tasks"]
+
+
+def test_validate_loads_data_without_a_model(folder, capsys):
+    assert main(["validate", "--tasks", "cli_task", "--include-path", str(folder)]) == 0
+    assert "ok  cli_task: 4 docs, output multiple_choice" in capsys.readouterr().out
+
+
+def test_run_prints_the_table_and_writes_results(folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["run", "--model", "dummy", "--tasks", "cli_task", "--include-path", str(folder),
+                 "--output-dir", str(out), "--no-progress", "--limit", "2"])  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "dummy, limit: 2, num_fewshot: None, batch_size: None" in printed
+    assert "|cli_task|" in printed and "acc_norm" in printed
+    assert json.loads((out / "results.json").read_text())["n-samples"]["cli_task"]["effective"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tasks", "nope_task"], "unknown task 'nope_task'"),
+        (["--tasks", "cli_task", "--model", "no_such_model"], "no_such_model"),
+        (["--tasks", "cli_task", "--model-args", "seed"], "not key=value"),
+        (["--tasks", "cli_task", "--log-samples"], "--log-samples needs --output-dir"),
+        (["--tasks", "cli_task|x"], "number of few-shot"),
+    ],
+)
+def test_user_mistakes_exit_2_with_one_message_and_no_traceback(folder, capsys, args, message):
+    code = main(["run", "--model", "dummy", "--include-path", str(folder), "--no-progress", *args])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and "Traceback" not in err
+    assert err.startswith("assay: error: ")
+
+
+@pytest.mark.parametrize("args", [["run"], ["run", "--tasks", "x", "--limit", "-1"], ["bogus"]])
+def test_bad_flags_exit_2(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    assert "assay: error:" in capsys.readouterr().err

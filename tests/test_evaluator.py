@@ -1,0 +1,200 @@
+"""The evaluator: generation settings precedence, repeats, validation before the model,
+prompt settings, streaming shards, few-shot truncation, results written per task."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import assay.evaluator as evaluator_module
+from assay.doc import Doc
+from assay.errors import ConfigError, TaskConfigError
+from assay.evaluator import Evaluation, RunSettings, evaluate
+from assay.models.base import MODELS
+from assay.requests import LoglikelihoodResult, RollingResult
+from assay.tasks.config import TaskConfig
+from assay.tasks.registry import Registry, Resolved, TaskRequest
+
+ROWS = [{"q": f"q{i}", "a": f"a{i}", "label": i % 2} for i in range(7)]
+
+
+class RecordingLM:
+    """Answers with the target when the prompt ends with its question; records requests."""
+
+    def __init__(self):
+        self.generate, self.loglik = [], []
+
+    def loglikelihood(self, requests):
+        self.loglik += list(requests)
+        return [LoglikelihoodResult(-float(len(r.continuation)), False) for r in requests]
+
+    def loglikelihood_rolling(self, requests):
+        return [RollingResult(-1.0, 1) for _ in requests]
+
+    def generate_until(self, requests):
+        self.generate += list(requests)
+        return [f"a{r.prompt[-1]}" if isinstance(r.prompt, str) else "?" for r in requests]
+
+    def identity(self):
+        return {"backend": "recording"}
+
+
+def gen_prompt(row, task_name):
+    doc = Doc(row["q"], choices=[row["a"]], gold_index=0)
+    if row["label"] == 1:
+        doc.generation_size, doc.stop_sequences = 3, ["STOP"]
+    return doc
+
+
+def gen_task(**kwargs):
+    return TaskConfig(
+        **{
+            "name": "gen",
+            "prompt_function": gen_prompt,
+            "dataset_loader": lambda **_: {"validation": ROWS},
+            "metrics": ["exact_match"],
+            "generation_size": 50,
+            "stop_sequence": ["\n"],
+            **kwargs,
+        }
+    )
+
+
+def run(configs, model=None, **settings):
+    resolved = Resolved([TaskRequest(c) for c in configs])
+    model = model or RecordingLM()
+    settings.setdefault("show_progress", False)
+    return Evaluation(resolved, RunSettings(model=model, **settings)).run(), model
+
+
+def test_per_doc_generation_values_win_over_the_task_and_the_cli_wins_over_both():
+    results, lm = run([gen_task()])
+    by_prompt = {r.prompt: r.params for r in lm.generate}
+    assert by_prompt["q0"].max_gen_toks == 50 and by_prompt["q0"].until == ("\n",)
+    assert by_prompt["q1"].max_gen_toks == 3 and by_prompt["q1"].until == ("STOP",)
+    assert results["results"]["gen"]["exact_match,none"] == 1.0
+    _, lm = run([gen_task()], gen_kwargs={"max_gen_toks": 9, "until": ["END"]})
+    assert {(r.params.max_gen_toks, r.params.until) for r in lm.generate} == {(9, ("END",))}
+
+
+def test_greedy_repeats_are_computed_once_and_sampled_ones_each():
+    results, lm = run([gen_task(num_samples=3)])
+    counts = results["assay"]["requests"]["gen"]
+    assert counts == {"requests": 21, "unique_requests": 7}
+    assert len(lm.generate) == 7
+    sampled = gen_task(num_samples=3, generation_kwargs={"temperature": 0.5})
+    results, lm = run([sampled], seed=11)
+    assert results["assay"]["requests"]["gen"] == {"requests": 21, "unique_requests": 21}
+    assert {r.sample_index for r in lm.generate} == {0, 1, 2}
+    assert {r.params.seed for r in lm.generate} == {11}
+
+
+def test_every_task_is_validated_before_the_model_is_built(monkeypatch):
+    built = []
+    monkeypatch.setitem(MODELS._entries, "built-probe", lambda **kw: built.append(kw))
+    bad = gen_task(name="bad", few_shots_select="clever")
+    with pytest.raises(TaskConfigError, match="few_shots_select"):
+        evaluator_module.Evaluation(
+            Resolved([TaskRequest(gen_task()), TaskRequest(bad)]),
+            RunSettings(model="built-probe"),
+        ).run()
+    assert built == []
+
+
+def test_unknown_metric_fails_before_the_model():
+    with pytest.raises(ConfigError, match="no_such_metric"):
+        run([gen_task(metrics=["no_such_metric"])])
+
+
+def test_prompt_settings_need_a_chat_capable_backend():
+    with pytest.raises(ConfigError, match="fewshot-as-multiturn"):
+        run([gen_task()], fewshot_as_multiturn=True)
+    with pytest.raises(ConfigError, match="chat template"):
+        run([gen_task()], apply_chat_template=True)
+
+
+def test_system_instruction_reaches_the_prompt():
+    _, lm = run([gen_task()], system_instruction="Be brief.")
+    assert lm.generate[0].prompt == "Be brief.q0"
+
+
+def test_api_backends_get_messages():
+    class ChatLM(RecordingLM):
+        accepts_messages = True
+
+    _, lm = run([gen_task()], model=ChatLM(), apply_chat_template=True)
+    assert lm.generate[0].prompt == (("user", "q0"),)
+
+
+def test_streaming_in_small_shards_changes_nothing(monkeypatch, tmp_path):
+    mc = TaskConfig(
+        name="mc",
+        prompt_function=lambda row, name: Doc(row["q"], ["x", "yy", "zzz"], row["label"]),
+        dataset_loader=lambda **_: {"train": ROWS, "validation": ROWS},
+        metrics=["acc", "acc_norm"],
+        num_fewshots=2,
+    )
+    whole, _ = run([mc], output_dir=tmp_path / "a", log_samples=True)
+    monkeypatch.setattr(evaluator_module, "SHARD_DOCS", 2)
+    sharded, _ = run([mc], output_dir=tmp_path / "b", log_samples=True)
+    assert whole["results"] == sharded["results"]
+    a = (tmp_path / "a" / "samples_mc.jsonl").read_text()
+    b = (tmp_path / "b" / "samples_mc.jsonl").read_text()
+    assert a == b and len(a.splitlines()) == len(ROWS)
+
+
+def test_truncate_fewshots_drops_examples_until_the_prompt_fits():
+    class CountingLM(RecordingLM):
+        max_length = 20
+
+        def count_tokens(self, text):
+            return len(text.split())
+
+    cfg = gen_task(
+        name="fit",
+        truncate_fewshots=True,
+        num_fewshots=4,
+        generation_size=10,
+        prompt_function=lambda row, name: Doc(f"word {row['q']}", [row["a"]]),
+        dataset_loader=lambda **_: {"train": ROWS, "validation": ROWS[:1]},
+    )
+    _, lm = run([cfg], model=CountingLM())
+    (request,) = lm.generate
+    # The query is 2 words, each example 3 more, 10 are reserved for generation: with a
+    # budget of 20, two examples fit (18) and a third would not (21).
+    assert len(request.prompt.split()) == 8
+    assert request.prompt.count("word") == 2 + 1
+    with pytest.raises(ConfigError, match="truncate_fewshots"):
+        run([cfg])
+
+
+def test_results_are_written_after_each_task(tmp_path, monkeypatch):
+    writes = []
+    original = evaluator_module.OutputDir.write_results
+
+    def spy(self, results):
+        writes.append(sorted(results["results"]))
+        return original(self, results)
+
+    monkeypatch.setattr(evaluator_module.OutputDir, "write_results", spy)
+    results, _ = run([gen_task(), gen_task(name="gen2")], output_dir=tmp_path)
+    assert writes[0] == ["gen"] and writes[-1] == ["gen", "gen2"]
+    on_disk = json.loads((tmp_path / "results.json").read_text())
+    assert on_disk["results"] == results["results"]
+
+
+def test_evaluate_accepts_an_lm_object_and_custom_task_files(tmp_path):
+    path = tmp_path / "custom.py"
+    path.write_text(
+        "from assay import Doc, TaskConfig\n"
+        "TASKS_TABLE = [TaskConfig(name='c', prompt_function=lambda r, n: Doc(r['q'], [r['a']]),"
+        " dataset_loader=lambda **_: {'validation': [{'q': 'q1', 'a': 'a1'}]},"
+        " metrics=['exact_match'])]\n",
+        encoding="utf-8",
+    )
+    lm = RecordingLM()
+    results = evaluate(lm, ["c"], custom_tasks=[path], show_progress=False)
+    assert results["results"]["c"]["exact_match,none"] == 1.0
+    assert results["config"]["model_identity"] == {"backend": "recording"}
+    assert Registry([], [path], builtins=False).get("c").name == "c"
