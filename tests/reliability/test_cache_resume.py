@@ -14,7 +14,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from toy_tasks import normalised_results, output_files
+from toy_tasks import normalised_results, output_files, write_data, write_task
 
 from assay.cache import ResponseCache, model_key, request_key
 from assay.cli import main
@@ -204,29 +204,46 @@ def _command(task_dir: Path, out: Path, delay: float) -> list[str]:
     ]
 
 
-@pytest.mark.slow
-def test_sigkill_mid_run_then_restart_recomputes_nothing_and_matches(task_dir, tmp_path):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    # 2 tasks x 24 docs x 4 choices = 192 loglikelihood requests, 48 batches of 4.
-    total = 192
-    reference = tmp_path / "reference"
+@pytest.fixture(scope="module")
+def resume_setup(tmp_path_factory):
+    """A task folder and the outputs of an uninterrupted run over it."""
+    root = tmp_path_factory.mktemp("resume")
+    folder = root / "tasks"
+    write_data(folder)
+    write_data(folder / "b", prefix="b-")
+    write_task(folder, "toy_mc", "mc")
+    write_task(folder, "toy_mc_b", "mc", data=folder / "b")
+    reference = root / "reference"
     done = subprocess.run(
-        _command(task_dir, reference, 0.0), capture_output=True, text=True, env=env, check=False
+        _command(folder, reference, 0.0), capture_output=True, text=True, env=_ENV, check=False
     )
     assert done.returncode == 0, done.stderr
+    return folder, reference
 
+
+_ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_after", [8, 100], ids=["in_first_task", "in_second_task"])
+def test_sigkill_mid_run_then_restart_recomputes_nothing_and_matches(
+    resume_setup, tmp_path, kill_after
+):
+    task_dir, reference = resume_setup
+    # 2 tasks x 24 docs x 4 choices = 192 loglikelihood requests, 48 batches of 4.
+    total = 192
     out = tmp_path / "resumed"
     cache = out / "cache.sqlite"
     victim = subprocess.Popen(
-        _command(task_dir, out, 0.04), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+        _command(task_dir, out, 0.04), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_ENV
     )
     deadline = time.monotonic() + 60
     try:
         while time.monotonic() < deadline:
-            if cache.exists() and cached_rows(cache) >= 100:  # the first task is done
+            if cache.exists() and cached_rows(cache) >= kill_after:
                 break
             assert victim.poll() is None, "the run ended before it could be killed"
-            time.sleep(0.05)
+            time.sleep(0.02)
         else:
             pytest.fail("no batch was committed within 60 s")
         victim.send_signal(signal.SIGKILL)
@@ -236,10 +253,10 @@ def test_sigkill_mid_run_then_restart_recomputes_nothing_and_matches(task_dir, t
             victim.kill()
         victim.stderr.close()  # type: ignore[union-attr]
     kept = cached_rows(cache)
-    assert 100 <= kept < total, kept
+    assert kill_after <= kept < total, kept
 
     resumed = subprocess.run(
-        _command(task_dir, out, 0.0), capture_output=True, text=True, env=env, check=False
+        _command(task_dir, out, 0.0), capture_output=True, text=True, env=_ENV, check=False
     )
     assert resumed.returncode == 0, resumed.stderr
     assert "Traceback" not in resumed.stderr

@@ -1,9 +1,10 @@
 """The local executor: deduplicates requests, serves what the cache has, runs the rest in chunks.
 
 Chunks are committed to the cache as they complete, so an interrupted run resumes where it
-stopped. A backend with a whole-number `batch_size` attribute gets chunks of exactly that size, so
-a kill loses at most the batch in flight; other backends get chunks of DEFAULT_CHUNK requests. Requests are ordered longest first (and contexts kept together) before chunking, so a
-backend sees similar lengths, and choices sharing a context arrive in the same chunk.
+stopped. A backend with a whole-number `batch_size` attribute gets chunks of exactly that size,
+so a kill loses at most the batch in flight; other backends get chunks of DEFAULT_CHUNK requests.
+Requests are ordered longest first (and contexts kept together) before chunking, so a backend
+sees similar lengths, and choices sharing a context arrive in the same chunk.
 """
 
 from __future__ import annotations
