@@ -17,6 +17,8 @@ from assay.executors.base import Executor
 from assay.tasks.registry import Registry
 
 TASKS_DIR = Path(__file__).parents[1] / "data" / "lm_eval_parity" / "tasks"
+TIMINGS = ("Processing Time", "Samples Per Second")
+"""run_evals metrics that measure the clock, not the answers."""
 TASKS = ["parity_mc_same_split", "parity_gen_regex", "parity_loglikelihood", "parity_rolling"]
 
 
@@ -146,3 +148,44 @@ def test_replicas_that_cannot_fit_the_cluster_are_config_errors():
         fits(3, 0.0, 0.0, 1, 2.0)
     with pytest.raises(ConfigError, match="--replicas must be >= 1"):
         fits(0, 0.0, 0.0, 1, 2.0)
+
+
+@pytest.mark.slow
+def test_run_evals_configs_of_one_model_share_its_replicas(ray_instance, tmp_path):
+    from assay.executors.ray import RemoteModel
+    from assay.pipelines import Experiment, GridSearch, List, ModelConfig
+
+    model = ModelConfig(
+        "dummy",
+        {"response": "#### 4", "batch_size": 2},
+        {"max_tokens": 8, "temperature": List([0.0, 0.5])},
+    )
+    config = {
+        "pipeline": model,
+        "batch_size": 4,
+        "preprocess_fn": lambda batch, rag, pm: {"prompts": batch["question"], **batch},
+        "compute_metrics_fn": lambda batch: {
+            "Four": {"value": [float(t.endswith("4")) for t in batch["generated_text"]]}
+        },
+    }
+    rows = [{"question": f"What is {i} + {4 - i}?"} for i in range(10)]
+
+    def without_timings(metrics: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in metrics.items() if k not in TIMINGS}
+
+    def run(name: str, **options: Any) -> tuple[Experiment, Any]:
+        exp = Experiment(name, output_dir=tmp_path / name, display="none", **options)
+        return exp, exp.run_evals(GridSearch(config), rows, num_shards=2, seed=0)
+
+    _, local = run("local")
+    exp, remote = run("ray", executor="ray", replicas=2)
+    try:
+        assert sorted(remote) == sorted(local) == [1, 2]
+        for cid, (rows_out, metrics) in local.items():
+            assert remote[cid][0] == rows_out
+            assert without_timings(remote[cid][1]) == without_timings(metrics)
+        # Both configs ran on the one pool of replicas of their model.
+        assert exp.engines.builds == 1
+        assert isinstance(exp.engines.get(model)[0], RemoteModel)
+    finally:
+        exp.engines.close()

@@ -2,19 +2,21 @@
 
 One engine is built per distinct (backend, model args); configs that differ only in sampling
 parameters share it, and each request carries its own config's `GenParams`. Requests go through
-the local executor (deduplication, response cache), so an identical prompt asked twice with the
-same parameters costs one call, within a run and across resumed runs.
+an executor (deduplication, response cache), so an identical prompt asked twice with the same
+parameters costs one call, within a run and across resumed runs. An engine is a local model, or
+with `ray_engines` a pool of Ray replicas that every config of that model shares.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.executors.base import Executor, LocalExecutor
 from assay.models.base import LM
 from assay.pipelines.model_configs import ModelConfig
 from assay.requests import GenerateRequest, GenParams, Messages
@@ -50,13 +52,57 @@ def to_prompt(prompt: Any, where: str) -> str | Messages:
     )
 
 
+EngineFactory = Callable[[ModelConfig], Executor]
+"""Builds the executor that runs a model config's requests."""
+
+
+def local_engine(config: ModelConfig) -> Executor:
+    """The config's model, in this process."""
+    return LocalExecutor(config.build())
+
+
+def ray_engines(
+    replicas: int | None = None,
+    gpus_per_replica: float | None = None,
+    address: str | None = None,
+) -> EngineFactory:
+    """Engines as pools of Ray replicas (see assay.executors.ray.RayExecutor).
+
+    API configs stay in this process: their backend already sends requests concurrently under
+    one rate limit, and their key is handed over through this process's environment.
+    """
+    from assay.executors.ray import RayExecutor, import_ray
+    from assay.pipelines.model_configs import OpenAIAPIModelConfig
+
+    import_ray()  # a clear error now rather than at the first shard
+
+    def build(config: ModelConfig) -> Executor:
+        if isinstance(config, OpenAIAPIModelConfig):
+            return local_engine(config)
+        return RayExecutor(
+            config.backend,
+            config.model_args(),
+            replicas=replicas,
+            gpus_per_replica=gpus_per_replica,
+            address=address,
+        )
+
+    return build
+
+
 class EnginePool:
     """Builds each distinct engine once and keeps the most recently used ones loaded."""
 
-    def __init__(self, cache_dir: Path | None = None, max_loaded: int = 2) -> None:
+    def __init__(
+        self,
+        cache_dir: Path | None = None,
+        max_loaded: int = 2,
+        factory: EngineFactory = local_engine,
+    ) -> None:
         self.cache_dir = cache_dir
         self.max_loaded = max(1, max_loaded)
-        self._engines: OrderedDict[str, tuple[LM, Any]] = OrderedDict()
+        self.factory = factory
+        self._engines: OrderedDict[str, tuple[Executor, Any]] = OrderedDict()
         self.builds = 0
         """How many engines were built (tests and benchmarks read it)."""
 
@@ -66,42 +112,46 @@ class EnginePool:
 
     def get(self, config: ModelConfig) -> tuple[LM, Any]:
         """The engine of `config` and its response cache (None without a cache directory)."""
+        executor, cache = self._executor(config)
+        return executor.model, cache
+
+    def _executor(self, config: ModelConfig) -> tuple[Executor, Any]:
         key = config.engine_key()
         if key in self._engines:
             self._engines.move_to_end(key)
             return self._engines[key]
         while len(self._engines) >= self.max_loaded:
-            _, (_, old_cache) = self._engines.popitem(last=False)
+            _, (old, old_cache) = self._engines.popitem(last=False)
+            old.close()
             if old_cache is not None:
                 old_cache.close()
-        engine = config.build()
+        executor = self.factory(config)
         self.builds += 1
         cache = None
         if self.cache_dir is not None:
             from assay.cache import ResponseCache
 
-            cache = ResponseCache(self.cache_dir / "responses.sqlite", engine.identity())
-        self._engines[key] = (engine, cache)
-        return engine, cache
+            cache = ResponseCache(self.cache_dir / "responses.sqlite", executor.model.identity())
+        self._engines[key] = (executor, cache)
+        return executor, cache
 
     def generate(
         self, config: ModelConfig, prompts: Sequence[str | Messages], params: GenParams
     ) -> list[str | GenerationFailure]:
         """One output per prompt; a prompt whose generation fails yields a GenerationFailure."""
-        from assay.executors.local import run_requests
-
-        engine, cache = self.get(config)
+        executor, cache = self._executor(config)
         requests = [GenerateRequest(prompt, params) for prompt in prompts]
         try:
-            return [str(r) for r in run_requests(engine, requests, cache=cache)]
+            return [str(r) for r in executor.run(requests, cache=cache)]
         except Exception as exc:
             if len(requests) == 1:
                 return [_failure_of(exc)]
         # Retry row by row so one bad prompt does not take its batch down with it.
-        return [_generate_one(engine, request, cache) for request in requests]
+        return [_generate_one(executor, request, cache) for request in requests]
 
     def close(self) -> None:
-        for _, cache in self._engines.values():
+        for executor, cache in self._engines.values():
+            executor.close()
             if cache is not None:
                 cache.close()
         self._engines.clear()
@@ -111,10 +161,10 @@ def _failure_of(exc: Exception) -> GenerationFailure:
     return GenerationFailure(f"{type(exc).__name__}: {exc}")
 
 
-def _generate_one(engine: LM, request: GenerateRequest, cache: Any) -> str | GenerationFailure:
-    from assay.executors.local import run_requests
-
+def _generate_one(
+    executor: Executor, request: GenerateRequest, cache: Any
+) -> str | GenerationFailure:
     try:
-        return str(run_requests(engine, [request], cache=cache)[0])
+        return str(executor.run([request], cache=cache)[0])
     except Exception as exc:
         return _failure_of(exc)

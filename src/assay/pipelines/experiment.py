@@ -21,7 +21,7 @@ from assay.errors import AssayError, ConfigError
 from assay.pipelines.batch import _columns, run_batch
 from assay.pipelines.data import dataset_fingerprint, dataset_rows, shard_plan
 from assay.pipelines.display import ConfigRow, LiveView, to_html, to_markdown
-from assay.pipelines.engines import EnginePool
+from assay.pipelines.engines import EngineFactory, EnginePool, local_engine, ray_engines
 from assay.pipelines.eval_config import EvalConfig, apply_changes, expand, validate
 from assay.pipelines.knobs import fingerprint
 from assay.pipelines.online import SAMPLES, ConfigMetrics
@@ -48,7 +48,14 @@ class Experiment:
         display: str = "auto",
         max_loaded_engines: int = 2,
         cache_responses: bool = True,
+        executor: str = "local",
+        replicas: int | None = None,
+        gpus_per_replica: float | None = None,
+        ray_address: str | None = None,
     ) -> None:
+        """executor="ray" runs each model on a pool of Ray replicas (`replicas`, default one per
+        GPU; `gpus_per_replica`; `ray_address`, default a local Ray instance), shared by every
+        config of that model; one model's pool is loaded at a time."""
         name = name or experiment_name
         if not name:
             raise ConfigError("Experiment needs a name, e.g. Experiment('gsm8k-fewshot')")
@@ -60,6 +67,14 @@ class Experiment:
         self.display = display
         self.max_loaded_engines = max_loaded_engines
         self.cache_responses = cache_responses
+        if executor not in ("local", "ray"):
+            raise ConfigError(f"Experiment executor={executor!r}: choose 'local' or 'ray'")
+        self.executor = executor
+        self._ray_options = {
+            "replicas": replicas,
+            "gpus_per_replica": gpus_per_replica,
+            "address": ray_address,
+        }
         self.resources = SharedResources()
         """Indexes, embeddings and example stores shared by configs (``resources.builds``)."""
         self.engines: EnginePool | None = None
@@ -99,15 +114,17 @@ class Experiment:
     ) -> Results:
         """Evaluate every leaf config of `config_group` on `dataset`; see the module docstring.
 
-        num_actors: accepted for RapidFire compatibility; configs run in this process one shard
-        at a time, so only 1 (or None) is allowed. resume: continue from the completed shards
+        num_actors: Ray replicas per model with executor="ray" (as RapidFire's actors); with the
+        local executor only 1 (or None) is allowed. resume: continue from the completed shards
         stored under ``output_dir`` (False starts over). on_shard_complete(experiment,
         config_id, shard) runs after every shard: the place for interactive control.
         """
-        if num_actors not in (None, 1):
+        if self.executor == "ray" and num_actors is not None:
+            self._ray_options["replicas"] = num_actors
+        elif num_actors not in (None, 1):
             raise ConfigError(
                 f"run_evals num_actors={num_actors}: assay runs configs in one process, shard by "
-                "shard; drop num_actors (use a Ray executor for many workers)"
+                "shard; drop num_actors, or pass Experiment(..., executor='ray') for many workers"
             )
         self._prepare(config_group, dataset, num_shards, seed, resume)
         return self.continue_evals(on_shard_complete)
@@ -197,7 +214,7 @@ class Experiment:
         self._store.set_meta({**meta, "permutation": order})
         if self.engines is None:
             cache_dir = self.output_dir if self.cache_responses else None
-            self.engines = EnginePool(cache_dir, self.max_loaded_engines)
+            self.engines = EnginePool(cache_dir, *self._engine_plan())
         self._scheduler = ShardScheduler(num_shards)
         known = {c["fingerprint"]: c for c in reversed(self._store.configs())}
         self._next_id = max((c["config_id"] for c in known.values()), default=0) + 1
@@ -205,6 +222,13 @@ class Experiment:
             previous = known.pop(fingerprint(leaf), None)
             config_id = previous["config_id"] if previous else self._take_id()
             self._register(validate(leaf, config_id), previous)
+
+    def _engine_plan(self) -> tuple[int, EngineFactory]:
+        """How many engines stay loaded, and how an engine is built."""
+        if self.executor == "local":
+            return self.max_loaded_engines, local_engine
+        # Each model's pool takes the whole cluster: a second one would wait for resources.
+        return 1, ray_engines(**self._ray_options)
 
     def _take_id(self) -> int:
         with self._lock:
