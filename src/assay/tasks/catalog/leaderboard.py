@@ -131,13 +131,13 @@ def normalize_v1(answer: str) -> str:
 
 
 def _symbolically_equal(a: str, b: str) -> bool:
-    from assay.tasks.catalog.minerva_math import _Timeout
+    from assay.tasks.catalog.minerva_math import TimeLimit
 
     try:
         import sympy
         from latex2sympy2_extended import latex2sympy
 
-        with _Timeout(1):
+        with TimeLimit(1):
             return bool(sympy.simplify(latex2sympy(a) - latex2sympy(b)) == 0)
     except Exception:
         return False

@@ -160,8 +160,8 @@ def stated_answer(response: str) -> str:
     return match.group(1).strip() if match else INVALID_ANSWER
 
 
-class _Timeout:
-    """Raise TimeoutError after `seconds` (main thread only: SIGALRM)."""
+class TimeLimit:
+    """Context manager: raise TimeoutError after `seconds` (main thread only: SIGALRM)."""
 
     def __init__(self, seconds: int) -> None:
         self.seconds = seconds
@@ -190,7 +190,7 @@ def equivalent(a: str, b: str) -> bool:
         import sympy
         from latex2sympy2_extended import latex2sympy
 
-        with _Timeout(5):
+        with TimeLimit(5):
             difference = latex2sympy(a) - latex2sympy(b)
             return bool(sympy.simplify(difference) == 0)
     except Exception:
