@@ -543,7 +543,7 @@ def _(e: Env) -> Setup:
 def _(e: Env) -> Setup:
     text = yaml.safe_dump({**BASE}).replace("DATA", str(e.data))
     e.raw("bad_task.yaml", text + "process_docs: !function .fix\n")
-    return Setup(e.run(), ".fix")
+    return Setup(e.run(), "module.function")
 
 
 @case("function_module_raises_on_import")

@@ -23,7 +23,7 @@ class FunctionRef:
     def resolve(self) -> Any:
         """Import the module (the .py file beside the YAML first) and return the attribute."""
         *module_parts, attr = self.dotted.split(".")
-        if not module_parts:
+        if not module_parts or not all(module_parts) or not attr:
             raise TaskConfigError(
                 f"{self.yaml_dir}: '!function {self.dotted}' must be 'module.function' "
                 "(e.g. '!function utils.process_docs')."
