@@ -119,6 +119,20 @@ def test_a_replica_killed_mid_run_has_its_chunk_requeued_and_results_match(ray_i
     assert executor.chunks_done[0] > executor.chunks_done[1]
 
 
+@pytest.mark.slow
+def test_a_bad_model_argument_reaches_the_driver_as_the_backends_error(ray_instance):
+    from assay.errors import UnknownNameError
+    from assay.executors.ray import RayExecutor
+
+    with pytest.raises(ConfigError, match="delay must be a number of seconds >= 0"):
+        RayExecutor("dummy", {"delay": -1}, replicas=2)
+    with pytest.raises(UnknownNameError, match="unknown model 'dumy'"):
+        RayExecutor("dumy", {}, replicas=1)
+    # The failed pools released their CPUs: a new pool of two still fits.
+    pool = RayExecutor("dummy", {}, replicas=2)
+    pool.close()
+
+
 def test_ray_executor_without_ray_installed_is_a_config_error(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
     with pytest.raises(ConfigError, match=r"pip install 'assay\[ray\]'"):

@@ -11,14 +11,16 @@ the number of replicas.
 from __future__ import annotations
 
 import logging
+import pickle
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from assay.cache import ResponseCache
 from assay.errors import AssayError, ConfigError, ModelError
 from assay.executors.base import Progress, compute_chunk, plan_requests
-from assay.models.base import LM
+from assay.models.base import LM, MODELS
 from assay.requests import (
     GenerateRequest,
     LoglikelihoodRequest,
@@ -45,16 +47,39 @@ def import_ray() -> Any:
     return ray
 
 
+@contextmanager
+def _portable_errors() -> Iterator[None]:
+    """Ray pickles a replica's errors to the driver: keep an error's class when it survives the
+    trip, else send its message as the plain ConfigError or ModelError it derives from."""
+    try:
+        yield
+    except AssayError as exc:
+        try:
+            pickle.loads(pickle.dumps(exc))
+        except Exception:
+            base = ConfigError if isinstance(exc, ConfigError) else ModelError
+            raise base(str(exc)) from None
+        raise
+
+
 class Replica:
-    """One model replica, living in a Ray actor (the class is wrapped by ray.remote)."""
+    """One model replica, living in a Ray actor (the class is wrapped by ray.remote).
+
+    The model is built by `load`, not in the constructor, so a bad model argument reaches the
+    driver as the backend's own error rather than as a dead actor.
+    """
 
     def __init__(self, model_name: str, model_args: dict[str, Any]) -> None:
+        self.spec = (model_name, model_args)
+        self.model: Any = None
+
+    def load(self) -> dict[str, Any]:
+        """Build the model; what the driver needs to know of it (prompts, cache key)."""
         from assay.models.base import MODELS
 
-        self.model = MODELS.get(model_name)(**model_args)
-
-    def describe(self) -> dict[str, Any]:
-        """What the driver needs to know of the backend to build prompts and key the cache."""
+        name, args = self.spec
+        with _portable_errors():
+            self.model = MODELS.get(name)(**args)
         model = self.model
         size = getattr(model, "batch_size", None)
         return {
@@ -67,13 +92,16 @@ class Replica:
         }
 
     def run(self, kind: RequestKind, requests: Sequence[Request]) -> list[Result]:
-        return compute_chunk(self.model, kind, requests)
+        with _portable_errors():
+            return compute_chunk(self.model, kind, requests)
 
     def count_tokens(self, text: str) -> int:
-        return self.model.count_tokens(text)  # type: ignore[attr-defined]
+        with _portable_errors():
+            return self.model.count_tokens(text)
 
     def apply_chat_template(self, messages: Any, add_generation_prompt: bool = True) -> Any:
-        return self.model.apply_chat_template(messages, add_generation_prompt)  # type: ignore[attr-defined]
+        with _portable_errors():
+            return self.model.apply_chat_template(messages, add_generation_prompt)
 
     def batch_sizes(self) -> list[int]:
         return list(getattr(self.model, "batch_sizes", []))
@@ -161,24 +189,42 @@ class RayExecutor:
                     "with `ray start --head` or pass the address it printed."
                 ) from None
             self._started_ray = True
+        self.actors: list[Any] = []
+        self.alive: list[int] = []
+        """Positions in `actors` of the replicas still usable."""
+        self.lost = 0
+        """Replicas that died during the run."""
+        self.requeued = 0
+        """Chunks put back on the queue because their replica died."""
+        try:
+            self._start(model_name, model_args, replicas, gpus_per_replica, num_cpus)
+        except AssayError:
+            self.close()
+            raise
+
+    def _start(
+        self,
+        model_name: str,
+        model_args: dict[str, Any],
+        replicas: int | None,
+        gpus_per_replica: float | None,
+        num_cpus: float,
+    ) -> None:
+        ray = self._ray
         resources = ray.cluster_resources()
         gpus = float(resources.get("GPU", 0))
         cpus = float(resources.get("CPU", 0))
         per = float(gpus_per_replica) if gpus_per_replica is not None else (1.0 if gpus else 0.0)
         count = replicas if replicas is not None else (int(gpus // per) if per else 1)
         self._check_fits(count, per, gpus, num_cpus, cpus)
+        MODELS.get(model_name)  # an unknown backend fails here, before any actor starts
         actor = ray.remote(num_gpus=per, num_cpus=num_cpus, max_restarts=0)(Replica)
         self.actors = [actor.remote(model_name, model_args) for _ in range(count)]
         self.alive = list(range(count))
-        """Positions in `actors` of the replicas still usable."""
         self.chunks_done = [0] * count
         """Chunks each replica computed (fast replicas take more)."""
         self.gpus_per_replica = per
-        self.lost = 0
-        """Replicas that died during the run."""
-        self.requeued = 0
-        """Chunks put back on the queue because their replica died."""
-        infos = self._gather([a.describe.remote() for a in self.actors])
+        infos = self._gather([a.load.remote() for a in self.actors])
         self.model: LM = RemoteModel(self, infos[0])  # type: ignore[assignment]
         log.info("ray: %d replicas of %s, %g GPUs each", count, model_name, per)
 
