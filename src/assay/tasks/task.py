@@ -227,7 +227,7 @@ class Task:
 
     def docs(self, indices: Sequence[int]) -> Iterator[tuple[int, Doc]]:
         """(doc_id, Doc) for the given eval-row indices, each with its few-shot examples."""
-        rows = self.eval_rows()
+        rows = _BlockReader.wrap(self.eval_rows())
         shots = self.shots
         cfg = self.config
         fewshot_cache: dict[int, Doc] = {}
@@ -299,11 +299,45 @@ class Task:
         return label
 
 
+class _BlockReader(Sequence[dict[str, Any]]):
+    """Rows of a `datasets.Dataset` read a block at a time, for reading in index order.
+
+    Indexing a Dataset row by row decodes a one-row Arrow table per row, which costs far more
+    than the row itself; a slice decodes a whole block at once. Only one block is held, so
+    memory stays flat however large the dataset.
+    """
+
+    BLOCK = 1000
+
+    def __init__(self, rows: Any) -> None:
+        self.rows = rows
+        self.start, self.block = 0, []
+
+    @classmethod
+    def wrap(cls, rows: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:
+        """`rows` itself unless it is an unformatted Dataset (whose slices are dicts of lists)."""
+        plain = hasattr(rows, "column_names") and getattr(rows, "format", {}).get("type") is None
+        return cls(rows) if plain else rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if not self.start <= i < self.start + len(self.block):
+            if not 0 <= i < len(self.rows):
+                raise IndexError(i)
+            columns = self.rows[i : i + self.BLOCK]
+            names = list(columns)
+            self.start = i
+            self.block = [dict(zip(names, values)) for values in zip(*columns.values())]
+        return self.block[i - self.start]
+
+
 class _Concat(Sequence[dict[str, Any]]):
     """Several splits evaluated as one sequence (lighteval's evaluation_splits)."""
 
     def __init__(self, parts: list[Sequence[dict[str, Any]]]) -> None:
-        self.parts = parts
+        self.parts = [_BlockReader.wrap(p) for p in parts]
 
     def __len__(self) -> int:
         return sum(len(p) for p in self.parts)
