@@ -73,12 +73,17 @@ class GroupConfig:
     source: str = ""
 
 
+_PLAIN_VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
 class _Field:
     """One doc_to_* setting, compiled once: feature name, Jinja template, list, dict or function."""
 
     def __init__(self, key: str, value: Any, where: str) -> None:
         self.key, self.value, self.where = key, value, where
         self.template: jinja2.Template | None = None
+        self.variable: str | None = None
+        """The field name of a template that is just `{{ name }}`: Jinja renders it as str()."""
         if isinstance(value, FunctionRef):
             self.value = value.resolve()
         elif isinstance(value, str):
@@ -88,12 +93,16 @@ class _Field:
                 raise TaskConfigError(
                     f"{where}: '{key}' is not a valid Jinja template: {exc.message} (line {exc.lineno})."
                 ) from None
+            plain = _PLAIN_VARIABLE.fullmatch(value)
+            self.variable = plain.group(1) if plain else None
 
     def render(self, row: dict[str, Any]) -> Any:
         value = self.value
         if isinstance(value, str):
             if value in row:
                 return row[value]
+            if self.variable is not None and self.variable in row:
+                return str(row[self.variable])
             try:
                 return self.template.render(**row)  # type: ignore[union-attr]
             except jinja2.UndefinedError as exc:
@@ -110,6 +119,10 @@ def _target_value(text: Any, has_choices: bool) -> Any:
     if not isinstance(text, str):
         return text
     if text.isdigit() and has_choices:
+        # int() gives literal_eval's value for plain ASCII numbers; anything else (leading
+        # zeros, other scripts' digits) goes through literal_eval, as lm-eval does.
+        if text.isascii() and (text[0] != "0" or text == "0"):
+            return int(text)
         return ast.literal_eval(text)
     if len(text) >= 2 and text[0] == "[" and text[-1] == "]":
         try:
