@@ -16,7 +16,14 @@ from assay.doc import Doc, OutputType
 from assay.errors import ConfigError, DataError
 from assay.filters.base import FilterEnsemble, build_filter_ensemble
 from assay.instances import Instance
-from assay.metrics.base import AGGREGATIONS, Aggregation, Metric, SampleInput, get_metric
+from assay.metrics.base import (
+    AGGREGATIONS,
+    METRICS,
+    Aggregation,
+    Metric,
+    SampleInput,
+    get_metric,
+)
 from assay.requests import LoglikelihoodResult, RollingResult
 from assay.tasks.config import MetricSpec, TaskConfig
 
@@ -44,11 +51,12 @@ def build_metrics(config: TaskConfig) -> list[ScoredMetric]:
     for spec in config.metrics:
         assert isinstance(spec, MetricSpec)
         try:
-            metric = (
-                _user_metric(spec, config)
-                if spec.function
-                else get_metric(spec.name, **spec.kwargs)
-            )
+            if spec.function:
+                metric = _user_metric(spec, config)
+            elif config.process_results is not None and spec.name not in METRICS:
+                metric = _process_results_metric(spec)
+            else:
+                metric = get_metric(spec.name, **spec.kwargs)
         except ConfigError as exc:
             raise ConfigError(f"{config.where()}: metric {spec.name!r}: {exc}") from None
         output_type = config.resolved_output_type
@@ -77,6 +85,19 @@ def _aggregation(spec: MetricSpec, metric: Metric, config: TaskConfig) -> Aggreg
         return AGGREGATIONS.get(chosen)
     except ConfigError as exc:
         raise ConfigError(f"{config.where()}: metric {spec.name!r}: {exc}") from None
+
+
+def _process_results_metric(spec: MetricSpec) -> Metric:
+    """A metric_list entry naming a value that the task's process_results returns.
+
+    As in lm-eval, such a name needs no registered metric: process_results computes the
+    per-sample value and the entry only says how it aggregates (default mean).
+    """
+
+    def computed_by_process_results(sample: SampleInput) -> Any:
+        raise DataError(f"metric {spec.name!r} is computed by the task's process_results.")
+
+    return Metric(spec.name, computed_by_process_results, "mean", True, frozenset(), spec.kwargs)
 
 
 def _user_metric(spec: MetricSpec, config: TaskConfig) -> Metric:

@@ -266,3 +266,43 @@ def test_yaml_syntax_error_names_the_line(folder):
     (folder / "broken.yaml").write_text("task: broken\ndoc_to_text: [unclosed\n", encoding="utf-8")
     with pytest.raises(TaskConfigError, match=r"broken.yaml.*line"):
         load(folder, "broken")
+
+
+class ConstantLM:
+    """Loglikelihoods that decrease along the choices (or increase, when `reverse`)."""
+
+    def __init__(self, reverse=False):
+        self.reverse = reverse
+
+    def loglikelihood(self, requests):
+        from assay.requests import LoglikelihoodResult
+
+        sign = 1.0 if self.reverse else -1.0
+        return [LoglikelihoodResult(sign * float(r.continuation.strip()), False) for r in requests]
+
+    def identity(self):
+        return {"backend": "constant", "reverse": self.reverse}
+
+
+def test_process_results_values_are_aggregated_by_the_metric_list(folder):
+    from assay.evaluator import evaluate
+
+    write(
+        folder,
+        "p.yaml",
+        """\
+        include: _base.yaml
+        task: pr
+        process_results: !function utils.process_results
+        metric_list:
+          - metric: first_is_best
+            aggregation: mean
+            higher_is_better: true
+        """,
+    )
+    for reverse, expected in ((False, 1.0), (True, 0.0)):
+        results = evaluate(
+            ConstantLM(reverse), ["pr"], include_path=[folder], cache=False, show_progress=False
+        )
+        assert results["results"]["pr"]["first_is_best,none"] == expected
+        assert results["higher_is_better"]["pr"] == {"first_is_best": True}
