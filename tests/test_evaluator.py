@@ -198,3 +198,22 @@ def test_evaluate_accepts_an_lm_object_and_custom_task_files(tmp_path):
     assert results["results"]["c"]["exact_match,none"] == 1.0
     assert results["config"]["model_identity"] == {"backend": "recording"}
     assert Registry([], [path], builtins=False).get("c").name == "c"
+
+
+def test_datasets_of_several_tasks_load_in_parallel_before_the_model():
+    import threading
+
+    barrier = threading.Barrier(2, timeout=10)
+    threads = []
+
+    def loader(**_):
+        # Both loaders must be running at once to pass the barrier.
+        barrier.wait()
+        threads.append(threading.current_thread().name)
+        return {"validation": ROWS}
+
+    configs = [gen_task(name=n, dataset_loader=loader) for n in ("p1", "p2")]
+    resolved = Resolved([TaskRequest(c) for c in configs])
+    evaluation = Evaluation(resolved, RunSettings(dataset_loading_processes=2))
+    evaluation.load_data()
+    assert len(set(threads)) == 2
