@@ -209,7 +209,9 @@ def resume_setup(tmp_path_factory):
     """A task folder and the outputs of an uninterrupted run over it."""
     root = tmp_path_factory.mktemp("resume")
     folder = root / "tasks"
-    write_data(folder)
+    # The second task is the longer one, so a loaded machine cannot let the run finish
+    # between the poll that sees enough committed batches and the kill.
+    write_data(folder, n_test=60)
     write_data(folder / "b", prefix="b-")
     write_task(folder, "toy_mc", "mc")
     write_task(folder, "toy_mc_b", "mc", data=folder / "b")
@@ -230,30 +232,31 @@ def test_sigkill_mid_run_then_restart_recomputes_nothing_and_matches(
     resume_setup, tmp_path, kill_after
 ):
     task_dir, reference = resume_setup
-    # 2 tasks x 24 docs x 4 choices = 192 loglikelihood requests, 48 batches of 4.
-    total = 192
+    # (24 + 60 docs) x 4 choices = 336 loglikelihood requests, 84 batches of 4.
+    total = 336
     out = tmp_path / "resumed"
     cache = out / "cache.sqlite"
-    victim = subprocess.Popen(
-        _command(task_dir, out, 0.04), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_ENV
-    )
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            if cache.exists() and cached_rows(cache) >= kill_after:
-                break
-            assert victim.poll() is None, "the run ended before it could be killed"
-            time.sleep(0.02)
-        else:
-            pytest.fail("no batch was committed within 60 s")
-        victim.send_signal(signal.SIGKILL)
-        victim.wait(timeout=10)
-    finally:
-        if victim.poll() is None:
-            victim.kill()
-        victim.stderr.close()  # type: ignore[union-attr]
+    log = tmp_path / "victim.log"
+    with log.open("w") as victim_err:
+        victim = subprocess.Popen(
+            _command(task_dir, out, 0.04), stdout=subprocess.DEVNULL, stderr=victim_err, env=_ENV
+        )
+        deadline = time.monotonic() + 60
+        try:
+            while time.monotonic() < deadline:
+                if cache.exists() and cached_rows(cache) >= kill_after:
+                    break
+                assert victim.poll() is None, f"the run ended first: {log.read_text()}"
+                time.sleep(0.02)
+            else:
+                pytest.fail(f"no batch was committed within 60 s: {log.read_text()}")
+            victim.send_signal(signal.SIGKILL)
+            victim.wait(timeout=10)
+        finally:
+            if victim.poll() is None:
+                victim.kill()
     kept = cached_rows(cache)
-    assert kill_after <= kept < total, kept
+    assert kill_after <= kept < total, (kept, log.read_text())
 
     resumed = subprocess.run(
         _command(task_dir, out, 0.0), capture_output=True, text=True, env=_ENV, check=False
