@@ -4,7 +4,9 @@
 
 - hf: benchmarks/.models/llama-2m (built by benchmarks/build_models.py) scoring loglikelihood
   requests (contexts of 4-70 words from the tiny-model corpus); CPU-bound. Every Ray replica
-  holds one CPU and Ray gives it one torch thread; the local run is held to one thread as well.
+  holds one CPU and Ray sets its OMP_NUM_THREADS=1; this script sets the same for the local run
+  (torch.set_num_threads(1) alone is not enough: on a busy 2-core machine the other OpenMP
+  pools still oversubscribe the cores and the local run is several times slower).
 - dummy: answers after `--delay` seconds per request (a stand-in for a remote or GPU model).
 
 Throughput counts only the requests' run (replica start-up is printed apart). Every run computes
@@ -14,6 +16,7 @@ the same chunks, and the results of all runs are checked to be identical.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import time
@@ -23,6 +26,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "benchmarks" / ".models" / "llama-2m"
 
+# Before torch is imported: one OpenMP thread per process, as Ray gives each replica.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(REPO / "tests"))
 from fixtures.tiny_model import CORPUS  # noqa: E402
 
@@ -54,11 +59,6 @@ def timed_local(name: str, model_args: dict[str, Any], requests: list[Any]) -> t
     from assay.evaluator import RunSettings, build_model
     from assay.executors.base import LocalExecutor
 
-    if name == "hf":
-        import torch
-
-        # One thread, as each Ray replica gets: the local figure is one core's throughput.
-        torch.set_num_threads(1)
     executor = LocalExecutor(build_model(RunSettings(model=name, model_args=model_args)))
     started = time.perf_counter()
     results = executor.run(requests)
@@ -96,7 +96,7 @@ def main() -> None:
 
     name, model_args = model_spec(args)
     requests = make_requests(args.requests)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     print(f"model {name} {model_args}, {len(requests)} loglikelihood requests, 2-CPU Ray instance")
     print(f"{'executor':<20}{'start-up s':>12}{'run s':>10}{'requests/s':>12}  chunks per replica")
     seconds, reference = timed_local(name, model_args, requests)

@@ -26,7 +26,7 @@ TASKS = ["parity_mc_same_split", "parity_gen_regex", "parity_loglikelihood", "pa
 def ray_instance():
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 

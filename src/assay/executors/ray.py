@@ -11,6 +11,7 @@ the number of replicas.
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -160,8 +161,9 @@ class RayExecutor:
             one on a cluster without GPUs.
         gpus_per_replica: GPUs reserved by each actor (tensor-parallel vLLM uses K); default 1
             when the cluster has GPUs, else 0.
-        address: Ray cluster to join ("auto", "ray://host:10001", ...); default a local Ray
-            instance (or the one this process already joined).
+        address: Ray cluster to join ("auto", "HOST:6379", "ray://HOST:10001"); default
+            RAY_ADDRESS, else a private local Ray instance (or the one this process already
+            joined).
         num_cpus: CPUs reserved by each actor.
     """
 
@@ -181,6 +183,9 @@ class RayExecutor:
         self._ray = ray = import_ray()
         self._started_ray = False
         if not ray.is_initialized():
+            # Without an address (flag or RAY_ADDRESS), a private instance: never a cluster that
+            # happens to run on this machine.
+            address = address or os.environ.get("RAY_ADDRESS") or "local"
             try:
                 ray.init(address=address, include_dashboard=False, log_to_driver=True)
             except ConnectionError as exc:
