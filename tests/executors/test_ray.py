@@ -76,6 +76,7 @@ def test_tiny_model_on_two_replicas_matches_the_local_executor(
         "model_args": {"pretrained": str(tiny_model_dir), "max_length": 256},
         "batch_size": 2,
         "limit": 4,
+        "apply_chat_template": True,  # rendered by a replica's tokenizer, from the driver
     }
     tasks = ["parity_mc_same_split", "parity_gen_regex", "parity_rolling"]
     local, local_samples = evaluate_to(tmp_path / "local", tasks=tasks, **hf)
@@ -85,6 +86,8 @@ def test_tiny_model_on_two_replicas_matches_the_local_executor(
     assert remote_samples == local_samples
     assert remote["results"] == local["results"]
     assert remote["config"]["model_identity"] == local["config"]["model_identity"]
+    for task in ("parity_mc_same_split", "parity_gen_regex"):
+        assert b"<|assistant|>" in remote_samples[f"samples_{task}.jsonl"]
 
 
 @pytest.mark.slow

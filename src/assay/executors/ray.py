@@ -76,8 +76,6 @@ class Replica:
 
     def load(self) -> dict[str, Any]:
         """Build the model; what the driver needs to know of it (prompts, cache key)."""
-        from assay.models.base import MODELS
-
         name, args = self.spec
         with _portable_errors():
             self.model = MODELS.get(name)(**args)
@@ -100,9 +98,9 @@ class Replica:
         with _portable_errors():
             return self.model.count_tokens(text)
 
-    def apply_chat_template(self, messages: Any, add_generation_prompt: bool = True) -> Any:
+    def apply_chat_template(self, messages: Any, **options: Any) -> Any:
         with _portable_errors():
-            return self.model.apply_chat_template(messages, add_generation_prompt)
+            return self.model.apply_chat_template(messages, **options)
 
     def batch_sizes(self) -> list[int]:
         return list(getattr(self.model, "batch_sizes", []))
@@ -147,8 +145,8 @@ class RemoteModel:
     def _count_tokens(self, text: str) -> int:
         return self._executor.call("count_tokens", text)
 
-    def _apply_chat_template(self, messages: Any, add_generation_prompt: bool = True) -> Any:
-        return self._executor.call("apply_chat_template", messages, add_generation_prompt)
+    def _apply_chat_template(self, messages: Any, **options: Any) -> Any:
+        return self._executor.call("apply_chat_template", messages, **options)
 
 
 class RayExecutor:
@@ -259,13 +257,13 @@ class RayExecutor:
         except self._ray.exceptions.RayError as exc:
             raise _unwrap(exc) from None
 
-    def call(self, method: str, *args: Any) -> Any:
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Call a replica method on the first live replica (prompt helpers, batch sizes)."""
         ray = self._ray
         while self.alive:
             replica = self.alive[0]
             try:
-                return ray.get(getattr(self.actors[replica], method).remote(*args))
+                return ray.get(getattr(self.actors[replica], method).remote(*args, **kwargs))
             except ray.exceptions.RayActorError as exc:
                 self._lose(replica, exc)
             except ray.exceptions.RayError as exc:
