@@ -16,7 +16,8 @@ prompt), so a request's sample does not depend on which other requests share its
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,9 @@ _NEUTRAL_EXTRAS = {"num_beams": 1, "num_return_sequences": 1, "repetition_penalt
 """Generation arguments accepted in GenParams.extra because their value changes nothing."""
 _DEFAULT_TOP_K = 50
 """transformers' default top-k when sampling and neither the request nor the model sets one."""
+_SMALL_STEP_MACS = 1e8
+"""Below this many multiply-adds per decoding step, CPU threads cost more to synchronise than
+they save (many times more when other processes share the cores), so steps run on one thread."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +74,7 @@ class Generator:
         self.eos_text = eos_text
         self.pad_id = pad_token_id
         self.shape = ModelShape.of(model)
+        self.n_params = sum(p.numel() for p in model.parameters())
 
     def generate(
         self,
@@ -141,6 +146,10 @@ class Generator:
         active = list(range(len(rows)))
         cache = DynamicCache(config=self.model.config)
         next_position = positions[:, -1:] + 1
+        step_macs = len(rows) * (
+            self.n_params
+            + 2 * self.shape.layers * self.shape.kv_heads * self.shape.head_dim * (width + max_new)
+        )
         with torch.inference_mode():
             logits = self.model(
                 input_ids=ids,
@@ -150,6 +159,7 @@ class Generator:
                 use_cache=True,
                 logits_to_keep=1,
             ).logits[:, -1, :]
+        with torch.inference_mode(), self._threads_for(step_macs):
             while True:
                 chosen = self._choose(logits, sampling, [generators[a] for a in active])
                 keep = []
@@ -180,6 +190,21 @@ class Generator:
                 ).logits[:, -1, :]
                 next_position = next_position + 1
         return [cut_at_stops(self.view.decode(tokens), stops) for tokens in generated]
+
+    @contextmanager
+    def _threads_for(self, macs: float) -> Iterator[None]:
+        """One intra-op thread on CPU while each step does less than _SMALL_STEP_MACS of work."""
+        import torch
+
+        threads = torch.get_num_threads()
+        if self.device.type != "cpu" or threads == 1 or macs >= _SMALL_STEP_MACS:
+            yield
+            return
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(threads)
 
     def _stopped(self, tokens: list[int], stops: list[str], window: int) -> bool:
         """Whether the text so far contains a stop string (cheap tail check, then confirmed)."""

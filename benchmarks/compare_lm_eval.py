@@ -1,0 +1,310 @@
+"""The transformers backend side by side with lm-eval's: speed, memory and parity of the numbers.
+
+    .venv/bin/python benchmarks/compare_lm_eval.py [--rounds 3] [--cases hellaswag,gsm8k]
+        [--lmeval-python ../lmeval-venv/bin/python] [--no-limit-figure]
+
+Cases (settings of the peer figures):
+- hellaswag: benchmarks/tasks/hellaswag.yaml, first 300 docs, zero-shot, llama-38m, float32,
+  batch size 16. Target: assay <= 0.5x lm-eval's wall time (aim 0.35x); per-choice
+  loglikelihoods within 1e-3 of lm-eval's; identical acc and acc_norm.
+- gsm8k: benchmarks/tasks/gsm8k.yaml, first 40 test docs, 5-shot, greedy, llama-2m, batch size 8,
+  max_gen_toks 32. Target: <= 0.7x; >= 95% identical generations; exact_match differing on at
+  most one doc.
+
+Each command runs as a whole (`assay run` from the project venv, `python -m lm_eval` from the
+side venv when it exists), rounds interleaved, median reported: wall time, docs/s and the peak
+RSS of the process tree. Parity is read from both samples files.
+
+The physical-limit figure loads the backend in this process, scores the HellaSwag requests, then
+times plain `model(input_ids)` forward passes over exactly the token rows the backend ran: how
+close assay's scoring comes to the model's raw throughput (target >= 90%).
+
+Models are built with benchmarks/build_models.py when missing. Figures from a shared machine
+vary; compare ratios measured in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "benchmarks" / ".models"
+TASKS = ROOT / "benchmarks" / "tasks"
+ASSAY = ROOT / ".venv" / "bin" / "assay"
+DEFAULT_LMEVAL_PYTHON = ROOT.parent / "lmeval-venv" / "bin" / "python"
+
+# Runs a command and reports its wall time and the peak RSS of its process tree (children that
+# were waited for), so both harnesses are measured by the same code.
+_MEASURE = """
+import json, resource, subprocess, sys, time
+start = time.perf_counter()
+code = subprocess.call(sys.argv[2:], stdout=open(sys.argv[1], "w"), stderr=subprocess.STDOUT)
+seconds = time.perf_counter() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = usage.ru_utime + usage.ru_stime
+print(json.dumps({"code": code, "seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": usage.ru_maxrss / 1024}))
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    task: str
+    model: str
+    docs: int
+    batch_size: int
+    target: float
+    aim: float
+
+
+CASES = {
+    "hellaswag": Case("hellaswag", "hellaswag_local", "llama-38m", 300, 16, 0.5, 0.35),
+    "gsm8k": Case("gsm8k", "gsm8k_local", "llama-2m", 40, 8, 0.7, 0.7),
+}
+
+
+@dataclass
+class Run:
+    seconds: float
+    cpu_seconds: float
+    peak_rss_mb: float
+    out: Path
+
+
+@dataclass
+class Side:
+    runs: list[Run] = field(default_factory=list)
+
+    def median(self, attr: str) -> float:
+        return statistics.median(getattr(r, attr) for r in self.runs)
+
+
+def assay_command(case: Case, out: Path) -> list[str]:
+    model_args = f"pretrained={MODELS / case.model},dtype=float32"
+    return [
+        str(ASSAY), "run", "--model", "hf", "--model-args", model_args,
+        "--tasks", case.task, "--include-path", str(TASKS), "--limit", str(case.docs),
+        "--batch-size", str(case.batch_size), "--output-dir", str(out), "--log-samples",
+        "--no-cache", "--no-progress",
+    ]  # fmt: skip
+
+
+def lmeval_command(python: Path, case: Case, out: Path) -> list[str]:
+    model_args = f"pretrained={MODELS / case.model},dtype=float32"
+    return [
+        str(python), "-m", "lm_eval", "--model", "hf", "--model_args", model_args,
+        "--tasks", case.task, "--include_path", str(TASKS), "--limit", str(case.docs),
+        "--batch_size", str(case.batch_size), "--output_path", str(out), "--log_samples",
+    ]  # fmt: skip
+
+
+def measure(command: list[str], out: Path) -> Run:
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "command.log"
+    # data_files in the task YAMLs are relative to the repository root, for both harnesses.
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(log), *command],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(done.stdout)
+    if report["code"] != 0:
+        sys.exit(f"command failed ({report['code']}): {' '.join(command)}\nsee {log}")
+    return Run(report["seconds"], report["cpu_seconds"], report["peak_rss_mb"], out)
+
+
+def samples(out: Path, task: str) -> dict[tuple[int, str], dict]:
+    """Samples of `task` under `out` (either layout), by (doc_id, filter)."""
+    [path] = sorted(out.rglob(f"samples_{task}*.jsonl"))
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {(row["doc_id"], row.get("filter", "none")): row for row in rows}
+
+
+def metrics(out: Path, task: str) -> dict[str, float]:
+    [path] = sorted(p for p in out.rglob("results*.json") if "samples" not in p.name)
+    return json.loads(path.read_text())["results"][task]
+
+
+def loglikelihood_parity(a: dict, b: dict) -> list[str]:
+    worst, greedy_differ, acc_differ, choices = 0.0, 0, 0, 0
+    for key in sorted(set(a) | set(b)):
+        if key not in a or key not in b:
+            return [f"parity: doc {key} is in only one samples file: FAIL"]
+        for ra, rb in zip(a[key]["resps"], b[key]["resps"], strict=True):
+            (lp_a, greedy_a), (lp_b, greedy_b) = ra[0], rb[0]
+            worst = max(worst, abs(float(lp_a) - float(lp_b)))
+            greedy_differ += str(greedy_a) != str(greedy_b)
+            choices += 1
+        acc_differ += any(a[key][m] != b[key][m] for m in ("acc", "acc_norm"))
+    verdict = "ok" if worst <= 1e-3 else "FAIL"
+    return [
+        f"parity: per-choice loglikelihood max |diff| {worst:.2e} over {choices} choices "
+        f"(<= 1e-3): {verdict}",
+        f"parity: docs whose acc/acc_norm differ: {acc_differ}; is_greedy differs on "
+        f"{greedy_differ} choices",
+    ]
+
+
+def generation_parity(a: dict, b: dict) -> list[str]:
+    keys = sorted(set(a) & set(b))
+    if set(a) != set(b):
+        return ["parity: the samples files hold different docs: FAIL"]
+    # Every filter of a doc sees the same generation: count each doc once.
+    docs = {k[0]: k for k in keys}
+    same = sum(a[k]["resps"] == b[k]["resps"] for k in docs.values())
+    share = same / len(docs)
+    lines = [
+        f"parity: identical generations {same}/{len(docs)} docs = {share:.1%} (>= 95%): "
+        f"{'ok' if share >= 0.95 else 'FAIL'}"
+    ]
+    for name in sorted({k[1] for k in keys}):
+        differ = sum(a[k]["exact_match"] != b[k]["exact_match"] for k in keys if k[1] == name)
+        verdict = "ok" if differ <= 1 else "FAIL"
+        lines.append(f"parity: exact_match,{name} differs on {differ} docs (<= 1): {verdict}")
+    return lines
+
+
+def metric_line(case: Case, assay: Side, lmeval: Side | None) -> list[str]:
+    ma = metrics(assay.runs[-1].out, case.task)
+    names = sorted(k for k in ma if "," in k and "stderr" not in k)
+    lines = []
+    for name in names:
+        text = f"{name}: assay {ma[name]:.4f}"
+        if lmeval is not None:
+            mb = metrics(lmeval.runs[-1].out, case.task)
+            equal = math.isclose(ma[name], mb.get(name, math.nan), abs_tol=1e-12)
+            text += f", lm-eval {mb.get(name, math.nan):.4f} ({'equal' if equal else 'DIFFER'})"
+        lines.append(text)
+    return lines
+
+
+def report(case: Case, assay: Side, lmeval: Side | None) -> None:
+    print(f"\n== {case.name}: {case.docs} docs, {case.model}, batch size {case.batch_size}")
+    for label, side in (("assay", assay), ("lm-eval", lmeval)):
+        if side is None:
+            continue
+        seconds = side.median("seconds")
+        walls = ", ".join(f"{r.seconds:.1f}" for r in side.runs)
+        print(
+            f"{label:8s} wall {seconds:6.2f} s (rounds: {walls}), {case.docs / seconds:6.1f} "
+            f"docs/s, CPU {side.median('cpu_seconds'):6.2f} s, "
+            f"peak RSS {side.median('peak_rss_mb'):.0f} MB"
+        )
+    for line in metric_line(case, assay, lmeval):
+        print(line)
+    if lmeval is None:
+        print("lm-eval: not run (no side venv); no ratio or parity")
+        return
+    ratio = assay.median("seconds") / lmeval.median("seconds")
+    verdict = "ok" if ratio <= case.target else "MISSED"
+    print(
+        f"ratio assay/lm-eval {ratio:.2f}x (target <= {case.target}x, aim {case.aim}x): {verdict}"
+    )
+    cpu_ratio = assay.median("cpu_seconds") / lmeval.median("cpu_seconds")
+    print(f"CPU-time ratio assay/lm-eval {cpu_ratio:.2f}x (steadier on a busy machine)")
+    a = samples(assay.runs[-1].out, case.task)
+    b = samples(lmeval.runs[-1].out, case.task)
+    parity = loglikelihood_parity if case.name == "hellaswag" else generation_parity
+    for line in parity(a, b):
+        print(line)
+
+
+def physical_limit(samples_dir: Path, task: str) -> None:
+    """assay's scoring throughput as a share of plain forward passes over the same rows."""
+    import torch
+
+    from assay.models.huggingface import hf
+    from assay.requests import LoglikelihoodRequest
+
+    rows = samples(samples_dir, task).values()
+    requests = [
+        LoglikelihoodRequest(arg["arg_0"], arg["arg_1"])
+        for row in rows
+        for arg in row["arguments"].values()
+    ]
+    lm = hf(pretrained=str(MODELS / "llama-38m"), dtype="float32", batch_size=16)
+    batches: list[list[list[int]]] = []
+    run_rows = lm.scorer._run_rows
+
+    def spy(batch):
+        batches.append([list(row.tokens) for row in batch])
+        return run_rows(batch)
+
+    lm.scorer._run_rows = spy
+    lm.loglikelihood(requests[:16])  # warm-up
+    batches.clear()
+    start = time.perf_counter()
+    lm.loglikelihood(requests)
+    assay_seconds = time.perf_counter() - start
+    tokens = sum(len(row) for batch in batches for row in batch)
+
+    pad = lm.scorer.pad_id
+    inputs = [
+        torch.tensor([row + [pad] * (max(map(len, batch)) - len(row)) for row in batch])
+        for batch in batches
+    ]
+    with torch.inference_mode():
+        lm.model(input_ids=inputs[0])
+        start = time.perf_counter()
+        for ids in inputs:
+            lm.model(input_ids=ids)
+        raw_seconds = time.perf_counter() - start
+    share = raw_seconds / assay_seconds
+    print(f"\n== physical limit: {len(requests)} HellaSwag requests, {tokens} tokens in")
+    print(f"{len(batches)} batches ({sum(map(len, batches))} packed rows)")
+    print(
+        f"assay loglikelihood {assay_seconds:.2f} s = {tokens / assay_seconds:,.0f} tokens/s; "
+        f"raw model(input_ids) on the same rows {raw_seconds:.2f} s = "
+        f"{tokens / raw_seconds:,.0f} tokens/s; share {share:.0%} (target >= 90%): "
+        f"{'ok' if share >= 0.9 else 'MISSED'}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--cases", default="hellaswag,gsm8k")
+    parser.add_argument("--lmeval-python", type=Path, default=DEFAULT_LMEVAL_PYTHON)
+    parser.add_argument("--no-limit-figure", action="store_true")
+    parser.add_argument("--keep", type=Path, help="keep outputs here (default: a temp dir)")
+    args = parser.parse_args()
+    cases = [CASES[name] for name in args.cases.split(",")]
+    if not all((MODELS / case.model).exists() for case in cases):
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "build_models.py")], check=True)
+    use_lmeval = args.lmeval_python.exists()
+    if not use_lmeval:
+        print(f"{args.lmeval_python} not found: timing assay alone")
+    work = args.keep or Path(tempfile.mkdtemp(prefix="assay-vs-lmeval-"))
+    sides = {case.name: (Side(), Side() if use_lmeval else None) for case in cases}
+    for round_ in range(args.rounds):
+        for case in cases:
+            assay, lmeval = sides[case.name]
+            base = work / f"{case.name}-{round_}"
+            assay.runs.append(measure(assay_command(case, base / "assay"), base / "assay"))
+            if lmeval is not None:
+                command = lmeval_command(args.lmeval_python, case, base / "lmeval")
+                lmeval.runs.append(measure(command, base / "lmeval"))
+            print(f"round {round_ + 1}/{args.rounds} {case.name} done", file=sys.stderr)
+    for case in cases:
+        report(case, *sides[case.name])
+    hellaswag = sides.get("hellaswag")
+    if hellaswag and not args.no_limit_figure:
+        physical_limit(hellaswag[0].runs[-1].out, CASES["hellaswag"].task)
+    if args.keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
