@@ -86,3 +86,15 @@ def test_two_ranks_write_what_one_process_writes(tmp_path):
     assert all(n > 0 for n in executor["chunks_per_rank"])
     # Rank 1 computed its share but wrote nothing.
     assert not (tmp_path / "rank1").exists() or not any((tmp_path / "rank1").iterdir())
+
+
+def test_world_size_without_a_launcher_is_a_config_error(monkeypatch):
+    from assay.errors import ConfigError
+    from assay.evaluator import RunSettings, build_executor
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    for name in ("MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigError, match="WORLD_SIZE=2 asks for a data-parallel run"):
+        build_executor(RunSettings(model="dummy"))

@@ -16,6 +16,7 @@ from typing import Any
 
 from assay.batching import shard
 from assay.cache import ResponseCache
+from assay.errors import ConfigError
 from assay.executors.base import Progress, compute_chunk, plan_requests
 from assay.models.base import LM
 from assay.requests import Request, Result
@@ -59,10 +60,18 @@ class DataParallelExecutor:
     name = "data-parallel"
 
     def __init__(self, model: LM, launch: LaunchRank) -> None:
-        import torch.distributed as dist
+        try:
+            import torch.distributed as dist
 
-        if not dist.is_initialized():
-            dist.init_process_group("gloo", rank=launch.rank, world_size=launch.world_size)
+            if not dist.is_initialized():
+                dist.init_process_group("gloo", rank=launch.rank, world_size=launch.world_size)
+        except (ImportError, ValueError, RuntimeError) as exc:
+            raise ConfigError(
+                f"WORLD_SIZE={launch.world_size} asks for a data-parallel run, but its process "
+                f"group cannot start ({type(exc).__name__}: {exc}). Start assay with "
+                "`accelerate launch -m assay run ...` or `torchrun -m assay run ...` (torch "
+                "installed: pip install 'assay[hf]'), or unset WORLD_SIZE."
+            ) from None
         self._dist = dist
         self.model = model
         self.rank, self.world_size = launch.rank, launch.world_size
