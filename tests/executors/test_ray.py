@@ -38,14 +38,7 @@ def evaluate_to(
 
     `pool` is an executor the caller owns; without it the settings say which one to build.
     """
-    # Datasets load one after the other: threaded loads can race inside tqdm.
-    run = RunSettings(
-        output_dir=out,
-        log_samples=True,
-        show_progress=False,
-        dataset_loading_processes=1,
-        **settings,
-    )
+    run = RunSettings(output_dir=out, log_samples=True, show_progress=False, **settings)
     results = Evaluation(Registry([TASKS_DIR]).resolve(tasks), run).run(executor=pool)
     samples = {p.name: p.read_bytes() for p in sorted(out.glob("samples_*.jsonl"))}
     assert len(samples) == len(tasks)
