@@ -306,3 +306,26 @@ def test_process_results_values_are_aggregated_by_the_metric_list(folder):
         )
         assert results["results"]["pr"]["first_is_best,none"] == expected
         assert results["higher_is_better"]["pr"] == {"first_is_best": True}
+
+
+def test_function_modules_have_the_same_name_in_every_process(folder):
+    # datasets caches process_docs results under a fingerprint of the function, module
+    # name included: a name that changed per process made every run recompute and re-store.
+    import subprocess
+    import sys
+
+    code = (
+        "from pathlib import Path; from assay.tasks._yaml_io import FunctionRef; "
+        f"print(FunctionRef('utils.process_docs', Path({str(folder)!r})).resolve().__module__)"
+    )
+    names = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": ""},
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(names) == 1 and next(iter(names)).startswith("assay_user_")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import sys
 from dataclasses import dataclass
@@ -30,7 +31,11 @@ class FunctionRef:
             )
         local = self.yaml_dir.joinpath(*module_parts).with_suffix(".py")
         if local.is_file():
-            key = f"assay_user_{abs(hash(str(local)))}_{'_'.join(module_parts)}"
+            # A name stable across runs: datasets fingerprints process_docs functions by their
+            # module, so a per-process name (str hashes are salted) made every run miss its
+            # cached map() and write another copy of the processed dataset.
+            digest = hashlib.sha256(str(local.resolve()).encode()).hexdigest()[:16]
+            key = f"assay_user_{digest}_{'_'.join(module_parts)}"
             module = sys.modules.get(key)
             if module is None:
                 spec = importlib.util.spec_from_file_location(key, local)
