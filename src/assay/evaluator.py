@@ -19,7 +19,8 @@ from typing import Any
 from assay.cache import ResponseCache
 from assay.doc import Doc, OutputType
 from assay.errors import ConfigError
-from assay.executors.base import Executor, LocalExecutor
+from assay.executors.base import Executor
+from assay.executors.local import LocalExecutor
 from assay.instances import doc_instances
 from assay.models.base import LM, MODELS
 from assay.prompts.manager import PromptManager

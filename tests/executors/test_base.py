@@ -7,8 +7,8 @@ import pytest
 from assay.cache import ResponseCache, request_key
 from assay.errors import ConfigError, ModelError
 from assay.evaluator import RunSettings, build_executor
-from assay.executors.base import Executor, LocalExecutor, compute_chunk, plan_requests
-from assay.executors.local import run_requests
+from assay.executors.base import Executor, compute_chunk, plan_requests
+from assay.executors.local import LocalExecutor, run_requests
 from assay.models.dummy import DummyLM
 from assay.requests import (
     GenerateRequest,
@@ -49,6 +49,21 @@ def test_plan_computes_each_distinct_request_once_in_kind_pure_chunks():
         LoglikelihoodRequest("a much longer context", " c"),
     ]
     assert lls[-1] == LoglikelihoodRequest("short", " a")
+
+
+def test_choices_sharing_a_context_are_never_split_across_chunks():
+    questions = {f"question {q} " + "x" * q: [f" choice {c}" for c in range(4)] for q in range(5)}
+    requests = [
+        LoglikelihoodRequest(ctx, cont) for ctx, conts in questions.items() for cont in conts
+    ]
+    plan = plan_requests(requests, chunk_size=6)
+    seen: dict[str, int] = {}
+    for index, chunk in enumerate(plan.chunks):
+        for request in chunk.requests:
+            assert seen.setdefault(request.context, index) == index
+    assert [len(c.requests) for c in plan.chunks] == [4, 4, 4, 4, 4]
+    # Whole questions, longest first.
+    assert [c.requests[0].context for c in plan.chunks] == sorted(questions, key=len, reverse=True)
 
 
 def test_plan_serves_cached_requests_and_counts_their_duplicates(tmp_path):

@@ -18,7 +18,8 @@ from toy_tasks import normalised_results, output_files, write_data, write_task
 
 from assay.cache import ResponseCache, model_key, request_key
 from assay.cli import main
-from assay.executors.local import DEFAULT_CHUNK, commit_chunk, run_requests
+from assay.executors.base import DEFAULT_CHUNK_SIZE, commit_chunk
+from assay.executors.local import run_requests
 from assay.models.dummy import DummyLM, dummy
 from assay.requests import GenerateRequest, GenParams, LoglikelihoodRequest, LoglikelihoodResult
 
@@ -158,8 +159,8 @@ class CountingLM(DummyLM):
 
 def test_backend_batch_size_sets_the_commit_granularity():
     assert commit_chunk(DummyLM(batch_size=3)) == 3
-    assert commit_chunk(DummyLM()) == DEFAULT_CHUNK
-    assert commit_chunk(dummy(batch_size="auto")) == DEFAULT_CHUNK
+    assert commit_chunk(DummyLM()) == DEFAULT_CHUNK_SIZE
+    assert commit_chunk(dummy(batch_size="auto")) == DEFAULT_CHUNK_SIZE
     assert commit_chunk(dummy(batch_size=8)) == 8
 
 

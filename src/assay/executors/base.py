@@ -1,9 +1,11 @@
 """What every executor shares: the Executor protocol and the work plan it runs.
 
 A run's requests become one plan whatever executes it: identical requests are computed once,
-the response cache serves what it holds, and the rest is cut into chunks of `chunk_size`
-requests of one kind, longest first (contexts kept together, so choices sharing a context land
-in the same chunk). The chunk is the unit of work: a backend receives exactly the same chunks
+the response cache serves what it holds, and the rest is cut into chunks of about `chunk_size`
+requests of one kind, longest first. Loglikelihood requests sharing a context are never split
+across chunks (a chunk grows past its size rather than split one question's choices), so a
+backend that shares prefixes sees every choice of a question together. The chunk is the unit
+of work and of cache commits: a backend receives exactly the same chunks
 from the local executor as from any number of Ray replicas, so results never depend on where
 or in which order chunks ran.
 """
@@ -102,13 +104,50 @@ class WorkPlan:
         return [self.done[k] for k in self.keys]
 
 
-def _order_key(request: Request) -> tuple[Any, ...]:
+def _length(request: Request) -> int:
     if isinstance(request, LoglikelihoodRequest):
-        return (-len(request.context) - len(request.continuation), request.context)
+        return len(request.context) + len(request.continuation)
     if isinstance(request, RollingRequest):
-        return (-len(request.text),)
-    prompt = request.prompt if isinstance(request.prompt, str) else str(request.prompt)
-    return (-len(prompt),)
+        return len(request.text)
+    return len(request.prompt if isinstance(request.prompt, str) else str(request.prompt))
+
+
+def _groups(pending: list[str], unique: dict[str, Request]) -> list[list[str]]:
+    """Pending keys in groups that must share a backend call, longest group first."""
+    groups: dict[str, list[str]] = {}
+    for key in pending:
+        request = unique[key]
+        context = request.context if isinstance(request, LoglikelihoodRequest) else key
+        groups.setdefault(context, []).append(key)
+    for members in groups.values():
+        members.sort(key=lambda k: -_length(unique[k]))
+    return sorted(groups.values(), key=lambda g: -_length(unique[g[0]]))
+
+
+def _pack(groups: list[list[str]], size: int) -> list[list[str]]:
+    """Consecutive groups packed into chunks of about `size` keys; a group is never split."""
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    for group in groups:
+        if current and len(current) + len(group) > size:
+            chunks.append(current)
+            current = []
+        current.extend(group)
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def commit_chunk(model: LM) -> int:
+    """Requests per chunk for `model`: its fixed whole-number batch size, else DEFAULT_CHUNK_SIZE.
+
+    A backend with a fixed batch size is committed batch by batch, so a kill loses at most the
+    batch in flight.
+    """
+    size = getattr(model, "batch_size", None)
+    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+        return size
+    return DEFAULT_CHUNK_SIZE
 
 
 def plan_requests(
@@ -129,41 +168,13 @@ def plan_requests(
     for key, request in unique.items():
         if key not in done:
             by_kind.setdefault(kind_of(request), []).append(key)
-    chunks = []
-    for kind, pending in by_kind.items():
-        pending.sort(key=lambda k: _order_key(unique[k]))
-        for start in range(0, len(pending), chunk_size):
-            part = tuple(pending[start : start + chunk_size])
-            chunks.append(Chunk(kind, part, tuple(unique[k] for k in part)))
+    chunks = [
+        Chunk(kind, tuple(part), tuple(unique[k] for k in part))
+        for kind, pending in by_kind.items()
+        for part in _pack(_groups(pending, unique), chunk_size)
+    ]
     cached = sum(n for k, n in uses.items() if k in done)
     return WorkPlan(keys, done, chunks, cached, uses)
-
-
-class LocalExecutor:
-    """Runs every chunk in this process, one after the other."""
-
-    name = "local"
-    primary = True
-
-    def __init__(self, model: LM) -> None:
-        self.model = model
-
-    def run(
-        self,
-        requests: Sequence[Request],
-        *,
-        cache: ResponseCache | None = None,
-        progress: Progress | None = None,
-    ) -> list[Result]:
-        from assay.executors.local import run_requests
-
-        return run_requests(self.model, requests, cache=cache, progress=progress)
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name}
-
-    def close(self) -> None:
-        """Nothing to release: the model belongs to the caller."""
 
 
 def compute_chunk(model: LM, kind: RequestKind, requests: Sequence[Request]) -> list[Result]:
@@ -179,9 +190,9 @@ __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "Chunk",
     "Executor",
-    "LocalExecutor",
     "Progress",
     "WorkPlan",
+    "commit_chunk",
     "compute_chunk",
     "plan_requests",
 ]

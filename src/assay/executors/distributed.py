@@ -17,7 +17,7 @@ from typing import Any
 from assay.batching import shard
 from assay.cache import ResponseCache
 from assay.errors import ConfigError
-from assay.executors.base import Progress, compute_chunk, plan_requests
+from assay.executors.base import Progress, commit_chunk, compute_chunk, plan_requests
 from assay.models.base import LM
 from assay.requests import Request, Result
 
@@ -87,8 +87,6 @@ class DataParallelExecutor:
         progress: Progress | None = None,
     ) -> list[Result]:
         """Results of `requests` on every rank, each rank computing its share of the chunks."""
-        from assay.executors.local import commit_chunk
-
         size = commit_chunk(self.model)
         cache = cache if self.primary else None
         found: list[Any] = [None]

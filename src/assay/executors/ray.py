@@ -20,7 +20,7 @@ from typing import Any
 
 from assay.cache import ResponseCache
 from assay.errors import AssayError, ConfigError, ModelError
-from assay.executors.base import Progress, compute_chunk, plan_requests
+from assay.executors.base import Progress, commit_chunk, compute_chunk, plan_requests
 from assay.models.base import LM, MODELS
 from assay.requests import (
     GenerateRequest,
@@ -278,8 +278,6 @@ class RayExecutor:
         progress: Progress | None = None,
     ) -> list[Result]:
         """Results of `requests`, in order: chunks dealt to whichever replica is idle."""
-        from assay.executors.local import commit_chunk
-
         ray = self._ray
         plan = plan_requests(requests, cache, commit_chunk(self.model))
         if progress and plan.cached:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.executors.base import Executor, LocalExecutor
+from assay.executors.base import Executor
+from assay.executors.local import LocalExecutor
 from assay.models.base import LM
 from assay.pipelines.model_configs import ModelConfig
 from assay.requests import GenerateRequest, GenParams, Messages
