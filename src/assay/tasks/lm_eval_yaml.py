@@ -337,6 +337,13 @@ def _resolve_data_files(files: Any, yaml_dir: Path) -> Any:
     return fix(files)
 
 
+def _metadata(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    metadata = raw.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise TaskConfigError(f"{where}: 'metadata' must be a mapping, got {metadata!r}.")
+    return dict(metadata)
+
+
 def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
     """Build a TaskConfig from a merged (includes resolved) lm-eval task mapping."""
     where = f"{path}"
@@ -414,7 +421,7 @@ def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
         raise TaskConfigError(
             f"{where}: 'num_fewshot' must be a non-negative integer, got {num_fewshot!r}."
         )
-    metadata = dict(raw.get("metadata") or {})
+    metadata = _metadata(raw, where)
     samples = fewshot.get("samples")
     indices = fewshot.get("fewshot_indices")
     custom = raw.get("custom_dataset")
@@ -514,7 +521,7 @@ def group_config_from_yaml(raw: dict[str, Any], path: Path) -> GroupConfig:
         tasks=list(tasks),
         alias=raw.get("group_alias"),
         aggregate_metric_list=list(aggregate),
-        version=(raw.get("metadata") or {}).get("version"),
+        version=_metadata(raw, f"{path} (group {name!r})").get("version"),
         overrides=overrides,
         source=str(path),
     )
