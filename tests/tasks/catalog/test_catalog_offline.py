@@ -57,6 +57,13 @@ def test_every_catalog_task_bundles_example_rows(registry):
     assert not missing, f"tasks without example_rows (assay tasks show needs them): {missing}"
 
 
+def test_every_catalog_task_shows_with_its_default_shots_offline(registry, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name in sorted(registry.python_configs()):
+        assert "--- request 0" in show(registry, name, None), name
+
+
 @pytest.mark.slow
 def test_missing_dataset_fails_before_the_model_loads(tmp_path):
     env = {

@@ -92,11 +92,32 @@ def _answer_filters(pattern: str) -> list[FilterSpec]:
     return [("strict-match", [("regex", {"regex_pattern": pattern}), ("take_first", {})])]
 
 
+# Enough rows for `assay tasks show gsm8k` to fill its five random shots offline.
 _EXAMPLES = [
     {
         "question": "Janet has 3 boxes with 4 pens each. How many pens does she have?",
         "answer": "She has 3 * 4 = <<3*4=12>>12 pens.\n#### 12",
-    }
+    },
+    {
+        "question": "A baker makes 24 rolls and sells 15. How many rolls are left?",
+        "answer": "24 - 15 = <<24-15=9>>9 rolls are left.\n#### 9",
+    },
+    {
+        "question": "Tom reads 12 pages a day. How many pages does he read in a week?",
+        "answer": "A week has 7 days, so he reads 12 * 7 = <<12*7=84>>84 pages.\n#### 84",
+    },
+    {
+        "question": "Four friends share 36 stickers equally. How many stickers does each get?",
+        "answer": "Each gets 36 / 4 = <<36/4=9>>9 stickers.\n#### 9",
+    },
+    {
+        "question": "Mia had $50. She spent $18 on a book and $7 on lunch. How much is left?",
+        "answer": "She spent 18 + 7 = <<18+7=25>>25 dollars.\nShe has 50 - 25 = <<50-25=25>>25 dollars left.\n#### 25",
+    },
+    {
+        "question": "A train travels 60 miles an hour for 3 hours. How far does it go?",
+        "answer": "It goes 60 * 3 = <<60*3=180>>180 miles.\n#### 180",
+    },
 ]
 
 _COMMON: dict[str, Any] = dict(
