@@ -14,7 +14,6 @@ import re
 from typing import Any
 
 from assay.doc import Doc, OutputType
-from assay.metrics.perplexity import count_bytes, count_words
 from assay.tasks.catalog._common import LM_EVAL_DEFAULTS, Row, rolling_doc
 from assay.tasks.config import TaskConfig
 
@@ -69,6 +68,8 @@ def wikitext_prompt(row: Row, task_name: str) -> Doc:
 
 def wikitext_results(row: Row, results: list[Any]) -> dict[str, Any]:
     """(log-likelihood, count) pairs with words and bytes of the raw page, as lm-eval counts."""
+    from assay.metrics.perplexity import count_bytes, count_words
+
     (logprob,) = results
     words, size = count_words(row["page"]), count_bytes(row["page"])
     return {
