@@ -641,7 +641,7 @@ def evaluate(
 
 def results_tables(results: dict[str, Any]) -> str:
     """The printed tables: tasks, then groups when there are any."""
-    text = make_table(results, "results")
+    tables = [make_table(results, "results")]
     if results.get("groups"):
-        text += "\n\n" + make_table(results, "groups")
-    return text
+        tables.append(make_table(results, "groups"))
+    return "\n\n".join(table.rstrip("\n") for table in tables)

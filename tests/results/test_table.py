@@ -1,43 +1,50 @@
-"""The printed results table in lm-eval's markdown layout."""
+"""The printed results table, cell for cell as lm-eval 0.4.13 prints it.
+
+The expected tables were printed once by lm-eval's own make_table on RESULTS.
+"""
 
 from __future__ import annotations
 
+from assay.evaluator import results_tables
 from assay.results.table import make_table
 
 RESULTS = {
     "results": {
-        "mytask": {
-            "alias": "mytask",
-            "acc,none": 0.5,
-            "acc_stderr,none": 0.1234567,
-            "acc_norm,none": 0.25,
-            "acc_norm_stderr,none": "N/A",
-        }
+        "zeta": {"alias": "zeta", "acc,none": 0.5, "acc_stderr,none": 0.1234567,
+                 "acc_norm,none": 0.25, "acc_norm_stderr,none": "N/A"},
+        "mmlu_b": {"alias": "b-alias", "word_perplexity,none": 12.345678, "bits_per_byte,none": 0.9,
+                   "bits_per_byte_stderr,none": 0.01, "exact_match,strict-match": 1,
+                   "exact_match_stderr,strict-match": 0.0},
+        "mmlu_a": {"alias": "mmlu_a", "name": "mmlu_a", "sample_len": 3, "acc,none": 1.0, "acc_stderr,none": 0.0},
+        "mmlu": {"alias": "mmlu", "acc,none": 0.75, "acc_stderr,none": 0.05},
     },
-    "versions": {"mytask": 2.0},
-    "n-shot": {"mytask": 5},
-    "higher_is_better": {"mytask": {"acc": True, "acc_norm": True}},
-}
+    "groups": {"mmlu": {"alias": "mmlu", "acc,none": 0.75, "acc_stderr,none": 0.05}},
+    "group_subtasks": {"mmlu": ["mmlu_b", "mmlu_a"], "zeta": []},
+    "versions": {"zeta": 2.0, "mmlu_a": 1, "mmlu_b": "Yaml", "mmlu": 2.5},
+    "n-shot": {"zeta": 5, "mmlu_a": 0},
+    "higher_is_better": {"zeta": {"acc": True, "acc_norm": True},
+                         "mmlu_b": {"word_perplexity": False, "bits_per_byte": False, "exact_match": True},
+                         "mmlu": {"acc": True}},
+}  # fmt: skip
+
+LM_EVAL_RESULTS_TABLE = "|  Tasks   |Version|   Filter   |n-shot|    Metric     |   | Value |   |Stderr|\n|----------|-------|------------|-----:|---------------|---|------:|---|------|\n|mmlu      |    2.5|none        |      |acc            |↑  | 0.7500|±  |0.0500|\n| - mmlu_a |      1|none        |     0|acc            |   | 1.0000|±  |     0|\n| - b-alias|Yaml   |none        |      |bits_per_byte  |↓  | 0.9000|±  |0.0100|\n|          |       |strict-match|      |exact_match    |↑  | 1.0000|±  |     0|\n|          |       |none        |      |word_perplexity|↓  |12.3457|   |      |\n|zeta      |      2|none        |     5|acc            |↑  | 0.5000|±  |0.1235|\n|          |       |none        |     5|acc_norm       |↑  | 0.2500|±  |   N/A|\n"
+
+LM_EVAL_GROUPS_TABLE = "|Groups|Version|Filter|n-shot|Metric|   |Value|   |Stderr|\n|------|------:|------|------|------|---|----:|---|-----:|\n|mmlu  |    2.5|none  |      |acc   |↑  | 0.75|±  |  0.05|\n"
 
 
-def cells(line):
-    assert line.startswith("|") and line.endswith("|")
-    return [c.strip() for c in line[1:-1].split("|")]
+def test_results_table_is_lm_evals():
+    # Groups first with their subtasks indented (alphabetically), metrics alphabetically,
+    # N/A stderr, no arrow without a direction, numbers right-aligned.
+    assert make_table(RESULTS) == LM_EVAL_RESULTS_TABLE
 
 
-def test_table_columns_rows_and_alignment():
-    lines = make_table(RESULTS).splitlines()
-    assert cells(lines[0]) == [
-        "Tasks", "Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr",
-    ]  # fmt: skip
-    # Numeric columns are right-aligned (markdown "---:").
-    assert [c.endswith(":") for c in cells(lines[1])] == [
-        False, True, False, True, False, False, True, False, True,
-    ]  # fmt: skip
-    assert cells(lines[2]) == ["mytask", "2", "none", "5", "acc", "↑", "0.5000", "±", "0.1235"]
-    assert cells(lines[3]) == ["", "", "none", "5", "acc_norm", "↑", "0.2500", "±", "N/A"]
-    assert len({len(line) for line in lines}) == 1
+def test_groups_table_is_lm_evals():
+    assert make_table(RESULTS, "groups") == LM_EVAL_GROUPS_TABLE
 
 
-def test_empty_section_is_empty():
-    assert make_table(RESULTS, "groups") == ""
+def test_printed_tables_are_the_two_tables_one_blank_line_apart():
+    printed = results_tables(RESULTS)
+    assert printed == LM_EVAL_RESULTS_TABLE.rstrip("\n") + "\n\n" + LM_EVAL_GROUPS_TABLE.rstrip(
+        "\n"
+    )
+    assert results_tables({**RESULTS, "groups": {}}) == LM_EVAL_RESULTS_TABLE.rstrip("\n")

@@ -1,71 +1,85 @@
-"""The results table, in lm-eval's markdown layout."""
+"""The printed results table, cell for cell as lm-eval prints it (same writer, same order)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-_ARROW = {True: "↑", False: "↓", None: " "}
+_ARROWS = {True: "↑", False: "↓"}
 
 
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return str(value)
+def _display_order(
+    group_subtasks: dict[str, list[str]], names: set[str]
+) -> tuple[dict[str, int], list[str]]:
+    """Depth of each name in the group tree and the names in display order.
+
+    Top-level groups come alphabetically, each followed by its subtasks (alphabetically,
+    recursively); names in no group follow, alphabetically.
+    """
+    depth: dict[str, int] = {}
+    order: list[str] = []
+
+    def visit(name: str, level: int) -> None:
+        depth[name] = level
+        if name in names:
+            order.append(name)
+        for child in sorted(group_subtasks.get(name, [])):
+            visit(child, level + 1)
+
+    children = {c for members in group_subtasks.values() for c in members}
+    for name in sorted(group_subtasks):
+        if name not in children:
+            visit(name, 0)
+    order += [name for name in sorted(names) if name not in depth]
+    return depth, order
 
 
-def _version(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+def table_rows(results: dict[str, Any], section: str = "results") -> list[list[Any]]:
+    """The table's rows: one per (task or group, metric, filter), metrics alphabetically."""
+    entries = results.get(section, {})
+    depth, order = _display_order(results.get("group_subtasks", {}), set(entries))
+    rows: list[list[Any]] = []
+    for name in order:
+        entry = dict(entries[name])
+        label = entry.pop("alias", name)
+        for meta in ("name", "sample_len", "sample_count"):
+            entry.pop(meta, None)
+        if depth.get(name, 0):
+            label = " " * depth[name] + "- " + label
+        version: Any = results.get("versions", {}).get(name, "    N/A")
+        shots = str(results.get("n-shot", {}).get(name, " "))
+        higher = results.get("higher_is_better", {}).get(name, {})
+        for key, value in sorted(entry.items()):
+            metric, _, flt = key.partition(",")
+            if metric.endswith("_stderr"):
+                continue
+            shown = f"{value:.4f}" if isinstance(value, float) else value
+            arrow = _ARROWS.get(higher.get(metric), "")
+            stderr_key = f"{metric}_stderr,{flt}"
+            if stderr_key in entry:
+                stderr = entry[stderr_key]
+                stderr = "   N/A" if stderr == "N/A" else f"{stderr:.4f}"
+                rows.append([label, version, flt, shots, metric, arrow, shown, "±", stderr])
+            else:
+                rows.append([label, version, flt, shots, metric, arrow, shown, "", ""])
+            label = version = ""
+    return rows
 
 
 def make_table(results: dict[str, Any], section: str = "results") -> str:
     """Markdown table of one section ("results" or "groups") of a results dict."""
-    header = ["Tasks", "Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr"]
-    rows: list[list[str]] = []
-    versions, nshot = results.get("versions", {}), results.get("n-shot", {})
-    higher = results.get("higher_is_better", {})
-    for name, entry in results.get(section, {}).items():
-        alias = entry.get("alias", name)
-        first = True
-        for key, value in entry.items():
-            if "," not in key or "_stderr," in key:
-                continue
-            metric, flt = key.split(",", 1)
-            stderr = entry.get(f"{metric}_stderr,{flt}", "")
-            stderr_text = "N/A" if stderr == "N/A" else _fmt(stderr)
-            rows.append(
-                [
-                    alias if first else "",
-                    _version(versions.get(name, "")) if first else "",
-                    flt,
-                    str(nshot.get(name, "")),
-                    metric,
-                    _ARROW.get(higher.get(name, {}).get(metric)),
-                    _fmt(value),
-                    "±" if stderr != "" else "",
-                    stderr_text,
-                ]
-            )
-            first = False
-    if not rows:
-        return ""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    right = {1, 3, 6, 8}
+    from pytablewriter import MarkdownTableWriter
 
-    def line(cells: list[str]) -> str:
-        return (
-            "|"
-            + "|".join(
-                c.rjust(w) if i in right else c.ljust(w)
-                for i, (c, w) in enumerate(zip(cells, widths))
-            )
-            + "|"
-        )
-
-    sep = (
-        "|"
-        + "|".join(("-" * (w - 1) + ":") if i in right else "-" * w for i, w in enumerate(widths))
-        + "|"
-    )
-    return "\n".join([line(header), sep, *(line(r) for r in rows)])
+    writer = MarkdownTableWriter()
+    writer.headers = [
+        "Groups" if section == "groups" else "Tasks",
+        "Version",
+        "Filter",
+        "n-shot",
+        "Metric",
+        "",
+        "Value",
+        "",
+        "Stderr",
+    ]
+    writer.value_matrix = table_rows(results, section)
+    return writer.dumps()
