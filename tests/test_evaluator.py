@@ -78,6 +78,16 @@ def test_per_doc_generation_values_win_over_the_task_and_the_cli_wins_over_both(
     assert {(r.params.max_gen_toks, r.params.until) for r in lm.generate} == {(9, ("END",))}
 
 
+@pytest.mark.parametrize("alias", ["max_new_tokens", "max_tokens", "max_gen_toks"])
+def test_gen_kwargs_max_new_tokens_replaces_the_tasks_max_gen_toks(alias, tmp_path):
+    task = gen_task(generation_size=None, generation_kwargs={"max_gen_toks": 40, "until": ["\n"]})
+    _, lm = run([task], gen_kwargs={alias: 7}, output_dir=tmp_path, log_samples=True)
+    assert {r.params.max_gen_toks for r in lm.generate} == {7}
+    records = [json.loads(x) for x in (tmp_path / "samples_gen.jsonl").read_text().splitlines()]
+    recorded = {json.dumps(r["arguments"]["gen_args_0"]["arg_1"], sort_keys=True) for r in records}
+    assert all(alias == "max_gen_toks" or alias not in text for text in recorded)
+
+
 def test_greedy_repeats_are_computed_once_and_sampled_ones_each():
     results, lm = run([gen_task(num_samples=3)])
     counts = results["assay"]["requests"]["gen"]
@@ -385,3 +395,22 @@ def test_bad_prompt_layout_is_a_task_config_error():
         run([lighteval_mc(prompt_layout="helm")])
     with pytest.raises(TaskConfigError, match="target delimiters"):
         run([lighteval_mc(target_delimiter="")])
+
+
+def test_batch_size_flag_and_model_arg_that_disagree_are_refused_before_any_task_loads():
+    with pytest.raises(ConfigError, match="--batch-size 8 and --model-args batch_size=4 disagree"):
+        Evaluation(
+            Resolved([]), RunSettings(model="dummy", model_args={"batch_size": 4}, batch_size=8)
+        )
+
+
+@pytest.mark.parametrize(
+    ("model_args", "batch_size"), [({"batch_size": 4}, None), ({}, 4), ({"batch_size": "4"}, 4)]
+)
+def test_results_record_the_batch_size_that_ran(model_args, batch_size):
+    resolved = Resolved([TaskRequest(gen_task())])
+    settings = RunSettings(
+        model="dummy", model_args=model_args, batch_size=batch_size, show_progress=False
+    )
+    results = Evaluation(resolved, settings).run()
+    assert str(results["config"]["batch_size"]) == "4"

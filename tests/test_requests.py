@@ -54,12 +54,18 @@ def test_normalize_defaults_until_to_the_fewshot_delimiter_and_256_tokens():
     ("kwargs", "expected"),
     [
         ({"max_new_tokens": 7}, 7),
-        ({"max_tokens": 9, "max_gen_toks": 3}, 3),  # max_gen_toks is the first alias
+        ({"max_tokens": 9}, 9),
+        ({"max_tokens": 3, "max_gen_toks": "3"}, 3),
         ({"max_completion_tokens": "11"}, 11),
     ],
 )
-def test_first_max_tokens_alias_wins(kwargs, expected):
+def test_max_tokens_aliases_mean_max_gen_toks(kwargs, expected):
     assert normalize_gen_kwargs(kwargs, default_until=[]).max_gen_toks == expected
+
+
+def test_two_max_tokens_aliases_that_disagree_are_refused():
+    with pytest.raises(ConfigError, match="max_gen_toks=3 and max_tokens=9"):
+        normalize_gen_kwargs({"max_tokens": 9, "max_gen_toks": 3}, default_until=[], source="x")
 
 
 def test_temperature_implies_sampling_and_do_sample_false_forces_greedy():

@@ -24,7 +24,13 @@ from assay.executors.local import LocalExecutor
 from assay.instances import doc_instances
 from assay.models.base import LM, MODELS
 from assay.prompts.manager import PromptManager
-from assay.requests import GenerateRequest, GenParams, lm_eval_gen_kwargs, normalize_gen_kwargs
+from assay.requests import (
+    MAX_TOKEN_ALIASES,
+    GenerateRequest,
+    GenParams,
+    lm_eval_gen_kwargs,
+    normalize_gen_kwargs,
+)
 from assay.results.summary import GroupSpec, MetricValues, group_entry, task_entry
 from assay.results.table import make_table
 from assay.results.task_config import config_dump
@@ -92,12 +98,19 @@ def _git_hash() -> str | None:
 
 
 def backend_args(settings: RunSettings) -> dict[str, Any]:
-    """--model-args with the run-level --batch-size and --device merged in."""
+    """--model-args with the run-level --batch-size and --device merged in.
+
+    A flag and a model arg that disagree are refused: either choice would ignore one of them."""
     args = dict(settings.model_args)
-    if settings.batch_size is not None:
-        args.setdefault("batch_size", settings.batch_size)
-    if settings.device is not None:
-        args.setdefault("device", settings.device)
+    for key, value in (("batch_size", settings.batch_size), ("device", settings.device)):
+        if value is None:
+            continue
+        if key in args and str(args[key]) != str(value):
+            flag = "--" + key.replace("_", "-")
+            raise ConfigError(
+                f"{flag} {value} and --model-args {key}={args[key]} disagree; give one of them."
+            )
+        args.setdefault(key, value)
     return args
 
 
@@ -176,6 +189,8 @@ def _check_settings(settings: RunSettings) -> None:
     """Reject bad run flags before any task is loaded or model built, naming the flag."""
     if settings.num_fewshot is not None and settings.num_fewshot < 0:
         raise ConfigError(f"--num-fewshot {settings.num_fewshot}: must be 0 or more.")
+    if isinstance(settings.model, str):
+        backend_args(settings)  # a --batch-size / --device that contradicts --model-args
     if settings.fewshot_as_multiturn and not settings.apply_chat_template:
         raise ConfigError("--fewshot-as-multiturn needs --apply-chat-template.")
     # Checked alone, whatever the tasks: a typo here must not surface mid-run.
@@ -338,12 +353,15 @@ class Evaluation:
         kwargs = lm_eval_gen_kwargs(cfg.generation_kwargs, cfg.fewshot_delimiter)
         # Per-doc values win over the task's; the command line wins over both.
         if doc.generation_size is not None:
-            for alias in ("max_new_tokens", "max_tokens", "max_completion_tokens"):
-                kwargs.pop(alias, None)
-            kwargs["max_gen_toks"] = doc.generation_size
+            _set_max_gen_toks(kwargs, doc.generation_size)
         if doc.stop_sequences is not None:
             kwargs["until"] = list(doc.stop_sequences)
-        kwargs.update(self.settings.gen_kwargs)
+        overrides = dict(self.settings.gen_kwargs)
+        given = [k for k in MAX_TOKEN_ALIASES if k in overrides]
+        if given:
+            # --gen-kwargs max_new_tokens=N replaces the task's max_gen_toks, whatever its name.
+            _set_max_gen_toks(kwargs, overrides.pop(given[0]))
+        kwargs.update(overrides)
         return kwargs
 
     def _gen_params(self, task: Task, doc: Doc, kwargs: dict[str, Any] | None = None) -> GenParams:
@@ -584,7 +602,9 @@ class Evaluation:
         final["config"] = {
             "model": s.model if isinstance(s.model, str) else type(s.model).__name__,
             "model_args": s.model_args,
-            "batch_size": s.batch_size,
+            "batch_size": backend_args(s).get("batch_size")
+            if isinstance(s.model, str)
+            else s.batch_size,
             "batch_sizes": batch_sizes,
             "device": s.device,
             "use_cache": str(s.cache) if s.cache else None,
@@ -671,6 +691,13 @@ def _task_batch_sizes(task: str, chosen: list[int], cache: ResponseCache | None)
 def _collapse_repeats(sizes: list[int]) -> list[int]:
     """`sizes` without consecutive repeats: a backend records a size only when it changes."""
     return [size for i, size in enumerate(sizes) if i == 0 or size != sizes[i - 1]]
+
+
+def _set_max_gen_toks(kwargs: dict[str, Any], value: Any) -> None:
+    """Set the generation length in lm-eval's gen_kwargs, dropping its other names."""
+    for alias in MAX_TOKEN_ALIASES[1:]:
+        kwargs.pop(alias, None)
+    kwargs["max_gen_toks"] = value  # in place when present: samples files keep lm-eval's key order
 
 
 def _as_list(value: Any) -> list[str] | None:

@@ -116,7 +116,8 @@ def kind_of(request: Request) -> RequestKind:
 
 
 DEFAULT_MAX_GEN_TOKS = 256
-_MAX_TOKEN_ALIASES = ("max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens")
+MAX_TOKEN_ALIASES = ("max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens")
+"""The names gen_kwargs accept for the generation length; all mean max_gen_toks."""
 _N = TypeVar("_N", int, float)
 
 
@@ -150,8 +151,8 @@ def normalize_gen_kwargs(
 ) -> GenParams:
     """lm-eval's gen_kwargs rules as one GenParams.
 
-    The first of max_gen_toks / max_new_tokens / max_tokens / max_completion_tokens wins
-    (default 256); with do_sample unset, temperature > 0 means sampling; do_sample=False forces
+    max_new_tokens / max_tokens / max_completion_tokens are other names of max_gen_toks
+    (default 256; two of them with different values are refused); with do_sample unset, temperature > 0 means sampling; do_sample=False forces
     temperature 0; `until` may be a string; a missing `until` means the few-shot delimiter.
     A value of the wrong type or range raises a ConfigError naming the key and `source` (the
     flag or task field the kwargs came from).
@@ -167,12 +168,17 @@ def normalize_gen_kwargs(
             f"{source}: 'until' must be a string or a list of strings, got {until!r}."
         )
     max_key, max_toks = "max_gen_toks", DEFAULT_MAX_GEN_TOKS
-    found = [k for k in _MAX_TOKEN_ALIASES if k in rest]
-    for key in found:
-        value = rest.pop(key)
-        if key == found[0]:
-            max_key, max_toks = key, value
+    found = {k: rest.pop(k) for k in MAX_TOKEN_ALIASES if k in rest}
+    if found:
+        max_key, max_toks = next(iter(found.items()))
     max_toks = _number(max_toks, max_key, source, int, low=1)
+    for key, value in found.items():
+        # Two names for one limit that disagree: honouring either would ignore the other.
+        if _number(value, key, source, int, low=1) != max_toks:
+            raise ConfigError(
+                f"{source}: {max_key}={found[max_key]!r} and {key}={value!r} both set the "
+                "generation length (max_gen_toks); give one."
+            )
     temperature = _number(rest.pop("temperature", None) or 0.0, "temperature", source, float, low=0)
     do_sample = rest.pop("do_sample", None)
     if isinstance(do_sample, str):

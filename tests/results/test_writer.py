@@ -48,3 +48,19 @@ def test_unwritable_output_dir_is_a_config_error(tmp_path):
     blocker.write_text("")
     with pytest.raises(ConfigError, match="not writable"):
         OutputDir(blocker / "sub")
+
+
+def test_results_and_samples_honour_the_umask(tmp_path):
+    import os
+
+    old = os.umask(0o027)
+    try:
+        out = OutputDir(tmp_path)
+        results = out.write_results({"results": {}})
+        part = tmp_path / ".part"
+        part.write_text(json.dumps({"doc_hash": "d", "prompt_hash": "p", "target_hash": "t"}))
+        out.write_samples("t", [part])
+    finally:
+        os.umask(old)
+    assert results.stat().st_mode & 0o777 == 0o640
+    assert out.samples_path("t").stat().st_mode & 0o777 == 0o640

@@ -14,9 +14,18 @@ from typing import Any
 from assay.errors import ConfigError
 
 
+def _umask() -> int:
+    # The umask can only be read by setting it; set it straight back.
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(path: Path, chunks: Iterable[str]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp creates 0600 files; a results file is as readable as any file the user writes.
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for chunk in chunks:
                 handle.write(chunk)
