@@ -6,7 +6,8 @@ import pytest
 
 from assay.errors import ConfigError
 from assay.pipelines import GridSearch, List, ModelConfig, RandomSearch, Range
-from assay.pipelines.knobs import fingerprint, flatten_knobs, has_knobs
+from assay.pipelines.fingerprint import fingerprint
+from assay.pipelines.knobs import flatten_knobs, has_knobs
 
 
 def base(**overrides: object) -> dict:

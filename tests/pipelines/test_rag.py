@@ -418,3 +418,72 @@ def test_fiqa_rag_use_case_with_a_tiny_local_model(
         for name in ALGEBRAIC_METRICS:
             entry = snapshot[name]
             assert entry["lower_bound"] <= entry["value"] <= entry["upper_bound"], name
+
+
+def fiqa_grid(corpus: Path, ks: list[int]) -> dict[str, Any]:
+    """Eight FiQA-style configs that differ only in settings nested inside the RAG spec."""
+    rag = RagSpec(
+        document_loader=loader(corpus),
+        text_splitter=List(
+            [RecursiveCharacterTextSplitter(chunk_size=s, chunk_overlap=0) for s in (60, 400)]
+        ),
+        embedding_cfg={
+            "class": lambda model_name: BagOfWordsEmbeddings(dim=int(model_name[3:])),
+            "model_name": List(["bow16", "bow64"]),
+        },
+        search_cfg={"type": "similarity", "k": List(ks)},
+    )
+    return {
+        "pipeline": ModelConfig("pipelines-calc", {}, {"max_tokens": 16}, rag=rag),
+        "batch_size": 3,
+        "preprocess_fn": sample_preprocess_fn,
+        "postprocess_fn": sample_postprocess_fn,
+        "compute_metrics_fn": sample_compute_metrics_fn,
+        "accumulate_metrics_fn": sample_accumulate_metrics_fn,
+    }
+
+
+def rag_knobs(metrics: dict) -> tuple:
+    return tuple(
+        metrics[f"pipeline.rag.{name}"]["value"]
+        for name in ("search.k", "chunk_size", "embedding")
+    )
+
+
+def test_rerun_with_reordered_nested_knobs_reuses_each_configs_own_rows(
+    tmp_path: Path, corpus: Path, built_models: list
+) -> None:
+    """A re-run resumes every config from its own stored rows, whatever the knob order."""
+    dataset = {"query_id": [str(q) for q, _ in QUERIES], "query": [t for _, t in QUERIES]}
+
+    def run(ks: list[int]) -> tuple[Experiment, dict]:
+        # No response cache: every model call below is a row some config recomputed.
+        exp = Experiment(
+            "fiqa", output_dir=tmp_path / "fiqa", display="none", cache_responses=False
+        )
+        return exp, exp.run_evals(GridSearch(fiqa_grid(corpus, ks)), dataset, num_shards=2)
+
+    first_exp, first = run([1, 3])
+    assert len(first) == 8
+    calls = sum(len(m.seen) for m in built_models)
+    assert calls == 8 * len(QUERIES)
+    by_knobs = {rag_knobs(m): (cid, columns) for cid, (columns, m) in first.items()}
+    assert len(by_knobs) == 8  # the table tells the eight configs apart
+    first_exp._store.close()
+
+    again_exp, again = run([1, 3])  # the notebook cell run a second time
+    assert sum(len(m.seen) for m in built_models) == calls  # nothing recomputed
+    assert {rag_knobs(m): cid for cid, (_, m) in again.items()} == {
+        knobs: cid for knobs, (cid, _) in by_knobs.items()
+    }
+    again_exp._store.close()
+
+    swapped_exp, swapped = run([3, 1])
+    assert sum(len(m.seen) for m in built_models) == calls
+    for cid, (columns, metrics) in swapped.items():
+        knobs = rag_knobs(metrics)
+        assert by_knobs[knobs][0] == cid  # each config resumes under its own id
+        assert columns["retrieved_documents"] == by_knobs[knobs][1]["retrieved_documents"]
+        # A config labelled k retrieved k documents per query: its own rows, not another's.
+        assert all(len(docs) == knobs[0] for docs in columns["retrieved_documents"])
+    assert len(swapped_exp._store.configs()) == 8  # no config was abandoned for a new id

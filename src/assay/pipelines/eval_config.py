@@ -14,7 +14,8 @@ from typing import Any
 
 from assay.aggregation import OnlineSettings
 from assay.errors import ConfigError
-from assay.pipelines.knobs import GridSearch, RandomSearch, fingerprint, flatten_knobs
+from assay.pipelines.fingerprint import fingerprint
+from assay.pipelines.knobs import GridSearch, RandomSearch, flatten_knobs
 from assay.pipelines.model_configs import ModelConfig
 from assay.pipelines.redact import find_secrets, redact, scrub
 from assay.requests import GenParams

@@ -24,7 +24,7 @@ from assay.pipelines.data import dataset_fingerprint, dataset_rows, shard_plan
 from assay.pipelines.display import ConfigRow, LiveView, to_html, to_markdown
 from assay.pipelines.engines import EngineFactory, EnginePool, local_engine, ray_engines
 from assay.pipelines.eval_config import EvalConfig, apply_changes, expand, validate
-from assay.pipelines.knobs import fingerprint
+from assay.pipelines.fingerprint import fingerprint
 from assay.pipelines.online import SAMPLES, ConfigMetrics, batch_entries
 from assay.pipelines.redact import find_secrets, redact, scrub
 from assay.pipelines.resources import SharedResources

@@ -9,9 +9,7 @@ same configs.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -183,57 +181,6 @@ def flatten_knobs(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]
     return out
 
 
-def identity_value(value: Any, depth: int = 0) -> Any:
-    """A JSON-friendly value that changes whenever `value` would behave differently.
-
-    Functions are identified by name and compiled code, other objects by type and attributes
-    (a few levels deep), so two configs that differ only in a splitter's chunk size or in the
-    body of a preprocess function get different fingerprints, across processes too.
-    """
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if depth > 4:
-        return type(value).__qualname__
-    if isinstance(value, List | Range):
-        return {"knob": repr(value)}
-    if isinstance(value, Configurable):
-        return {"type": type(value).__qualname__, **identity_value(value.knob_params(), depth + 1)}
-    if isinstance(value, Mapping):
-        return {str(k): identity_value(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
-        return [identity_value(v, depth + 1) for v in items]
-    if isinstance(value, type):
-        return f"{value.__module__}.{value.__qualname__}"
-    code = getattr(value, "__code__", None)
-    if code is not None:
-        name = f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', '')}"
-        return f"{name}#{_code_digest(code)}"
-    attributes = getattr(value, "__dict__", None)
-    if isinstance(attributes, dict):
-        return {
-            "type": type(value).__qualname__,
-            **{k: identity_value(v, depth + 1) for k, v in sorted(attributes.items())},
-        }
-    return type(value).__qualname__
-
-
-def _code_digest(code: Any) -> str:
-    """Hash of a code object, nested code included (their reprs carry memory addresses)."""
-    h = hashlib.sha256(code.co_code)
-    for const in code.co_consts:
-        h.update(
-            _code_digest(const).encode() if hasattr(const, "co_code") else repr(const).encode()
-        )
-    return h.hexdigest()[:12]
-
-
-def fingerprint(value: Any) -> str:
-    """A stable short hash of `identity_value(value)`: identifies a config across runs."""
-    text = json.dumps(identity_value(value), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 ConfigFilter = Callable[[dict[str, Any]], bool]
 
 
@@ -270,6 +217,9 @@ class RandomSearch:
 
     def get_runs(self, seed: int = 42) -> list[dict[str, Any]]:
         """Up to `num_runs` distinct leaf configs (fewer if the space is smaller)."""
+        # The fingerprint encodes knobs, so it imports this module: imported here, not above.
+        from assay.pipelines.fingerprint import fingerprint
+
         rng = random.Random(self.seed if self.seed is not None else seed)
         runs: list[dict[str, Any]] = []
         seen: set[str] = set()

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.knobs import Configurable, describe_value, fingerprint
+from assay.pipelines.fingerprint import fingerprint
+from assay.pipelines.knobs import Configurable, describe_value
 from assay.pipelines.redact import redact
 from assay.requests import GenParams
 

@@ -1,0 +1,126 @@
+"""Config fingerprints: every setting at any depth, user functions' code, stable across processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from assay.pipelines import ModelConfig, RagSpec
+from assay.pipelines.fingerprint import fingerprint
+
+THRESHOLD = 0.5
+
+
+def config(**rag: Any) -> dict[str, Any]:
+    spec = {"search_cfg": {"type": "similarity", "k": 3}, **rag}
+    return {"pipeline": ModelConfig("dummy", {}, {"max_tokens": 8}, rag=RagSpec(**spec))}
+
+
+def test_settings_nested_at_any_depth_change_the_fingerprint() -> None:
+    base = fingerprint(config())
+    assert fingerprint(config()) == base
+    assert fingerprint(config(search_cfg={"type": "similarity", "k": 1})) != base
+    assert fingerprint(config(reranker_cfg={"top_n": 1})) != fingerprint(
+        config(reranker_cfg={"top_n": 2})
+    )
+    deep = {"a": {"b": {"c": {"d": {"e": {"f": {"g": 1}}}}}}}
+    deeper = {"a": {"b": {"c": {"d": {"e": {"f": {"g": 2}}}}}}}
+    assert fingerprint(deep) != fingerprint(deeper)
+    splitters = [RecursiveCharacterTextSplitter(chunk_size=s, chunk_overlap=0) for s in (64, 65)]
+    assert fingerprint(config(text_splitter=splitters[0])) != fingerprint(
+        config(text_splitter=splitters[1])
+    )
+    # Kinds stay apart: 1, 1.0, True and "1" are different settings.
+    assert len({fingerprint({"x": v}) for v in (1, 1.0, True, "1", [1], (1,), {1})}) == 6
+
+
+def helper_a(x: float) -> float:
+    return x + 1
+
+
+def helper_b(x: float) -> float:
+    return x + 2
+
+
+def test_user_functions_are_identified_by_what_they_run() -> None:
+    def calls_a(batch: dict) -> float:
+        return helper_a(batch["x"])
+
+    def calls_b(batch: dict) -> float:
+        return helper_b(batch["x"])
+
+    assert fingerprint(calls_a) != fingerprint(calls_b)  # same bytecode, another function called
+
+    def make(limit: float) -> Any:
+        def over(batch: dict) -> bool:
+            return batch["x"] > limit
+
+        return over
+
+    assert fingerprint(make(1.0)) == fingerprint(make(1.0))
+    assert fingerprint(make(1.0)) != fingerprint(make(2.0))  # closed-over value
+
+    def with_default(batch: dict, k: int = 3) -> int:
+        return k
+
+    def with_other_default(batch: dict, k: int = 4) -> int:
+        return k
+
+    assert fingerprint(with_default) != fingerprint(with_other_default)
+
+    def reads_threshold(batch: dict) -> bool:
+        return batch["score"] > THRESHOLD
+
+    before = fingerprint(reads_threshold)
+    globals()["THRESHOLD"] = 0.7
+    try:
+        assert fingerprint(reads_threshold) != before  # a module constant the function reads
+    finally:
+        globals()["THRESHOLD"] = 0.5
+    assert fingerprint(reads_threshold) == before
+
+
+def test_cycles_and_uninspectable_objects_are_handled() -> None:
+    import threading
+
+    a: dict[str, Any] = {"name": "a"}
+    a["self"] = a
+    assert fingerprint(a) == fingerprint(a)
+    assert fingerprint({"lock": threading.Lock()}) == fingerprint({"lock": threading.Lock()})
+
+
+SCRIPT = textwrap.dedent(
+    """
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from assay.pipelines import ModelConfig, RagSpec
+    from assay.pipelines.fingerprint import fingerprint
+
+    def keep(batch):
+        return {k: v for k, v in batch.items() if k in {"query", "answer", "id", "context"}}
+
+    rag = RagSpec(
+        text_splitter=RecursiveCharacterTextSplitter(chunk_size=64, chunk_overlap=0),
+        search_cfg={"type": "similarity", "k": 3},
+        reranker_cfg={"top_n": 2, "tags": {"x", "y", "z"}},
+    )
+    print(fingerprint({"pipeline": ModelConfig("dummy", rag=rag), "preprocess_fn": keep}))
+    """
+)
+
+
+def test_fingerprint_is_the_same_in_another_process(tmp_path: Path) -> None:
+    script = tmp_path / "fp.py"
+    script.write_text(SCRIPT)
+    found = set()
+    for seed in ("1", "2", "3"):  # set and frozenset order follows the hash seed
+        env = {"PYTHONHASHSEED": seed, "PYTHONPATH": ":".join(sys.path)}
+        out = subprocess.run(
+            [sys.executable, str(script)], env=env, capture_output=True, text=True, check=True
+        )
+        found.add(out.stdout.strip())
+    assert len(found) == 1 and len(found.pop()) == 16
