@@ -445,8 +445,7 @@ def fiqa_grid(corpus: Path, ks: list[int]) -> dict[str, Any]:
 
 def rag_knobs(metrics: dict) -> tuple:
     return tuple(
-        metrics[f"pipeline.rag.{name}"]["value"]
-        for name in ("search.k", "chunk_size", "embedding")
+        metrics[f"pipeline.rag.{name}"]["value"] for name in ("search.k", "chunk_size", "embedding")
     )
 
 
