@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from assay.cli import main
+from assay.cli import build_parser, main
 
 YAML = """\
 task: cli_task
@@ -100,3 +100,11 @@ def test_bad_flags_exit_2(args, capsys):
         main(args)
     assert exc.value.code == 2
     assert "assay: error:" in capsys.readouterr().err
+
+
+def test_run_flags_default_to_the_run_settings_defaults():
+    from assay.cli import settings_from_args
+    from assay.settings import RunSettings
+
+    args = build_parser().parse_args(["run", "--tasks", "x"])
+    assert settings_from_args(args) == RunSettings()

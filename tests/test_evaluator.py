@@ -414,3 +414,23 @@ def test_results_record_the_batch_size_that_ran(model_args, batch_size):
     )
     results = Evaluation(resolved, settings).run()
     assert str(results["config"]["batch_size"]) == "4"
+
+
+def test_evaluate_takes_every_run_setting_as_a_typed_keyword_with_its_default():
+    import dataclasses
+    import inspect
+
+    params = inspect.signature(evaluate).parameters
+    assert [p for p in params if params[p].default is inspect.Parameter.empty] == ["model", "tasks"]
+    fields = {f.name: f for f in dataclasses.fields(RunSettings)}
+    assert set(params) - {"tasks", "include_path", "custom_tasks"} == set(fields)
+    for name, spec in fields.items():
+        if name in ("model",):
+            continue
+        expected = None if spec.default is dataclasses.MISSING else spec.default
+        assert params[name].default == expected, name
+
+
+def test_evaluate_needs_a_model():
+    with pytest.raises(TypeError):
+        evaluate(tasks=["x"])  # type: ignore[call-arg]

@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "evaluate": "assay.evaluator",
-    "RunSettings": "assay.evaluator",
+    "RunSettings": "assay.settings",
     "TaskConfig": "assay.tasks.config",
     "MetricSpec": "assay.tasks.config",
     "Task": "assay.tasks.task",

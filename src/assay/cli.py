@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay.errors import AssayError
+from assay.settings import RunSettings, default, setting_names
 
 
 def _limit(text: str) -> int | float:
@@ -68,8 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--model",
         "-m",
-        default="hf",
-        help="backend: hf, openai-completions, openai-chat, vllm, dummy, replay (default hf)",
+        default=default("model"),
+        help="backend: hf, openai-completions, openai-chat, vllm, dummy, replay "
+        f"(default {default('model')})",
     )
     run.add_argument(
         "--model-args", "-a", default="", help="k=v,k2=v2 (or JSON) passed to the backend"
@@ -94,29 +96,43 @@ def build_parser() -> argparse.ArgumentParser:
         help="Python file defining TASKS_TABLE (repeatable)",
     )
     run.add_argument(
-        "--num-fewshot", "-f", type=int, default=None, help="few-shot examples per doc"
+        "--num-fewshot",
+        "-f",
+        type=int,
+        default=default("num_fewshot"),
+        help="few-shot examples per doc",
     )
     run.add_argument(
         "--limit",
         "-L",
         type=_limit,
-        default=None,
+        default=default("limit"),
         help="first N docs per task (a value < 1 is a fraction)",
     )
-    run.add_argument("--batch-size", "-b", type=_batch, default=None, help="N or auto")
-    run.add_argument("--device", default=None, help="cpu, cuda, cuda:0, mps ...")
     run.add_argument(
-        "--output-dir", "-o", default=None, help="write results.json (and samples) here"
+        "--batch-size", "-b", type=_batch, default=default("batch_size"), help="N or auto"
+    )
+    run.add_argument("--device", default=default("device"), help="cpu, cuda, cuda:0, mps ...")
+    run.add_argument(
+        "--output-dir",
+        "-o",
+        default=default("output_dir"),
+        help="write results.json (and samples) here",
     )
     run.add_argument(
         "--log-samples", "-s", action="store_true", help="write samples_<task>.jsonl per task"
     )
-    run.add_argument("--seed", type=int, default=0, help="seed for sampling (default 0)")
+    run.add_argument(
+        "--seed",
+        type=int,
+        default=default("seed"),
+        help=f"seed for sampling (default {default('seed')})",
+    )
     run.add_argument(
         "--fewshot-seed",
         type=int,
-        default=1234,
-        help="seed of few-shot selection (default 1234, as lm-eval)",
+        default=default("fewshot_seed"),
+        help=f"seed of few-shot selection (default {default('fewshot_seed')}, as lm-eval)",
     )
     run.add_argument(
         "--apply-chat-template",
@@ -125,13 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--system-instruction",
-        default=None,
+        default=default("system_instruction"),
         help="system prompt placed before the task description",
     )
     run.add_argument(
         "--fewshot-as-multiturn",
         action="store_true",
-        default=None,
+        default=default("fewshot_as_multiturn"),
         help="few-shot examples as chat turns",
     )
     run.add_argument(
@@ -140,11 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--bootstrap-iters",
         type=int,
-        default=100_000,
+        default=default("bootstrap_iters"),
         help="bootstrap iterations for non-mean stderr (0 disables)",
     )
     run.add_argument(
-        "--cache", default=None, help="response cache file (default OUTPUT_DIR/cache.sqlite)"
+        "--cache",
+        default=default("cache"),
+        help="response cache file (default OUTPUT_DIR/cache.sqlite)",
     )
     run.add_argument(
         "--no-cache", action="store_true", help="do not read or write the response cache"
@@ -158,24 +176,24 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--executor",
         choices=["local", "ray"],
-        default="local",
+        default=default("executor"),
         help="where requests run: this process, or Ray actors holding model replicas",
     )
     run.add_argument(
         "--replicas",
         type=_positive_int,
-        default=None,
+        default=default("replicas"),
         help="ray: model replicas (default one per GPU of the cluster, one without GPUs)",
     )
     run.add_argument(
         "--gpus-per-replica",
         type=float,
-        default=None,
+        default=default("gpus_per_replica"),
         help="ray: GPUs per replica, e.g. the vLLM tensor-parallel size (default 1, 0 without GPUs)",
     )
     run.add_argument(
         "--ray-address",
-        default=None,
+        default=default("ray_address"),
         help="ray: cluster to join, e.g. auto or ray://head:10001 (default a local Ray instance)",
     )
 
@@ -202,35 +220,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run(args: argparse.Namespace) -> int:
-    from assay.evaluator import Evaluation, RunSettings, results_tables
+# RunSettings fields whose flag is spelled differently, or that only the Python API sets.
+_NEGATED_FLAGS = {"show_progress": "no_progress"}
+_API_ONLY = {"dataset_loading_processes"}
+
+
+def settings_from_args(args: argparse.Namespace) -> RunSettings:
+    """The RunSettings of an `assay run` command line: one field per flag, same name."""
     from assay.models._args import parse_kv
+
+    values = {
+        name: getattr(args, name)
+        for name in setting_names()
+        if name not in _API_ONLY and name not in _NEGATED_FLAGS
+    }
+    values.update({name: not getattr(args, flag) for name, flag in _NEGATED_FLAGS.items()})
+    values["model_args"] = parse_kv(args.model_args, "--model-args")
+    values["gen_kwargs"] = parse_kv(args.gen_kwargs, "--gen-kwargs")
+    if args.no_cache:
+        values["cache"] = False
+    return RunSettings(**values)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from assay.evaluator import Evaluation, results_tables
     from assay.tasks.registry import Registry
 
-    settings = RunSettings(
-        model=args.model,
-        model_args=parse_kv(args.model_args, "--model-args"),
-        num_fewshot=args.num_fewshot,
-        limit=args.limit,
-        batch_size=args.batch_size,
-        device=args.device,
-        output_dir=args.output_dir,
-        log_samples=args.log_samples,
-        seed=args.seed,
-        fewshot_seed=args.fewshot_seed,
-        apply_chat_template=args.apply_chat_template,
-        system_instruction=args.system_instruction,
-        fewshot_as_multiturn=args.fewshot_as_multiturn,
-        gen_kwargs=parse_kv(args.gen_kwargs, "--gen-kwargs"),
-        bootstrap_iters=args.bootstrap_iters,
-        cache=False if args.no_cache else args.cache,
-        confirm_run_unsafe_code=args.confirm_run_unsafe_code,
-        show_progress=not args.no_progress,
-        executor=args.executor,
-        replicas=args.replicas,
-        gpus_per_replica=args.gpus_per_replica,
-        ray_address=args.ray_address,
-    )
+    settings = settings_from_args(args)
     if args.log_samples and not args.output_dir:
         raise AssayError("--log-samples needs --output-dir (where samples files are written).")
     registry = Registry(args.include_path, args.custom_tasks)
@@ -263,7 +279,7 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from assay.evaluator import Evaluation, RunSettings
+    from assay.evaluator import Evaluation
     from assay.tasks.registry import Registry
 
     evaluation = Evaluation(

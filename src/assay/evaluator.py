@@ -12,7 +12,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,47 +44,14 @@ from assay.scoring import (
     sample_record,
     score,
 )
+from assay.settings import RunSettings, setting_names
 from assay.tasks.registry import Registry, Resolved
-from assay.tasks.task import DEFAULT_FEWSHOT_SEED, Task
+from assay.tasks.task import Task
 
 log = logging.getLogger(__name__)
 
 SHARD_DOCS = 2000
 """Docs per shard: memory stays flat however large a task is."""
-
-
-@dataclass
-class RunSettings:
-    """Everything a run needs besides the tasks (the CLI flags, as values)."""
-
-    model: str | LM = "dummy"
-    model_args: dict[str, Any] = field(default_factory=dict)
-    num_fewshot: int | None = None
-    limit: int | float | None = None
-    batch_size: int | str | None = None
-    device: str | None = None
-    output_dir: str | Path | None = None
-    log_samples: bool = False
-    seed: int = 0
-    fewshot_seed: int = DEFAULT_FEWSHOT_SEED
-    apply_chat_template: bool = False
-    system_instruction: str | None = None
-    fewshot_as_multiturn: bool | None = None
-    gen_kwargs: dict[str, Any] = field(default_factory=dict)
-    bootstrap_iters: int = 100_000
-    cache: str | Path | bool | None = None
-    """Response cache path; None means OUT/cache.sqlite when an output dir is given."""
-    confirm_run_unsafe_code: bool = False
-    dataset_loading_processes: int = 4
-    show_progress: bool = True
-    executor: str = "local"
-    """Where requests run: "local" (this process) or "ray" (a pool of model replicas)."""
-    replicas: int | None = None
-    """Ray: model replicas (default one per GPU, or one without GPUs)."""
-    gpus_per_replica: float | None = None
-    """Ray: GPUs per replica (default 1 with GPUs, else 0)."""
-    ray_address: str | None = None
-    """Ray: cluster to join (default a local Ray instance)."""
 
 
 def _git_hash() -> str | None:
@@ -707,33 +674,59 @@ def _as_list(value: Any) -> list[str] | None:
 
 
 def evaluate(
-    model: str | LM = "dummy",
-    tasks: str | Sequence[str] = (),
+    model: str | LM,
+    tasks: str | Sequence[str],
     *,
     model_args: dict[str, Any] | str | None = None,
     include_path: str | Path | Sequence[str | Path] = (),
     custom_tasks: str | Path | Sequence[str | Path] = (),
-    **settings: Any,
+    num_fewshot: int | None = RunSettings.num_fewshot,
+    limit: int | float | None = RunSettings.limit,
+    batch_size: int | str | None = RunSettings.batch_size,
+    device: str | None = RunSettings.device,
+    output_dir: str | Path | None = RunSettings.output_dir,
+    log_samples: bool = RunSettings.log_samples,
+    seed: int = RunSettings.seed,
+    fewshot_seed: int = RunSettings.fewshot_seed,
+    apply_chat_template: bool = RunSettings.apply_chat_template,
+    system_instruction: str | None = RunSettings.system_instruction,
+    fewshot_as_multiturn: bool | None = RunSettings.fewshot_as_multiturn,
+    gen_kwargs: dict[str, Any] | str | None = None,
+    bootstrap_iters: int = RunSettings.bootstrap_iters,
+    cache: str | Path | bool | None = RunSettings.cache,
+    confirm_run_unsafe_code: bool = RunSettings.confirm_run_unsafe_code,
+    dataset_loading_processes: int = RunSettings.dataset_loading_processes,
+    show_progress: bool = RunSettings.show_progress,
+    executor: str = RunSettings.executor,
+    replicas: int | None = RunSettings.replicas,
+    gpus_per_replica: float | None = RunSettings.gpus_per_replica,
+    ray_address: str | None = RunSettings.ray_address,
 ) -> dict[str, Any]:
-    """Evaluate `model` on `tasks` and return the results dict (lm-eval layout).
+    """Evaluate `model` (a backend name such as "hf", or an LM object) on `tasks` and return the
+    results dict (lm-eval layout).
 
     Arguments take the command line's forms too: `tasks="a,b"`, `model_args` and `gen_kwargs`
-    as "k=v,k2=v2" strings, a single include path or custom task file.
-
-    Keyword settings are the fields of RunSettings (num_fewshot, limit, batch_size, device,
-    output_dir, log_samples, seed, apply_chat_template, system_instruction, fewshot_as_multiturn,
-    gen_kwargs, bootstrap_iters, cache, confirm_run_unsafe_code).
+    as "k=v,k2=v2" strings, a single include path or custom task file. The keywords after
+    `custom_tasks` are the fields of RunSettings, with its defaults (documented there).
     """
     from assay.cli import split_csv
     from assay.models._args import parse_kv
 
-    if "gen_kwargs" in settings:
-        settings["gen_kwargs"] = parse_kv(settings["gen_kwargs"], "gen_kwargs")
-    run = RunSettings(model=model, model_args=parse_kv(model_args, "model_args"), **settings)
+    settings = {k: v for k, v in locals().items() if k in _KEYWORD_SETTINGS}
+    run = RunSettings(
+        **settings,
+        model=model,
+        model_args=parse_kv(model_args, "model_args"),
+        gen_kwargs=parse_kv(gen_kwargs, "gen_kwargs"),
+    )
     registry = Registry(_paths(include_path), _paths(custom_tasks))
     names = split_csv([tasks] if isinstance(tasks, str) else list(tasks))
     evaluation = Evaluation(registry.resolve(names), run)
     return evaluation.run()
+
+
+_KEYWORD_SETTINGS = frozenset(setting_names()) - {"model", "model_args", "gen_kwargs"}
+"""The RunSettings fields evaluate() takes as plain keywords (the rest are parsed first)."""
 
 
 def _paths(value: str | Path | Sequence[str | Path]) -> list[str | Path]:

@@ -44,8 +44,9 @@ def show(registry: Registry, name: str, num_fewshot: int | None) -> str:
     shown is what the model would get.
     """
     from assay.doc import OutputType
-    from assay.evaluator import Evaluation, RunSettings
+    from assay.evaluator import Evaluation
     from assay.instances import doc_instances
+    from assay.settings import RunSettings
     from assay.tasks.registry import Resolved, TaskRequest
 
     found = registry.get(name)

@@ -12,11 +12,9 @@ from typing import Any
 from assay.doc import Doc, OutputType
 from assay.errors import DataError, TaskConfigError
 from assay.hub import needs_hub, offline_unless_reachable
+from assay.settings import DEFAULT_FEWSHOT_SEED
 from assay.tasks.config import TaskConfig
 from assay.tasks.fewshot import select_fewshots
-
-DEFAULT_FEWSHOT_SEED = 1234
-"""lm-eval's default few-shot seed, so few-shot prompts match its runs."""
 
 LIGHTEVAL_SHUFFLE_SEED = 42
 """lighteval's get_docs shuffles the eval docs with random.Random(42) before taking max_samples."""

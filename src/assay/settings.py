@@ -1,0 +1,83 @@
+"""RunSettings: everything a benchmark run needs besides its tasks, with every default in one place.
+
+`assay run`'s flags take their defaults from these fields (the CLI tests check that each field
+has its flag), and `evaluate()`'s keywords are these fields. The module is import-light: the
+CLI reads it to build `--help`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.models.base import LM
+
+DEFAULT_FEWSHOT_SEED = 1234
+"""lm-eval's default few-shot seed, so few-shot prompts match its runs."""
+
+
+@dataclass
+class RunSettings:
+    """Everything a run needs besides the tasks (the `assay run` flags, as values)."""
+
+    model: str | LM = "hf"
+    """Backend name (hf, vllm, openai-completions, openai-chat, dummy, replay) or an LM object."""
+    model_args: dict[str, Any] = field(default_factory=dict)
+    """Backend arguments (--model-args)."""
+    num_fewshot: int | None = None
+    """Few-shot examples per doc; None keeps each task's default."""
+    limit: int | float | None = None
+    """First N docs per task; a value below 1 is a fraction of the docs."""
+    batch_size: int | str | None = None
+    """Rows per batch or "auto"; None leaves it to the backend (or --model-args)."""
+    device: str | None = None
+    """cpu, cuda, cuda:N, mps; None leaves it to the backend."""
+    output_dir: str | Path | None = None
+    """Folder for results.json (and samples files); None writes nothing."""
+    log_samples: bool = False
+    """Write samples_<task>.jsonl per task (needs output_dir)."""
+    seed: int = 0
+    """Seed of sampled generations."""
+    fewshot_seed: int = DEFAULT_FEWSHOT_SEED
+    """Seed of few-shot selection."""
+    apply_chat_template: bool = False
+    """Render prompts with the model's chat template."""
+    system_instruction: str | None = None
+    """System prompt placed before the task description."""
+    fewshot_as_multiturn: bool | None = None
+    """Few-shot examples as chat turns; None means yes when a chat template is applied."""
+    gen_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Generation settings merged into every generative task (they win over the task's)."""
+    bootstrap_iters: int = 100_000
+    """Bootstrap iterations for the stderr of non-mean aggregations (0 disables)."""
+    cache: str | Path | bool | None = None
+    """Response cache path; None means OUT/cache.sqlite when an output dir is given; False none."""
+    confirm_run_unsafe_code: bool = False
+    """Allow tasks that execute model-written code."""
+    dataset_loading_processes: int = 4
+    """Datasets loaded in parallel before the model is built."""
+    show_progress: bool = True
+    """Show progress bars (on a terminal)."""
+    executor: str = "local"
+    """Where requests run: "local" (this process) or "ray" (a pool of model replicas)."""
+    replicas: int | None = None
+    """Ray: model replicas (default one per GPU, or one without GPUs)."""
+    gpus_per_replica: float | None = None
+    """Ray: GPUs per replica (default 1 with GPUs, else 0)."""
+    ray_address: str | None = None
+    """Ray: cluster to join (default a local Ray instance)."""
+
+
+def default(name: str) -> Any:
+    """The default value of the RunSettings field `name` (a fresh one for dict fields)."""
+    spec = next(f for f in fields(RunSettings) if f.name == name)
+    if spec.default is not MISSING:
+        return spec.default
+    return spec.default_factory()  # type: ignore[misc]
+
+
+def setting_names() -> list[str]:
+    """The names of every RunSettings field, in declaration order."""
+    return [f.name for f in fields(RunSettings)]
