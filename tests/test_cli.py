@@ -84,6 +84,10 @@ def test_run_prints_the_table_and_writes_results(folder, tmp_path, capsys):
         (["--tasks", "cli_task", "--model-args", "seed"], "not key=value"),
         (["--tasks", "cli_task", "--log-samples"], "--log-samples needs --output-dir"),
         (["--tasks", "cli_task|x"], "number of few-shot"),
+        (["--tasks", "cli_task", "--samples", "{bad"], "--samples: not valid JSON"),
+        (["--tasks", "cli_task", "--samples", "nofile.json"], "neither a JSON object nor"),
+        (["--tasks", "cli_task", "--samples", "[1]"], "neither a JSON object nor"),
+        (["--tasks", "cli_task", "--metadata", "{1"], "--metadata: not valid JSON"),
     ],
 )
 def test_user_mistakes_exit_2_with_one_message_and_no_traceback(folder, capsys, args, message):
@@ -108,3 +112,18 @@ def test_run_flags_default_to_the_run_settings_defaults():
 
     args = build_parser().parse_args(["run", "--tasks", "x"])
     assert settings_from_args(args) == RunSettings()
+
+
+def test_samples_from_a_json_file_and_predict_only(folder, tmp_path):
+    chosen = tmp_path / "ids.json"
+    chosen.write_text('{"cli_task": [3, 1]}', encoding="utf-8")
+    out = tmp_path / "out"
+    code = main(["run", "--model", "dummy", "--tasks", "cli_task", "--include-path", str(folder),
+                 "--output-dir", str(out), "--no-progress", "--samples", str(chosen),
+                 "--predict-only"])  # fmt: skip
+    assert code == 0
+    lines = (out / "samples_cli_task.jsonl").read_text().splitlines()
+    assert [json.loads(x)["doc_id"] for x in lines] == [1, 3]
+    assert (
+        json.loads((out / "results.json").read_text())["results"]["cli_task"]["bypass,none"] == 999
+    )

@@ -434,3 +434,57 @@ def test_evaluate_takes_every_run_setting_as_a_typed_keyword_with_its_default():
 def test_evaluate_needs_a_model():
     with pytest.raises(TypeError):
         evaluate(tasks=["x"])  # type: ignore[call-arg]
+
+
+def test_samples_runs_exactly_the_named_docs_in_doc_order(tmp_path):
+    results, lm = run(
+        [gen_task()], samples={"gen": [5, 1, 5]}, output_dir=tmp_path, log_samples=True
+    )
+    assert sorted(r.prompt for r in lm.generate) == ["q1", "q5"]
+    logged = [
+        json.loads(x)["doc_id"] for x in (tmp_path / "samples_gen.jsonl").read_text().splitlines()
+    ]
+    assert logged == [1, 5]
+    assert results["n-samples"]["gen"] == {"original": len(ROWS), "effective": 2}
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"samples": {"gen": [0]}, "limit": 2}, "--samples and --limit"),
+        ({"samples": {"gne": [0]}}, "'gne' is not a task of this run"),
+        ({"samples": {"gen": "0,1"}}, "must map to a list of doc ids"),
+        ({"samples": {"gen": [1, 7, 9]}}, "has 7 docs (ids 0 to 6); got id(s) 7, 9"),
+        ({"predict_only": True}, "--predict-only needs --output-dir"),
+    ],
+)
+def test_bad_samples_and_predict_only_settings_are_refused(settings, message):
+    with pytest.raises(ConfigError) as raised:
+        run([gen_task()], **settings)
+    assert message in str(raised.value)
+
+
+def test_predict_only_logs_answers_and_runs_no_metric(tmp_path):
+    def boom(doc, results):
+        raise AssertionError("scoring code ran")
+
+    task = gen_task(process_results=boom)
+    results, lm = run([task], predict_only=True, output_dir=tmp_path)
+    assert len(lm.generate) == len(ROWS)
+    # lm-eval's predict-only output: the bypass metric, 999 for the task, None per sample.
+    assert results["results"]["gen"]["bypass,none"] == 999
+    records = [json.loads(x) for x in (tmp_path / "samples_gen.jsonl").read_text().splitlines()]
+    assert len(records) == len(ROWS) and all(r["bypass"] is None for r in records)
+    assert records[0]["resps"] == [["a0"]]
+
+
+def test_metadata_reaches_the_dataset_loader_and_the_results_config():
+    seen = {}
+
+    def loader(**kwargs):
+        seen.update(kwargs)
+        return {"validation": ROWS}
+
+    results, _ = run([gen_task(dataset_loader=loader)], metadata={"max_seq_lengths": [64]})
+    assert seen["max_seq_lengths"] == [64]
+    assert results["configs"]["gen"]["metadata"]["max_seq_lengths"] == [64]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay.errors import AssayError
-from assay.settings import RunSettings, default, setting_names
+from assay.settings import RunSettings, default, parse_samples, setting_names
 
 
 def _limit(text: str) -> int | float:
@@ -110,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="first N docs per task (a value < 1 is a fraction)",
     )
     run.add_argument(
+        "--samples",
+        "-E",
+        default=default("samples"),
+        help="doc ids per task, as JSON or a JSON file: '{\"arc_easy\": [0, 5]}' (not with --limit)",
+    )
+    run.add_argument(
         "--batch-size", "-b", type=_batch, default=default("batch_size"), help="N or auto"
     )
     run.add_argument("--device", default=default("device"), help="cpu, cuda, cuda:0, mps ...")
@@ -121,6 +127,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--log-samples", "-s", action="store_true", help="write samples_<task>.jsonl per task"
+    )
+    run.add_argument(
+        "--predict-only",
+        "-x",
+        action="store_true",
+        help="log the model's answers without computing metrics (implies --log-samples)",
+    )
+    run.add_argument(
+        "--metadata",
+        default="",
+        help="JSON (or k=v) merged into every task's metadata, e.g. '{\"max_seq_lengths\": [4096]}'",
     )
     run.add_argument(
         "--seed",
@@ -237,6 +254,8 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
     values.update({name: not getattr(args, flag) for name, flag in _NEGATED_FLAGS.items()})
     values["model_args"] = parse_kv(args.model_args, "--model-args")
     values["gen_kwargs"] = parse_kv(args.gen_kwargs, "--gen-kwargs")
+    values["metadata"] = parse_kv(args.metadata, "--metadata")
+    values["samples"] = parse_samples(args.samples)
     if args.no_cache:
         values["cache"] = False
     return RunSettings(**values)
@@ -247,8 +266,6 @@ def _run(args: argparse.Namespace) -> int:
     from assay.tasks.registry import Registry
 
     settings = settings_from_args(args)
-    if args.log_samples and not args.output_dir:
-        raise AssayError("--log-samples needs --output-dir (where samples files are written).")
     registry = Registry(args.include_path, args.custom_tasks)
     evaluation = Evaluation(registry.resolve(split_csv(args.tasks)), settings)
     results = evaluation.run()

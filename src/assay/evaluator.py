@@ -44,7 +44,8 @@ from assay.scoring import (
     sample_record,
     score,
 )
-from assay.settings import RunSettings, setting_names
+from assay.settings import RunSettings, parse_samples, setting_names
+from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.registry import Registry, Resolved
 from assay.tasks.task import Task
 
@@ -162,6 +163,46 @@ def _check_settings(settings: RunSettings) -> None:
         raise ConfigError("--fewshot-as-multiturn needs --apply-chat-template.")
     # Checked alone, whatever the tasks: a typo here must not surface mid-run.
     normalize_gen_kwargs(settings.gen_kwargs, default_until=[], source="--gen-kwargs")
+    if settings.samples is not None and settings.limit is not None:
+        raise ConfigError(
+            "--samples and --limit both choose docs; give one (--samples names the doc ids)."
+        )
+    if (settings.log_samples or settings.predict_only) and settings.output_dir is None:
+        flag = "--predict-only" if settings.predict_only else "--log-samples"
+        raise ConfigError(f"{flag} needs --output-dir (where samples files are written).")
+
+
+def _configured(config: TaskConfig, settings: RunSettings) -> TaskConfig:
+    """A task's config with the run's --metadata merged in and, for --predict-only, lm-eval's
+    bypass metric in place of its metrics (no scoring code runs)."""
+    changes: dict[str, Any] = {}
+    if settings.metadata:
+        changes["metadata"] = {**config.metadata, **settings.metadata}
+    if settings.predict_only:
+        # The output type stays what the task's own metrics make it.
+        changes.update(
+            metrics=[MetricSpec("bypass")],
+            process_results=None,
+            output_type=config.resolved_output_type,
+        )
+    return replace(config, **changes) if changes else config
+
+
+def _check_samples(samples: dict[str, list[int]], tasks: Sequence[Task]) -> None:
+    """--samples names tasks of this run, each with a list of doc ids."""
+    names = [t.name for t in tasks]
+    for name, ids in samples.items():
+        if name not in names:
+            raise ConfigError(
+                f"--samples: {name!r} is not a task of this run (tasks: {', '.join(names)})."
+            )
+        if not isinstance(ids, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids
+        ):
+            raise ConfigError(
+                f"--samples: {name!r} must map to a list of doc ids (whole numbers >= 0), "
+                f"got {ids!r}."
+            )
 
 
 class Evaluation:
@@ -172,12 +213,14 @@ class Evaluation:
         self.resolved, self.settings = resolved, settings
         self.tasks = [
             Task(
-                r.config,
+                _configured(r.config, settings),
                 num_fewshot=r.num_fewshot if r.num_fewshot is not None else settings.num_fewshot,
                 fewshot_seed=settings.fewshot_seed,
             )
             for r in resolved.tasks
         ]
+        if settings.samples is not None:
+            _check_samples(settings.samples, self.tasks)
         self.plans = {}
         for task in self.tasks:
             cfg = task.config
@@ -191,6 +234,10 @@ class Evaluation:
                     "'!function' metric, process_results) runs in this process, not sandboxed."
                 )
             self.plans[task.name] = (build_filters(cfg), build_metrics(cfg))
+
+    @property
+    def _logs_samples(self) -> bool:
+        return self.settings.log_samples or self.settings.predict_only
 
     def load_data(self) -> None:
         """Load every task's dataset and build its first doc (in parallel), before any model is
@@ -352,7 +399,7 @@ class Evaluation:
         output_type = task.output_type
         prompts = self._prompt_manager(task, model)
         with_uncond = any(m.metric.needs_unconditioned for m in metrics)
-        indices = task.doc_indices(self.settings.limit)
+        indices = self._doc_indices(task)
         columns: dict[tuple[str, str], MetricValues] = {}
         parts = {
             f.name: (out.path / f".samples_{task.name}.{i}.part") if out else None
@@ -361,7 +408,7 @@ class Evaluation:
         handles = {
             name: p.open("w", encoding="utf-8")
             for name, p in parts.items()
-            if p and self.settings.log_samples
+            if p and self._logs_samples
         }
         counts: dict[str, Any] = {"requests": 0, "unique_requests": 0}
         progress = _Progress(
@@ -397,12 +444,26 @@ class Evaluation:
             progress.close()
             for handle in handles.values():
                 handle.close()
-        if out and self.settings.log_samples:
+        if out and self._logs_samples:
             counts["task_hash"] = out.write_samples(task.name, [p for p in parts.values() if p])
         entry = task_entry(
             task.name, cfg.alias, n_docs, list(columns.values()), self.settings.bootstrap_iters
         )
         return entry, counts, n_docs
+
+    def _doc_indices(self, task: Task) -> list[int]:
+        """The docs to run: --samples' ids for the task (in doc order), else --limit's."""
+        ids = (self.settings.samples or {}).get(task.name)
+        if ids is None:
+            return task.doc_indices(self.settings.limit)
+        total = len(task.eval_rows())
+        beyond = sorted(i for i in set(ids) if i >= total)
+        if beyond:
+            raise ConfigError(
+                f"--samples: task {task.name} has {total} docs (ids 0 to {total - 1}); "
+                f"got id(s) {', '.join(map(str, beyond))}."
+            )
+        return sorted(set(ids))
 
     def _column(self, metric: str, flt: str, metrics: Sequence[Any], cfg: Any) -> MetricValues:
         for m in metrics:
@@ -682,16 +743,19 @@ def evaluate(
     custom_tasks: str | Path | Sequence[str | Path] = (),
     num_fewshot: int | None = RunSettings.num_fewshot,
     limit: int | float | None = RunSettings.limit,
+    samples: dict[str, list[int]] | str | None = None,
     batch_size: int | str | None = RunSettings.batch_size,
     device: str | None = RunSettings.device,
     output_dir: str | Path | None = RunSettings.output_dir,
     log_samples: bool = RunSettings.log_samples,
+    predict_only: bool = RunSettings.predict_only,
     seed: int = RunSettings.seed,
     fewshot_seed: int = RunSettings.fewshot_seed,
     apply_chat_template: bool = RunSettings.apply_chat_template,
     system_instruction: str | None = RunSettings.system_instruction,
     fewshot_as_multiturn: bool | None = RunSettings.fewshot_as_multiturn,
     gen_kwargs: dict[str, Any] | str | None = None,
+    metadata: dict[str, Any] | str | None = None,
     bootstrap_iters: int = RunSettings.bootstrap_iters,
     cache: str | Path | bool | None = RunSettings.cache,
     confirm_run_unsafe_code: bool = RunSettings.confirm_run_unsafe_code,
@@ -718,6 +782,8 @@ def evaluate(
         model=model,
         model_args=parse_kv(model_args, "model_args"),
         gen_kwargs=parse_kv(gen_kwargs, "gen_kwargs"),
+        metadata=parse_kv(metadata, "metadata"),
+        samples=parse_samples(samples, "samples"),
     )
     registry = Registry(_paths(include_path), _paths(custom_tasks))
     names = split_csv([tasks] if isinstance(tasks, str) else list(tasks))
@@ -725,7 +791,13 @@ def evaluate(
     return evaluation.run()
 
 
-_KEYWORD_SETTINGS = frozenset(setting_names()) - {"model", "model_args", "gen_kwargs"}
+_KEYWORD_SETTINGS = frozenset(setting_names()) - {
+    "model",
+    "model_args",
+    "gen_kwargs",
+    "metadata",
+    "samples",
+}
 """The RunSettings fields evaluate() takes as plain keywords (the rest are parsed first)."""
 
 

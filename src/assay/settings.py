@@ -11,6 +11,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.errors import ConfigError
+
 if TYPE_CHECKING:
     from assay.models.base import LM
 
@@ -30,6 +32,9 @@ class RunSettings:
     """Few-shot examples per doc; None keeps each task's default."""
     limit: int | float | None = None
     """First N docs per task; a value below 1 is a fraction of the docs."""
+    samples: dict[str, list[int]] | None = None
+    """Doc ids to run per task name (lm-eval's --samples); tasks not named run every doc.
+    Excludes `limit`."""
     batch_size: int | str | None = None
     """Rows per batch or "auto"; None leaves it to the backend (or --model-args)."""
     device: str | None = None
@@ -38,6 +43,9 @@ class RunSettings:
     """Folder for results.json (and samples files); None writes nothing."""
     log_samples: bool = False
     """Write samples_<task>.jsonl per task (needs output_dir)."""
+    predict_only: bool = False
+    """Log the model's answers without computing metrics (lm-eval's bypass metric); implies
+    log_samples."""
     seed: int = 0
     """Seed of sampled generations."""
     fewshot_seed: int = DEFAULT_FEWSHOT_SEED
@@ -50,6 +58,9 @@ class RunSettings:
     """Few-shot examples as chat turns; None means yes when a chat template is applied."""
     gen_kwargs: dict[str, Any] = field(default_factory=dict)
     """Generation settings merged into every generative task (they win over the task's)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Merged into every task's metadata (lm-eval's --metadata), which reaches custom dataset
+    functions, e.g. {"max_seq_lengths": [4096]}."""
     bootstrap_iters: int = 100_000
     """Bootstrap iterations for the stderr of non-mean aggregations (0 disables)."""
     cache: str | Path | bool | None = None
@@ -68,6 +79,31 @@ class RunSettings:
     """Ray: GPUs per replica (default 1 with GPUs, else 0)."""
     ray_address: str | None = None
     """Ray: cluster to join (default a local Ray instance)."""
+
+
+def parse_samples(value: str | dict[str, Any] | None, flag: str = "--samples") -> Any:
+    """--samples as given: a JSON object, or the path of a file holding one (lm-eval's forms)."""
+    if value is None or isinstance(value, dict):
+        return value
+    import json
+
+    text = value
+    if not value.lstrip().startswith("{"):
+        try:
+            text = Path(value).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"{flag} {value!r}: neither a JSON object nor a readable file ({exc.strerror})."
+            ) from None
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{flag}: not valid JSON: {exc.msg} at column {exc.colno}.") from None
+    if not isinstance(parsed, dict):
+        raise ConfigError(
+            f'{flag}: expected a JSON object like {{"task": [0, 5]}}, got {parsed!r}.'
+        )
+    return parsed
 
 
 def default(name: str) -> Any:

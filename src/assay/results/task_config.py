@@ -33,6 +33,7 @@ def config_dump(task: Task) -> dict[str, Any]:
     dumped.setdefault("metadata", {})
     dumped["metadata"] = {
         **(dumped.get("metadata") or {}),
+        **cfg.metadata,  # with the run's --metadata
         "version": cfg.version,
         "config_source": cfg.source,
     }
