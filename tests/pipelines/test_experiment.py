@@ -601,3 +601,55 @@ def test_a_store_written_before_clones_were_resumable_still_opens(tmp_path: Path
         (2, {"batch_size": 2}),
     ]
     store.close()
+
+
+def test_a_config_whose_rows_all_fail_fails_with_the_first_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rows = arithmetic_rows(8)
+    failing = [dict(r, question="FAIL " + r["question"]) for r in rows]
+    config = gsm8k_config()
+    config["pipeline"] = config["pipeline"].replace(sampling_params={})
+    with pytest.raises(AssayError, match=r"config 1: every row failed .*row \d+: .*refused"):
+        experiment(tmp_path, "all").run_evals(config, failing, num_shards=2)
+    # Beside a healthy config: it fails loudly (log, status, errors()), the other completes.
+    both = GridSearch(
+        gsm8k_config(preprocess_fn=List([sample_preprocess_fn, lambda b, r, p: fail_all(b, r, p)]))
+    )
+    exp = experiment(tmp_path, "one")
+    with caplog.at_level(logging.ERROR):
+        results = exp.run_evals(both, rows, num_shards=2)
+    assert sorted(results) == [1, 3]  # temperature 0.0 and 0.8 of the healthy preprocess
+    assert [r.status for r in exp.status_rows()] == ["completed", "failed"] * 2
+    assert "every row failed (4 of 4 so far)" in exp.errors()[2]
+    assert "config 2: every row failed" in caplog.text
+    stored = {c["config_id"]: c for c in exp._store.configs()}
+    assert stored[2]["status"] == "failed" and "backend refused" in stored[2]["error"]
+    # Failed rows are still recorded; the failed shard is not marked complete.
+    assert exp._store.completed_shards(2) == []
+    assert all(r.error for r in exp._store.rows(2))
+
+
+def fail_all(batch: dict, rag: Any, prompt_manager: Any) -> dict:
+    out = sample_preprocess_fn(batch, rag, prompt_manager)
+    out["prompts"] = [[*p[:-1], {**p[-1], "content": "FAIL"}] for p in out["prompts"]]
+    return out
+
+
+def test_max_error_rate_fails_a_config_with_too_many_failed_rows(tmp_path: Path) -> None:
+    rows = arithmetic_rows(12)
+    for i in (1, 4, 7):
+        rows[i]["question"] = "FAIL " + rows[i]["question"]
+    config = gsm8k_config()
+    config["pipeline"] = config["pipeline"].replace(sampling_params={})
+    # One shard, so the check after it sees all 12 rows: 3 failed, 25%.
+    tolerant = experiment(tmp_path, "tolerant").run_evals(
+        config, rows, num_shards=1, max_error_rate=0.3
+    )
+    assert tolerant[1][1]["Generation Errors"]["value"] == 3
+    strict = experiment(tmp_path, "strict")
+    with pytest.raises(AssayError, match=r"3 of 12 rows failed so far, more than max_error_rate"):
+        strict.run_evals(config, rows, num_shards=1, max_error_rate=0.1)
+    assert re.search(r"first error, row [147]: RuntimeError", strict.errors()[1])
+    with pytest.raises(AssayError, match=r"max_error_rate=1\.5"):
+        strict.run_evals(config, rows, num_shards=1, max_error_rate=1.5)

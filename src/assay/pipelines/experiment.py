@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.aggregation import Estimate, RunningEstimate, paired_difference
-from assay.errors import AssayError, ConfigError
+from assay.errors import AssayError, ConfigError, ModelError
 from assay.pipelines.batch import _columns, run_batch
 from assay.pipelines.data import dataset_fingerprint, dataset_rows, shard_plan
 from assay.pipelines.display import ConfigRow, LiveView, to_html, to_markdown
@@ -78,6 +78,8 @@ class Experiment:
             "gpus_per_replica": gpus_per_replica,
             "address": ray_address,
         }
+        self.max_error_rate = 1.0
+        """Share of failed rows above which a config fails (set by run_evals)."""
         self.resources = SharedResources()
         """Indexes, embeddings and example stores shared by configs (``resources.builds``)."""
         self.engines: EnginePool | None = None
@@ -97,6 +99,8 @@ class Experiment:
         self._records: dict[int, list[dict[str, Any]]] = {}
         self._seconds: dict[int, float] = {}
         self._failures: dict[int, AssayError] = {}
+        self._first_error: dict[int, tuple[int, str]] = {}
+        """config id -> (row index, message) of its first failed row."""
         self._final: dict[int, dict[str, dict[str, Any]]] = {}
         self._built: set[int] = set()
         self._secrets: set[str] = set()
@@ -114,6 +118,7 @@ class Experiment:
         num_actors: int | None = None,
         resume: bool = True,
         on_shard_complete: ShardCallback | None = None,
+        max_error_rate: float = 1.0,
     ) -> Results:
         """Evaluate every leaf config of `config_group` on `dataset`; see the module docstring.
 
@@ -121,7 +126,18 @@ class Experiment:
         local executor only 1 (or None) is allowed. resume: continue from the completed shards
         stored under ``output_dir`` (False starts over). on_shard_complete(experiment,
         config_id, shard) runs after every shard: the place for interactive control.
+        max_error_rate: a config fails, with its first row error, once more than this share of
+        its rows so far failed (checked after every shard); whatever the setting, a config
+        whose rows all failed fails. Failed rows are recorded and counted either way.
         """
+        if isinstance(max_error_rate, bool) or not (
+            isinstance(max_error_rate, int | float) and 0.0 <= max_error_rate <= 1.0
+        ):
+            raise ConfigError(
+                f"run_evals max_error_rate={max_error_rate!r}: give a share of rows between 0 "
+                "and 1 (e.g. 0.05 fails a config once more than 5% of its rows failed)"
+            )
+        self.max_error_rate = float(max_error_rate)
         if self.executor == "ray" and num_actors is not None:
             self._ray_options["replicas"] = num_actors
         elif num_actors not in (None, 1):
@@ -325,6 +341,9 @@ class Experiment:
                 metrics.row_scores.setdefault(name, RunningEstimate()).add(score)
         self._records[cid] = [r.record for r in scored]
         self._seconds[cid] = self._store.shard_seconds(cid)
+        failed = next((r for r in rows if r.error is not None), None)
+        if failed is not None:
+            self._first_error[cid] = (failed.row_index, failed.error)
 
     def _ensure_built(self, config: EvalConfig) -> None:
         if config.config_id in self._built:
@@ -366,12 +385,17 @@ class Experiment:
                     )
                     for i, row_index in enumerate(outcome.row_indices)
                 ]
+                failed = next((r for r in stored if r.error is not None), None)
+                if failed is not None and cid not in self._first_error:
+                    self._first_error[cid] = (failed.row_index, failed.error)
                 entries = batch_entries(outcome.metrics, len(outcome.scored))
                 self._store.write_batch(cid, shard, b, stored, entries)
                 n_errors = len(indices) - len(outcome.scored)
                 shard_errors += n_errors
                 metrics.add_batch(len(outcome.scored), n_errors, entries, outcome.row_scores)
                 self._records[cid].extend(outcome.records[i] for i in outcome.scored)
+            # Before the shard counts as complete: a resumed run redoes it.
+            self._check_errors(cid)
             seconds = time.perf_counter() - started
             self._seconds[cid] = self._seconds.get(cid, 0.0) + seconds
             self._store.complete_shard(cid, shard, len(rows), shard_errors, seconds)
@@ -384,9 +408,32 @@ class Experiment:
         except AssayError as exc:
             self._failures[cid] = exc
             self._scheduler.fail(cid)
+            log.error("experiment %r: %s", self.name, scrub(str(exc), self._secrets))
         error = self._failures.get(cid)
         message = scrub(str(error), self._secrets) if error else None
         self._store.set_status(cid, self._scheduler.status(cid).value, message)
+
+    def _check_errors(self, cid: int) -> None:
+        """Fail the config when all its rows so far, or more than max_error_rate of them,
+        failed; the message carries the first error."""
+        metrics = self._metrics[cid]
+        processed = metrics.samples + metrics.errors
+        if not metrics.errors:
+            return
+        if metrics.samples == 0:
+            why = f"every row failed ({metrics.errors} of {processed} so far)"
+        elif metrics.errors / processed > self.max_error_rate:
+            why = (
+                f"{metrics.errors} of {processed} rows failed so far, more than "
+                f"max_error_rate={self.max_error_rate:g}"
+            )
+        else:
+            return
+        row, message = self._first_error[cid]
+        raise ModelError(
+            f"config {cid}: {why}; first error, row {row}: {message}. Its failed shard is not "
+            "kept: fix the cause and run again to redo it (completed shards are kept)"
+        )
 
     # -- interactive control ---------------------------------------------------------------
     def _queue(self, op: Callable[[], None]) -> None:
@@ -623,9 +670,16 @@ def run_evals(
     display: str = "auto",
     resume: bool = True,
     on_shard_complete: ShardCallback | None = None,
+    max_error_rate: float = 1.0,
 ) -> Results:
     """One-call form: ``Experiment(name, output_dir=..., display=...).run_evals(...)``."""
     experiment = Experiment(name, output_dir=output_dir, display=display)
     return experiment.run_evals(
-        config_group, dataset, num_shards, seed, resume=resume, on_shard_complete=on_shard_complete
+        config_group,
+        dataset,
+        num_shards,
+        seed,
+        resume=resume,
+        on_shard_complete=on_shard_complete,
+        max_error_rate=max_error_rate,
     )
