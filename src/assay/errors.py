@@ -54,3 +54,7 @@ class FailedRequests(ModelError):
 
     def __reduce__(self):  # keeps the class (and the indices) across Ray's pickling
         return (type(self), (str(self), self.failures))
+
+
+class ResultsError(AssayError):
+    """A run folder or results file cannot be read, or two runs cannot be compared."""

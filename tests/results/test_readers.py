@@ -1,0 +1,118 @@
+"""Run folders of assay and of lm-eval 0.4.13 read into typed runs.
+
+The lm-eval folders under tests/data/lm_eval_runs were written by lm-eval's own command line
+(make_runs.py there says how); the assay runs are made here on the same task files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assay.errors import ResultsError
+from assay.evaluator import evaluate
+from assay.results.readers import read_run
+
+RUNS = Path(__file__).resolve().parents[1] / "data" / "lm_eval_runs"
+TASKS = RUNS / "tasks"
+
+
+@pytest.fixture(scope="module")
+def assay_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("assay_run") / "dummy_a"
+    evaluate(
+        "dummy",
+        "fxc",
+        include_path=TASKS,
+        output_dir=out,
+        log_samples=True,
+        show_progress=False,
+        bootstrap_iters=0,
+    )
+    return out
+
+
+def test_lm_eval_folder_with_model_subfolder():
+    run = read_run(RUNS / "dummy_seed1")
+    assert run.layout == "lm-eval"
+    assert run.label == "dummy_seed1"
+    assert run.results_path.parent.parent == RUNS / "dummy_seed1"
+    assert run.tasks() == ["fxc_passages", "fxc_yesno"]
+    assert run.groups() == ["fxc"]
+    assert run.leaf_tasks("fxc") == ["fxc_passages", "fxc_yesno"]
+    assert run.cluster_key("fxc_passages") == "passage_id"
+    assert run.cluster_key("fxc_yesno") is None
+
+
+def test_lm_eval_samples_by_filter_and_doc_with_their_fingerprint():
+    run = read_run(RUNS / "dummy_seed1")
+    samples = run.samples("fxc_passages")
+    assert list(samples.by_filter) == ["none"]
+    docs = samples.docs()
+    assert sorted(docs) == list(range(18))
+    rows = [json.loads(x) for x in (TASKS / "passages.jsonl").read_text().splitlines()]
+    for doc_id, record in docs.items():
+        assert record["doc"] == rows[doc_id]
+        dumped = json.dumps(rows[doc_id], indent=2, ensure_ascii=False)
+        assert record["doc_hash"] == hashlib.sha256(dumped.encode()).hexdigest()
+    expected = hashlib.sha256(
+        "".join(f"{i}:{docs[i]['doc_hash']}\n" for i in range(18)).encode()
+    ).hexdigest()
+    assert samples.fingerprint() == expected
+    assert run.facts()["task.fxc_passages.docs_fingerprint"] == expected
+
+
+def test_a_results_file_picks_one_of_several_lm_eval_runs(tmp_path):
+    folder = tmp_path / "both"
+    folder.mkdir()
+    for seed in (1, 2):
+        for path in (RUNS / f"dummy_seed{seed}").glob("*/*"):
+            shutil.copy(path, folder / path.name)
+    with pytest.raises(ResultsError, match="holds 2 lm-eval runs"):
+        read_run(folder)
+    chosen = sorted(folder.glob("results_*.json"))[1]
+    run = read_run(chosen, label="second")
+    assert run.label == "second"
+    assert run.results["config"]["random_seed"] == 2
+    assert len(run.samples("fxc_yesno").docs()) == 16
+
+
+def test_assay_folder_reads_with_the_same_hashes_as_lm_eval(assay_run):
+    """The same YAML run by assay and by lm-eval: docs and prompts hash identically, so the
+    two harnesses' runs pair doc for doc."""
+    ours, theirs = read_run(assay_run), read_run(RUNS / "dummy_seed1")
+    assert ours.layout == "assay" and ours.label == "dummy_a"
+    assert ours.tasks() == theirs.tasks()
+    for task in ours.tasks():
+        a, b = ours.samples(task).docs(), theirs.samples(task).docs()
+        assert sorted(a) == sorted(b)
+        for doc_id in a:
+            assert a[doc_id]["doc_hash"] == b[doc_id]["doc_hash"]
+            assert a[doc_id]["prompt_hash"] == b[doc_id]["prompt_hash"]
+        assert ours.samples(task).fingerprint() == theirs.samples(task).fingerprint()
+
+
+def test_unreadable_runs_are_named(tmp_path):
+    with pytest.raises(ResultsError, match="no such run folder"):
+        read_run(tmp_path / "missing")
+    with pytest.raises(ResultsError, match=r"no results\.json"):
+        read_run(tmp_path)
+    (tmp_path / "results.json").write_text("{not json")
+    with pytest.raises(ResultsError, match="not valid JSON"):
+        read_run(tmp_path)
+    (tmp_path / "results.json").write_text(json.dumps({"results": {"t": {}}}))
+    run = read_run(tmp_path)
+    with pytest.raises(ResultsError, match=r"no samples file for task 't'.*--log-samples"):
+        run.samples("t")
+
+
+def test_duplicated_doc_in_a_samples_file_is_refused(tmp_path):
+    line = json.dumps({"doc_id": 3, "doc_hash": "h", "filter": "none"}) + "\n"
+    (tmp_path / "results.json").write_text(json.dumps({"results": {"t": {}}}))
+    (tmp_path / "samples_t.jsonl").write_text(line + line)
+    with pytest.raises(ResultsError, match=r"line 2: doc_id 3 appears twice under filter 'none'"):
+        read_run(tmp_path).samples("t")
