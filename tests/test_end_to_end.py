@@ -345,7 +345,11 @@ def test_rerun_is_served_by_the_cache_with_identical_results(tasks_dir, tmp_path
     second = run(tasks_dir, tmp_path / "out", "--model", "dummy", "--tasks", "mc_a")
     assert first["results"] == second["results"]
     assert Path(tmp_path / "out" / "cache.sqlite").exists()
+    # Another model into the same folder would mix two runs: refused, unless --overwrite.
+    assert main(["run", "--include-path", str(tasks_dir), "--output-dir", str(tmp_path / "out"),
+                 "--no-progress", "--model", "dummy", "--model-args", "seed=5",
+                 "--tasks", "mc_a"]) == 2  # fmt: skip
     other_seed = run(tasks_dir, tmp_path / "out", "--model", "dummy", "--model-args", "seed=5",
-                     "--tasks", "mc_a")  # fmt: skip
+                     "--tasks", "mc_a", "--overwrite")  # fmt: skip
     acc, _, _ = expected_mc(MC_ROWS, seed=5)
     assert other_seed["results"]["mc_a"]["acc,none"] == pytest.approx(sum(acc) / len(acc))

@@ -126,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="write results.json (and samples) here",
     )
     run.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a different earlier run's results in --output-dir (the same run resumes)",
+    )
+    run.add_argument(
         "--log-samples", "-s", action="store_true", help="write samples_<task>.jsonl per task"
     )
     run.add_argument(

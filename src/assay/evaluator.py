@@ -31,6 +31,7 @@ from assay.requests import (
     lm_eval_gen_kwargs,
     normalize_gen_kwargs,
 )
+from assay.results.rerun import check_folder, clear_folder, run_key
 from assay.results.summary import GroupSpec, MetricValues, group_entry, task_entry
 from assay.results.table import make_table
 from assay.results.task_config import config_dump
@@ -262,6 +263,9 @@ class Evaluation:
         started = time.perf_counter()
         date = time.time()
         self.load_data()
+        if self.settings.output_dir is not None:
+            # Before the (slow) model load; the model's identity is checked once it is built.
+            check_folder(self.settings.output_dir, self._run_key(), None, self.settings.overwrite)
         self.executor = executor or build_executor(self.settings, model)
         try:
             return self._run_tasks(self.executor.model, started, date)
@@ -270,8 +274,11 @@ class Evaluation:
                 self.executor.close()
 
     def _run_tasks(self, model: LM, started: float, date: float) -> dict[str, Any]:
-        writes = self.settings.output_dir and self.executor.primary
-        out = OutputDir(self.settings.output_dir) if writes else None
+        s = self.settings
+        writes = s.output_dir and self.executor.primary
+        if writes and check_folder(s.output_dir, self._run_key(), model.identity(), s.overwrite):
+            clear_folder(s.output_dir)
+        out = OutputDir(s.output_dir) if writes else None
         cache = self._cache(model, out)
         results: dict[str, Any] = {
             "results": {},
@@ -322,6 +329,9 @@ class Evaluation:
         if cache is not None:
             cache.close()
         return final
+
+    def _run_key(self) -> dict[str, Any]:
+        return run_key(self.settings, [t.name for t in self.tasks])
 
     def _cache(self, model: LM, out: OutputDir | None) -> ResponseCache | None:
         setting = self.settings.cache
@@ -648,7 +658,7 @@ class Evaluation:
         final["system_instruction"] = s.system_instruction
         final["fewshot_as_multiturn"] = bool(s.fewshot_as_multiturn)
         final["chat_template_applied"] = s.apply_chat_template
-        final["assay"] = {**extra, "executor": self.executor.describe()}
+        final["assay"] = {**extra, "executor": self.executor.describe(), "run": self._run_key()}
         final["total_evaluation_time_seconds"] = str(time.perf_counter() - started)
         return final
 
@@ -765,6 +775,7 @@ def evaluate(
     replicas: int | None = RunSettings.replicas,
     gpus_per_replica: float | None = RunSettings.gpus_per_replica,
     ray_address: str | None = RunSettings.ray_address,
+    overwrite: bool = RunSettings.overwrite,
 ) -> dict[str, Any]:
     """Evaluate `model` (a backend name such as "hf", or an LM object) on `tasks` and return the
     results dict (lm-eval layout).

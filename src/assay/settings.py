@@ -41,6 +41,9 @@ class RunSettings:
     """cpu, cuda, cuda:N, mps; None leaves it to the backend."""
     output_dir: str | Path | None = None
     """Folder for results.json (and samples files); None writes nothing."""
+    overwrite: bool = False
+    """Let a run replace a different earlier run's results in output_dir (else refused; the
+    same run resumes)."""
     log_samples: bool = False
     """Write samples_<task>.jsonl per task (needs output_dir)."""
     predict_only: bool = False

@@ -282,7 +282,7 @@ def run_code_task(tmp_path: Path, response: str, *extra: str) -> int:
     return main(
         ["run", "--model", "dummy", "--model-args", json.dumps({"response": response}),
          "--custom-tasks", str(code_task(tmp_path)), "--tasks", "local_humaneval",
-         "--output-dir", str(tmp_path / "out"), "--no-cache", "--no-progress", *extra]
+         "--output-dir", str(tmp_path / "out"), "--no-cache", "--no-progress", "--overwrite", *extra]
     )  # fmt: skip
 
 
