@@ -114,5 +114,11 @@ AGGREGATIONS.lazy("inst_level_acc", "assay.metrics.ifeval")
 
 
 def get_metric(name: str, **kwargs: Any) -> Metric:
-    """Build the registered metric `name` with `kwargs`."""
+    """Build the registered metric `name` with `kwargs` (lighteval's metric names too)."""
+    if name not in METRICS:
+        from assay.metrics.lighteval_names import lighteval_metric
+
+        mapped = lighteval_metric(name, kwargs)
+        if mapped is not None:
+            name, kwargs = mapped
     return METRICS.get(name)(**kwargs)
