@@ -18,3 +18,11 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from fixtures.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny_llama"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _task_index_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Include-path indexes are cached in a per-session folder, not the user's ~/.cache."""
+    import os
+
+    os.environ["ASSAY_TASK_INDEX_CACHE"] = str(tmp_path_factory.mktemp("task_index"))

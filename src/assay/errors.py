@@ -31,14 +31,18 @@ class ModelError(AssayError):
 class UnknownNameError(ConfigError):
     """A name (task, metric, filter, model) is not registered."""
 
-    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...]) -> None:
+    def __init__(
+        self, kind: str, name: str, known: list[str] | tuple[str, ...], note: str = ""
+    ) -> None:
         import difflib
 
         close = difflib.get_close_matches(name, list(known), n=3)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         listing = ", ".join(sorted(known)[:40])
         more = " ..." if len(known) > 40 else ""
-        super().__init__(f"unknown {kind} {name!r}.{hint} Known {kind}s: {listing}{more}.")
+        super().__init__(
+            f"unknown {kind} {name!r}.{hint} Known {kind}s: {listing}{more}.{' ' + note if note else ''}"
+        )
         self.kind, self.name = kind, name
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from assay.doc import OutputType
-from assay.errors import DataError, TaskConfigError
+from assay.errors import DataError, TaskConfigError, UnknownNameError
 from assay.prompts.manager import PromptManager
 from assay.tasks.registry import Registry
 from assay.tasks.task import Task
@@ -101,7 +101,7 @@ def test_include_inherits_and_local_keys_win(folder):
 def test_include_cycle_is_reported(folder):
     write(folder, "a.yaml", "include: b.yaml\ntask: a\n")
     write(folder, "b.yaml", "include: a.yaml\n")
-    with pytest.raises(TaskConfigError, match="include cycle"):
+    with pytest.raises(UnknownNameError, match="include cycle"):
         load(folder, "a")
 
 
@@ -264,7 +264,7 @@ def test_decontamination_keys_only_warn(folder, caplog):
 
 def test_yaml_syntax_error_names_the_line(folder):
     (folder / "broken.yaml").write_text("task: broken\ndoc_to_text: [unclosed\n", encoding="utf-8")
-    with pytest.raises(TaskConfigError, match=r"broken.yaml.*line"):
+    with pytest.raises(UnknownNameError, match=r"broken.yaml: line \d"):
         load(folder, "broken")
 
 

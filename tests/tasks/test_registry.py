@@ -7,8 +7,6 @@ import textwrap
 import pytest
 
 from assay.errors import TaskConfigError, UnknownNameError
-from assay.tasks import registry as registry_module
-from assay.tasks.config import TaskConfig
 from assay.tasks.lm_eval_yaml import GroupConfig
 from assay.tasks.registry import Registry
 
@@ -46,21 +44,14 @@ def folder(tmp_path):
     return tmp_path
 
 
-def test_listing_reads_no_yaml_beyond_the_top_lines(folder, monkeypatch):
+def test_a_broken_yaml_is_left_out_of_the_index_and_named_when_asked_for(folder):
     write(folder, "broken.yaml", "task: broken\n  this: [is not: valid yaml\n")
-    parsed = []
-    real = registry_module.load_with_includes
-    monkeypatch.setattr(
-        registry_module, "load_with_includes", lambda p: parsed.append(p.name) or real(p)
-    )
     reg = Registry([folder], builtins=False)
-    names = reg.names()
-    assert {"one", "two", "both", "broken", "numbers", "small"} <= set(names)
-    # Only files with a list-valued `tag:` or `task:` need a parse to learn their names.
-    assert sorted(parsed) == ["group.yaml", "one.yaml"]
-    assert isinstance(reg.get("two"), TaskConfig)
-    assert parsed[-1] == "two.yaml" and "broken.yaml" not in parsed
-    with pytest.raises(TaskConfigError, match=r"broken\.yaml"):
+    assert set(reg.names()) == {"one", "two", "both", "numbers", "small"}
+    (index,) = reg.folder_indexes()
+    assert list(index.broken) == [str((folder / "broken.yaml").resolve())]
+    assert "YAML syntax error" in index.broken[str((folder / "broken.yaml").resolve())]
+    with pytest.raises(UnknownNameError, match=r"broken\.yaml.*YAML syntax error"):
         reg.get("broken")
 
 

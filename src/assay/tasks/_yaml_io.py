@@ -178,25 +178,50 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_with_includes(path: Path, _stack: tuple[Path, ...] = ()) -> dict[str, Any]:
+def load_with_includes(path: Path) -> dict[str, Any]:
     """The YAML at `path` merged over its `include`s (local keys win), as lm-eval does."""
+    merged, _ = load_with_includes_memo(path, {})
+    return merged
+
+
+Memo = dict[Path, tuple[dict[str, Any], tuple[Path, ...]]]
+"""Merged mappings by resolved path, with the files each one was read from."""
+
+
+def load_with_includes_memo(
+    path: Path, memo: Memo, _stack: tuple[Path, ...] = ()
+) -> tuple[dict[str, Any], tuple[Path, ...]]:
+    """`load_with_includes`, plus every file read (the YAML, then its includes, recursively).
+
+    `memo` is shared by the calls of one pass over a tree, so an include used by thousands of
+    YAMLs (lm-eval's `_default_template_yaml`) is parsed once. Callers must not mutate the
+    mappings it returns.
+    """
     path = path.resolve()
     if path in _stack:
         chain = " -> ".join(str(p) for p in (*_stack, path))
         raise TaskConfigError(f"{path}: include cycle: {chain}. Remove one of the includes.")
+    if path in memo:
+        return memo[path]
     data = read_yaml(path)
     includes = data.pop("include", None)
-    if includes is None:
-        return data
-    merged: dict[str, Any] = {}
-    for name in [includes] if isinstance(includes, str) else list(includes):
-        if not isinstance(name, str):
-            raise TaskConfigError(f"{path}: 'include' entries must be file names, got {name!r}.")
-        target = Path(name) if Path(name).is_absolute() else path.parent / name
-        if not target.is_file():
-            raise TaskConfigError(f"{path}: included file {name!r} not found (looked at {target}).")
-        base = load_with_includes(target, (*_stack, path))
-        base.pop("task_list", None)
-        merged.update(base)
-    merged.update(data)
-    return merged
+    files: tuple[Path, ...] = (path,)
+    if includes is not None:
+        merged: dict[str, Any] = {}
+        for name in [includes] if isinstance(includes, str) else list(includes):
+            if not isinstance(name, str):
+                raise TaskConfigError(
+                    f"{path}: 'include' entries must be file names, got {name!r}."
+                )
+            target = Path(name) if Path(name).is_absolute() else path.parent / name
+            if not target.is_file():
+                raise TaskConfigError(
+                    f"{path}: included file {name!r} not found (looked at {target})."
+                )
+            base, base_files = load_with_includes_memo(target, memo, (*_stack, path))
+            merged.update({k: v for k, v in base.items() if k != "task_list"})
+            files += base_files
+        merged.update(data)
+        data = merged
+    memo[path] = (data, files)
+    return data, files

@@ -1,15 +1,17 @@
 """Registry: finds tasks by name in the built-in catalog, custom task files and YAML include paths.
 
-Nothing is parsed before it is asked for: include paths are indexed by sniffing top-level
-`task:` / `group:` / `tag:` lines, and a YAML file is read fully only when its task is used.
+Include paths are indexed as lm-eval indexes them (`assay.tasks.index`: every YAML parsed, the
+result cached per folder), so a task, group or tag name means what it means to lm-eval. A YAML
+file is turned into a TaskConfig only when its task is used. A name defined both by an include
+path and by assay's built-ins is served by the include path, and a log line says which file.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import pkgutil
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -19,9 +21,10 @@ from typing import Any
 from assay.errors import TaskConfigError, UnknownNameError
 from assay.tasks._yaml_io import load_with_includes, refuse_code_outside
 from assay.tasks.config import TaskConfig
+from assay.tasks.index import FolderIndex, IndexEntry, build_folder_index
 from assay.tasks.lm_eval_yaml import GroupConfig, group_config_from_yaml, task_config_from_yaml
 
-_TOP_KEY = re.compile(r"^(task|group|tag)\s*:\s*(.*?)\s*$", re.MULTILINE)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -74,9 +77,12 @@ class Registry:
         self._custom_files = [Path(p) for p in custom_tasks]
         self._python: dict[str, TaskConfig] | None = None
         self._python_groups: dict[str, GroupConfig] = {}
-        self._yaml_index: dict[str, list[Path]] | None = None
-        self._tags: dict[str, list[str]] = {}
+        self._python_tags: dict[str, list[str]] = {}
+        self._folders: list[FolderIndex] | None = None
+        self._yaml_index: dict[str, IndexEntry] | None = None
+        self._origin: dict[str, Path] = {}
         self._parsed: dict[Path, dict[str, Any]] = {}
+        self._announced: set[str] = set()
 
     # --------------------------------------------------------------- sources
     def _python_tasks(self) -> dict[str, TaskConfig]:
@@ -102,51 +108,26 @@ class Registry:
                     config.source = config.source or (module.__file__ or module.__name__)
                     self._python[config.name] = config
                     for tag in config.tags:
-                        self._tags.setdefault(tag, []).append(config.name)
+                        self._python_tags.setdefault(tag, []).append(config.name)
                 for group in getattr(module, "GROUPS", []):
                     self._python_groups[group.name] = group
         return self._python
 
-    def _yaml(self) -> dict[str, list[Path]]:
+    def folder_indexes(self) -> list[FolderIndex]:
+        """The index of each include path, in the order given."""
+        if self._folders is None:
+            self._folders = [build_folder_index(root) for root in self.include_paths]
+        return self._folders
+
+    def _yaml(self) -> dict[str, IndexEntry]:
+        """The include paths' names; a later include path overrides an earlier one (as lm-eval)."""
         if self._yaml_index is None:
             self._yaml_index = {}
-            for root in self.include_paths:
-                files = (
-                    [root]
-                    if root.is_file()
-                    else sorted(root.rglob("*.yaml")) + sorted(root.rglob("*.yml"))
-                )
-                for path in files:
-                    try:
-                        text = path.read_text(encoding="utf-8")
-                    except OSError:
-                        continue
-                    except UnicodeDecodeError as exc:
-                        raise TaskConfigError(
-                            f"{path}: not UTF-8 text (byte {exc.start}); save the task file as "
-                            "UTF-8 or move it out of the --include-path folder."
-                        ) from None
-                    for key, value in _TOP_KEY.findall(text):
-                        value = value.strip("'\"")
-                        if not value or value.startswith(("[", "!")):
-                            if key == "tag" or key == "task":
-                                self._sniff_full(path)
-                            continue
-                        if key == "tag":
-                            self._tags.setdefault(value, []).append(f"@{path}")
-                        elif key in ("task", "group"):
-                            self._yaml_index.setdefault(value, []).append(path)
+            for folder in self.folder_indexes():
+                for name, entry in folder.entries.items():
+                    self._yaml_index[name] = entry
+                    self._origin[name] = folder.root
         return self._yaml_index
-
-    def _sniff_full(self, path: Path) -> None:
-        """Files whose tag or task is a list: parse to learn their names."""
-        try:
-            raw = load_with_includes(path)
-        except TaskConfigError:
-            return
-        tags = raw.get("tag")
-        for tag in [tags] if isinstance(tags, str) else (tags or []):
-            self._tags.setdefault(tag, []).append(f"@{path}")
 
     def _raw(self, path: Path) -> dict[str, Any]:
         if path not in self._parsed:
@@ -161,44 +142,161 @@ class Registry:
     # --------------------------------------------------------------- lookup
     def names(self) -> list[str]:
         """Every task, group and tag name."""
-        return sorted({*self._python_tasks(), *self._python_groups, *self._yaml(), *self._tags})
+        return sorted(
+            {*self._python_tasks(), *self._python_groups, *self._python_tags, *self._yaml()}
+        )
 
     def python_configs(self) -> dict[str, TaskConfig]:
-        """Built-in and custom-file tasks by name."""
-        return dict(self._python_tasks())
+        """Built-in and custom-file tasks by name (those an include path overrides left out)."""
+        yaml_index = self._yaml()
+        return {n: c for n, c in self._python_tasks().items() if n not in yaml_index}
+
+    def yaml_entries(self) -> dict[str, IndexEntry]:
+        """The include paths' tasks, groups and tags by name (found without building any task)."""
+        return dict(self._yaml())
 
     def yaml_names(self) -> list[str]:
-        """Task and group names of the include paths (found without parsing the files)."""
-        return sorted(self._yaml())
+        """Task and group names of the include paths."""
+        return sorted(n for n, e in self._yaml().items() if e.kind != "tag")
 
     def yaml_configs(self) -> dict[str, TaskConfig]:
         """The include paths' tasks by name, each parsed with its includes (groups left out)."""
-        found = {name: self.get(name) for name in self.yaml_names()}
-        return {name: c for name, c in found.items() if isinstance(c, TaskConfig)}
+        return {
+            name: self._task_from_yaml(Path(entry.file))
+            for name, entry in sorted(self._yaml().items())
+            if entry.kind == "task" and entry.file
+        }
 
     def group_configs(self) -> dict[str, GroupConfig]:
-        """Built-in and custom-file groups by name."""
+        """Built-in and custom-file groups by name (those an include path overrides left out)."""
         self._python_tasks()
-        return dict(self._python_groups)
+        yaml_index = self._yaml()
+        return {n: g for n, g in self._python_groups.items() if n not in yaml_index}
+
+    def kind(self, name: str) -> str | None:
+        """'task', 'group' or 'tag' for a known name (include paths first), else None."""
+        entry = self._yaml().get(name)
+        if entry is not None:
+            return entry.kind
+        if name in self._python_tasks():
+            return "task"
+        if name in self._python_groups:
+            return "group"
+        return "tag" if name in self._python_tags else None
+
+    def source(self, name: str) -> str | None:
+        """The file that defines `name` (None for a tag)."""
+        entry = self._yaml().get(name)
+        if entry is not None:
+            return entry.file
+        kind = self.kind(name)
+        if kind == "task":
+            return self._python_tasks()[name].source
+        return self._python_groups[name].source if kind == "group" else None
+
+    def members(self, name: str) -> list[str]:
+        """The leaf task names a group or tag runs (sorted, as lm-eval builds them)."""
+        return sorted(set(self._leaves(name, ())))
+
+    def _leaves(self, name: str, stack: tuple[str, ...]) -> list[str]:
+        if name in stack:
+            raise TaskConfigError(f"group {name!r} contains itself: {' -> '.join((*stack, name))}.")
+        kind = self.kind(name)
+        entry = self._yaml().get(name)
+        if kind == "tag":
+            return list(entry.members) if entry else list(self._python_tags[name])
+        if kind != "group":
+            return [name]
+        items = entry.members if entry else self._python_groups[name].tasks
+        return [leaf for item in items for leaf in self._member_leaves(item, name, (*stack, name))]
+
+    def _member_leaves(self, item: Any, group: str, stack: tuple[str, ...]) -> list[str]:
+        if isinstance(item, dict) and isinstance(item.get("group"), str):
+            if self.kind(item["group"]) is not None:
+                return self._leaves(item["group"], stack)
+            inline = f"{group}::{item['group']}"
+            return [
+                leaf
+                for sub in item.get("task") or []
+                for leaf in self._member_leaves(sub, inline, stack)
+            ]
+        name = item.get("task") if isinstance(item, dict) else item
+        if not isinstance(name, str):
+            return []
+        return self._leaves(name, stack) if self.kind(name) is not None else [f"{group}::{name}"]
+
+    def _announce(self, name: str) -> None:
+        """One log line when an include path's name hides a built-in of the same name."""
+        if name in self._announced:
+            return
+        self._announced.add(name)
+        self._python_tasks()
+        builtin = (
+            "task" if name in self._python else "group" if name in self._python_groups else "tag"
+        )
+        if (
+            name not in self._python
+            and name not in self._python_groups
+            and name not in self._python_tags
+        ):
+            return
+        entry = self._yaml()[name]
+        where = entry.file or f"the tasks tagged {name!r} under {self._origin[name]}"
+        log.warning(
+            "%r is served by %s (--include-path), not by assay's built-in %s of that name.",
+            name,
+            where,
+            builtin,
+        )
 
     def get(self, name: str) -> TaskConfig | GroupConfig:
         """The task or group called `name` (YAML include paths win over built-ins)."""
         if name.endswith((".yaml", ".yml")) and Path(name).is_file():
             return self._from_yaml(Path(name))
-        paths = self._yaml().get(name)
-        if paths:
-            return self._from_yaml(paths[-1], name)
+        entry = self._yaml().get(name)
+        if entry is not None:
+            self._announce(name)
+            if entry.kind == "tag":
+                raise TaskConfigError(
+                    f"{name!r} is a tag (a list of tasks: {', '.join(entry.members)}), not one task; "
+                    "name one of its tasks."
+                )
+            return self._from_yaml(Path(entry.file))  # type: ignore[arg-type]
         python = self._python_tasks()
         if name in python:
             return python[name]
         if name in self._python_groups:
             return self._python_groups[name]
-        raise UnknownNameError("task", name, self.names())
+        if name in self._python_tags:
+            raise TaskConfigError(
+                f"{name!r} is a tag (a list of tasks: {', '.join(self._python_tags[name])}), "
+                "not one task; name one of its tasks."
+            )
+        raise UnknownNameError("task", name, self.names(), self._broken_note())
 
-    def _from_yaml(self, path: Path, name: str | None = None) -> TaskConfig | GroupConfig:
+    def _broken_note(self) -> str:
+        """Why a name may be missing: the include paths' files that could not be read."""
+        broken = [msg for folder in self.folder_indexes() for msg in folder.broken.values()]
+        if not broken:
+            return ""
+        shown = " | ".join(b.rstrip(".") for b in broken[:3])
+        more = f" (and {len(broken) - 3} more)" if len(broken) > 3 else ""
+        return (
+            f"{len(broken)} YAML file(s) under --include-path could not be read, so their names "
+            f"are unknown: {shown}{more}. `assay validate --no-data` lists them all."
+        )
+
+    def _from_yaml(self, path: Path) -> TaskConfig | GroupConfig:
         raw = self._raw(path)
-        if "group" in raw and "task" in raw and isinstance(raw.get("task"), list):
+        # lm-eval's rule: a mapping with `group` (and no `class`) is a group.
+        if "group" in raw and "class" not in raw:
             return group_config_from_yaml(raw, path)
+        return self._task_from_yaml(path)
+
+    def _task_from_yaml(self, path: Path, overrides: dict[str, Any] | None = None) -> TaskConfig:
+        raw = self._raw(path)
+        if overrides:
+            raw = {**raw, **{k: v for k, v in overrides.items() if k != "tag"}}
         return task_config_from_yaml(raw, path)
 
     def resolve(self, task_strings: Iterable[str]) -> Resolved:
@@ -216,32 +314,36 @@ class Registry:
 
     def _add(
         self, name: str, shots: int | None, out: Resolved, seen: set[str], overrides: dict[str, Any]
-    ) -> str:
-        # Both indexes first: each also collects the tags of its tasks.
-        yaml_index, python = self._yaml(), self._python_tasks()
-        if name in self._tags and name not in yaml_index and name not in python:
-            for member in self._tags[name]:
-                member_name = (
-                    self._raw(Path(member[1:]))["task"] if member.startswith("@") else member
-                )
-                self._add(member_name, shots, out, seen, overrides)
-            return name
-        found = self.get(name)
+    ) -> list[str]:
+        """Add `name` to `out`; the names it adds as a group's children (a tag adds its tasks)."""
+        kind = self.kind(name)
+        if kind == "tag":
+            entry = self._yaml().get(name)
+            if entry is not None:
+                self._announce(name)
+            members = entry.members if entry else self._python_tags[name]
+            return [c for m in members for c in self._add(m, shots, out, seen, overrides)]
+        entry = self._yaml().get(name)
+        if entry is not None and entry.kind == "task" and overrides:
+            self._announce(name)
+            found: TaskConfig | GroupConfig = self._task_from_yaml(Path(entry.file), overrides)  # type: ignore[arg-type]
+            overrides = {}
+        else:
+            found = self.get(name)
         if isinstance(found, GroupConfig):
             node = GroupNode(found)
+            # The group's own settings push down to its members; a caller's win (lm-eval).
+            pushed = {**found.overrides, **overrides}
             for child in found.tasks:
-                node.children.append(
-                    self._add_child(
-                        child, shots, out, seen, {**overrides, **found.overrides}, found
-                    )
-                )
+                node.children += self._add_child(child, shots, out, seen, pushed, found)
+            node.children = list(dict.fromkeys(node.children))  # lm-eval keys children by name
             out.groups.append(node)
-            return found.name
+            return [found.name]
         if found.name not in seen:
             seen.add(found.name)
             config = _with_overrides(found, overrides) if overrides else found
             out.tasks.append(TaskRequest(config, shots))
-        return found.name
+        return [found.name]
 
     def _add_child(
         self,
@@ -251,19 +353,42 @@ class Registry:
         seen: set[str],
         overrides: dict[str, Any],
         group: GroupConfig,
-    ) -> str:
-        if isinstance(child, str):
-            return self._add(child, shots, out, seen, overrides)
-        if isinstance(child, dict) and "group" in child:
-            inline = group_config_from_yaml(child, Path(group.source))
-            self._python_groups.setdefault(inline.name, inline)
-            return self._add(inline.name, shots, out, seen, overrides)
+    ) -> list[str]:
+        if isinstance(child, dict) and isinstance(child.get("group"), str):
+            rest = {k: v for k, v in child.items() if k != "group"}
+            if self.kind(child["group"]) is not None:
+                return self._add(child["group"], shots, out, seen, {**overrides, **rest})
+            # An inline group, named under its parent as lm-eval names it.
+            inline = group_config_from_yaml(
+                {**child, "group": f"{group.name}::{child['group']}"}, Path(group.source)
+            )
+            node = GroupNode(inline)
+            pushed = {**inline.overrides, **overrides}
+            for sub in inline.tasks:
+                node.children += self._add_child(sub, shots, out, seen, pushed, inline)
+            node.children = list(dict.fromkeys(node.children))
+            out.groups.append(node)
+            return [inline.name]
         if isinstance(child, dict) and isinstance(child.get("task"), str):
-            extra = {k: v for k, v in child.items() if k != "task"}
-            return self._add(child["task"], shots, out, seen, {**overrides, **extra})
-        raise TaskConfigError(
-            f"{group.source} (group {group.name!r}): subtask entry {child!r} must be a name or a mapping with 'task'."
+            name, item = child["task"], {**overrides, **child}
+        elif isinstance(child, str):
+            name, item = child, dict(overrides)
+        else:
+            raise TaskConfigError(
+                f"{group.source} (group {group.name!r}): subtask entry {child!r} must be a name or a mapping with 'task' or 'group'."
+            )
+        if self.kind(name) is not None:
+            return self._add(name, shots, out, seen, {k: v for k, v in item.items() if k != "task"})
+        # Not a known name: a task defined inline in the group (lm-eval names it group::task).
+        inline_name = f"{group.name}::{name}"
+        config = task_config_from_yaml(
+            {**{k: v for k, v in item.items() if k != "tag"}, "task": inline_name},
+            Path(group.source),
         )
+        if inline_name not in seen:
+            seen.add(inline_name)
+            out.tasks.append(TaskRequest(config, shots))
+        return [inline_name]
 
 
 _OVERRIDABLE = {
@@ -277,6 +402,8 @@ _OVERRIDABLE = {
 def _with_overrides(config: TaskConfig, overrides: dict[str, Any]) -> TaskConfig:
     changes: dict[str, Any] = {}
     for key, value in overrides.items():
+        if key in ("task", "tag"):  # lm-eval drops a pushed-down tag; the name stays
+            continue
         if key in _OVERRIDABLE:
             changes[_OVERRIDABLE[key]] = value
         elif key == "generation_kwargs":
