@@ -1,0 +1,53 @@
+"""Standard errors of a mean when docs come in clusters that share a context.
+
+Questions written about one passage (RACE, DROP), one story (MuSR) or one subject are not
+independent: a model that misreads the passage misses several of them. The usual
+sd/√n then understates the uncertainty. Miller (2024), "Adding Error Bars to Evals"
+(arXiv 2411.00640), eq. 4: the clustered variance of the mean adds to the independent one, over
+each cluster, the cross-products of the docs' deviations from the overall mean,
+
+    Var = s²/n + (1/n²) Σ_c Σ_{i≠j ∈ c} (x_i - x̄)(x_j - x̄),
+
+with s² the sample variance (n - 1 in the denominator). With every doc in a cluster of its own
+the second term vanishes and the plain standard error comes back exactly. No small-sample
+correction is applied (statsmodels' default G/(G-1) factor is left out on purpose, so that the
+formula matches the paper's).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+
+
+def clustered_variance_of_mean(values: Sequence[float], clusters: Sequence[Hashable]) -> float:
+    """Miller's clustered variance of mean(values); `clusters[i]` names the cluster of
+    values[i]. NaN with fewer than two values."""
+    x = np.asarray(values, dtype=np.float64)
+    n = len(x)
+    if len(clusters) != n:
+        raise ValueError(f"{n} values but {len(clusters)} cluster labels")
+    if n < 2:
+        return math.nan
+    deviations = x - x.mean()
+    plain = float(deviations @ deviations) / (n - 1) / n
+    _, codes = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)
+    sums = np.bincount(codes, weights=deviations)
+    # Σ_c (Σ_i e_i)² holds every ordered pair within a cluster, the diagonal included; the
+    # diagonal Σ e_i² is removed to leave the cross-products.
+    cross = float(sums @ sums) - float(deviations @ deviations)
+    return plain + cross / n**2
+
+
+def clustered_stderr(values: Sequence[float], clusters: Sequence[Hashable]) -> float:
+    """sqrt of `clustered_variance_of_mean` (0 when negative cross-products outweigh the
+    independent term, which the formula allows)."""
+    variance = clustered_variance_of_mean(values, clusters)
+    return math.sqrt(variance) if variance > 0 else (variance if math.isnan(variance) else 0.0)
+
+
+def cluster_count(clusters: Sequence[Hashable]) -> int:
+    """Distinct cluster labels."""
+    return len({str(c) for c in clusters})

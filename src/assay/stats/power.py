@@ -1,0 +1,69 @@
+"""Power analysis for paired comparisons (Miller 2024, §5): how many docs a comparison needs to
+detect a difference, and the smallest difference a given comparison can detect.
+
+A paired comparison of two models on n docs estimates the mean of the per-doc differences d,
+whose standard error is sd(d)/√n. A two-sided test at level α = 1 - confidence detects a true
+difference δ with probability `power` when
+
+    δ ≥ (z_{1-α/2} + z_{power}) · sd(d)/√n,
+
+which gives the minimum detectable effect (MDE) of a comparison and, solved for n, the docs
+needed for a target δ.
+
+Sampled generation adds noise within each doc: with per-sample score variance V within a doc
+(for a 0/1 metric, the mean of p_i(1 - p_i) over docs), averaging K samples per doc per model
+leaves Var(d) = Var₁(d) - 2V(1 - 1/K), where Var₁(d) is the variance with one sample each.
+"""
+
+from __future__ import annotations
+
+import math
+
+from assay.stats.normal import check_confidence, two_sided_z, z_quantile
+
+
+def _z_sum(confidence: float, power: float) -> float:
+    check_confidence(confidence)
+    if not 0 < power < 1:
+        raise ValueError(f"power must be between 0 and 1 (exclusive), got {power!r}")
+    return two_sided_z(confidence) + z_quantile(power)
+
+
+def mde(stderr: float, confidence: float = 0.95, power: float = 0.8) -> float:
+    """The smallest true difference detected with probability `power` by a two-sided test at
+    level 1 - confidence, for an estimate with this standard error."""
+    return _z_sum(confidence, power) * stderr
+
+
+def docs_needed(
+    diff_variance: float, difference: float, confidence: float = 0.95, power: float = 0.8
+) -> int:
+    """Docs n for which a paired comparison detects `difference` with probability `power`:
+    the smallest n with (z_{1-α/2} + z_power)·sqrt(diff_variance / n) ≤ |difference|."""
+    if difference == 0:
+        raise ValueError("the difference to detect must not be 0")
+    if diff_variance < 0:
+        raise ValueError(f"variance must be >= 0, got {diff_variance!r}")
+    exact = (_z_sum(confidence, power) ** 2) * diff_variance / difference**2
+    # The rounding guard keeps an exact integer (up to float noise) from becoming the next one.
+    return max(1, math.ceil(exact - 1e-9))
+
+
+def paired_diff_variance(var_a: float, var_b: float, correlation: float) -> float:
+    """Var(b - a) of two per-doc scores with these variances and correlation."""
+    if not -1 <= correlation <= 1:
+        raise ValueError(f"correlation must be between -1 and 1, got {correlation!r}")
+    return var_a + var_b - 2 * correlation * math.sqrt(var_a * var_b)
+
+
+def with_repeats(diff_variance: float, within_variance: float, repeats: int) -> float:
+    """Var(d) when each model's per-doc score averages `repeats` samples, from the variance
+    with one sample each and the per-sample variance within a doc (see the module docstring)."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats!r}")
+    if within_variance < 0 or 2 * within_variance > diff_variance + 1e-12:
+        raise ValueError(
+            f"within-doc variance {within_variance!r} must lie between 0 and half the variance "
+            f"of the differences ({diff_variance!r})"
+        )
+    return diff_variance - 2 * within_variance * (1 - 1 / repeats)

@@ -1,0 +1,63 @@
+"""Clustered standard errors against statsmodels' cluster-robust covariance."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from scipy import stats
+
+from assay.stats.clustered import cluster_count, clustered_stderr, clustered_variance_of_mean
+
+
+def _statsmodels_cluster_variance(values: np.ndarray, groups: np.ndarray) -> float:
+    """Var of the mean from an intercept-only regression with cluster-robust errors and no
+    small-sample correction: Σ_c (Σ_{i∈c} e_i)² / n²."""
+    fit = sm.OLS(values, np.ones(len(values))).fit(
+        cov_type="cluster", cov_kwds={"groups": groups, "use_correction": False}
+    )
+    return float(fit.bse[0] ** 2)
+
+
+def test_matches_the_sandwich_estimator_with_the_diagonal_replaced_by_the_sample_variance():
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(12), rng.integers(1, 6, 12))
+    values = rng.normal(size=len(groups)) + rng.normal(size=12)[groups]
+    n = len(values)
+    residuals = values - values.mean()
+    # Miller's eq. 4 = the sandwich form, whose diagonal Σe²/n² is replaced by s²/n.
+    expected = (
+        _statsmodels_cluster_variance(values, groups)
+        - residuals @ residuals / n**2
+        + values.var(ddof=1) / n
+    )
+    assert clustered_variance_of_mean(values.tolist(), groups.tolist()) == pytest.approx(
+        expected, rel=1e-12
+    )
+    assert clustered_stderr(values, groups) == pytest.approx(math.sqrt(expected), rel=1e-12)
+    assert cluster_count(groups.tolist()) == 12
+
+
+def test_one_doc_per_cluster_gives_the_plain_standard_error():
+    values = [0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0]
+    assert clustered_stderr(values, list(range(7))) == pytest.approx(stats.sem(values), rel=1e-12)
+
+
+def test_questions_that_share_a_passage_widen_the_interval():
+    # Whole passages right or wrong: 6 passages of 5 questions each.
+    values = [float(p % 2) for p in range(6) for _ in range(5)]
+    passages = [p for p in range(6) for _ in range(5)]
+    plain = stats.sem(values)
+    clustered = clustered_stderr(values, passages)
+    assert clustered > 2 * plain
+    # Every deviation is ±1/2: s²/n = (30/29 · 1/4)/30, and the cross-products of each
+    # passage add ((5 · 1/2)² - 5 · 1/4) = 5, over 6 passages, / 30².
+    assert clustered == pytest.approx(math.sqrt(0.25 / 29 + 6 * 5 / 900), rel=1e-12)
+
+
+def test_fewer_than_two_values_have_no_standard_error():
+    assert math.isnan(clustered_stderr([1.0], ["a"]))
+    with pytest.raises(ValueError, match="3 values but 2 cluster labels"):
+        clustered_variance_of_mean([1.0, 2.0, 3.0], ["a", "b"])

@@ -1,0 +1,151 @@
+"""Paired comparisons against closed forms computed with scipy and statsmodels."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.metrics import f1_score
+from statsmodels.stats.contingency_tables import mcnemar
+
+from assay.stats.clustered import clustered_stderr
+from assay.stats.paired import mcnemar_exact, paired_bootstrap, paired_mean
+
+
+def _runs(n: int = 200, seed: int = 0) -> tuple[list[float], list[float]]:
+    rng = np.random.default_rng(seed)
+    skill = rng.uniform(size=n)
+    a = (rng.uniform(size=n) < skill).astype(float)
+    b = (rng.uniform(size=n) < np.clip(skill + 0.08, 0, 1)).astype(float)
+    return a.tolist(), b.tolist()
+
+
+def test_every_statistic_of_a_paired_mean_against_scipy():
+    a, b = _runs()
+    result = paired_mean(a, b, confidence=0.9)
+    d = np.asarray(b) - np.asarray(a)
+    se = stats.sem(d)
+    assert result.n == 200
+    assert result.mean_a == pytest.approx(np.mean(a))
+    assert result.mean_b == pytest.approx(np.mean(b))
+    assert result.diff == pytest.approx(np.mean(b) - np.mean(a))
+    assert result.stderr == pytest.approx(se, rel=1e-12)
+    low, high = stats.norm.interval(0.9, loc=d.mean(), scale=se)
+    assert (result.ci_low, result.ci_high) == (pytest.approx(low), pytest.approx(high))
+    assert result.confidence == 0.9
+    assert result.p_value == pytest.approx(2 * stats.norm.sf(abs(d.mean() / se)), rel=1e-9)
+    assert result.mde == pytest.approx((stats.norm.ppf(0.95) + stats.norm.ppf(0.8)) * se)
+    assert result.clusters is None and result.method == "paired"
+
+
+def test_paired_interval_is_narrower_than_separate_intervals():
+    a, b = _runs()
+    separate = math.hypot(stats.sem(a), stats.sem(b))
+    assert paired_mean(a, b).stderr < separate
+
+
+def test_identical_runs_give_no_difference_and_p_one():
+    a, _ = _runs()
+    result = paired_mean(a, a)
+    assert result.diff == 0 and result.stderr == 0
+    assert result.p_value == 1.0 and result.mcnemar_p == 1.0
+    assert result.ci_low == result.ci_high == 0
+
+
+def test_a_constant_nonzero_difference_is_certain():
+    result = paired_mean([0.2, 0.4, 0.6], [0.5, 0.7, 0.9])
+    assert result.diff == pytest.approx(0.3) and result.p_value == 0.0
+    assert result.mcnemar_p is None  # not 0/1 values
+
+
+def test_clustered_form_replaces_the_standard_error():
+    a, b = _runs(120, seed=3)
+    groups = [i // 4 for i in range(120)]
+    result = paired_mean(a, b, clusters=groups)
+    d = np.asarray(b) - np.asarray(a)
+    assert result.stderr == pytest.approx(clustered_stderr(d, groups), rel=1e-12)
+    assert result.clusters == 30 and result.method == "paired-clustered"
+    z = stats.norm.ppf(0.975)
+    assert result.ci_high - result.ci_low == pytest.approx(2 * z * result.stderr)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 5])
+def test_mcnemar_exact_against_statsmodels_and_scipy(seed):
+    a, b = _runs(60, seed)
+    a_, b_ = np.asarray(a, int), np.asarray(b, int)
+    table = [
+        [int(((a_ == 1) & (b_ == 1)).sum()), int(((a_ == 1) & (b_ == 0)).sum())],
+        [int(((a_ == 0) & (b_ == 1)).sum()), int(((a_ == 0) & (b_ == 0)).sum())],
+    ]
+    expected = mcnemar(table, exact=True).pvalue
+    assert mcnemar_exact(a, b) == pytest.approx(expected, rel=1e-12)
+    discordant = table[0][1] + table[1][0]
+    assert mcnemar_exact(a, b) == pytest.approx(
+        stats.binomtest(table[0][1], discordant, 0.5).pvalue, rel=1e-12
+    )
+
+
+def test_mcnemar_takes_bools_and_refuses_other_values():
+    assert mcnemar_exact([True, False, True], [True, True, True]) == 1.0
+    assert mcnemar_exact([0.5, 1.0], [1.0, 1.0]) is None
+
+
+def _reference_bootstrap(a, b, fn, iters, seed, confidence):
+    """The documented resampling, written out independently."""
+    rng = np.random.default_rng(seed)
+    n = len(a)
+    reps = []
+    for _ in range(iters):
+        idx = rng.integers(0, n, n)
+        reps.append(fn([b[i] for i in idx]) - fn([a[i] for i in idx]))
+    reps = np.asarray(reps)
+    tail = (1 - confidence) / 2
+    p = min(1.0, 2 * (min((reps <= 0).sum(), (reps >= 0).sum()) + 1) / (iters + 1))
+    return np.std(reps, ddof=1), np.quantile(reps, tail), np.quantile(reps, 1 - tail), p
+
+
+def _f1(pairs):
+    golds, preds = zip(*pairs)
+    return f1_score(golds, preds)
+
+
+def test_paired_bootstrap_of_a_corpus_level_f1():
+    rng = np.random.default_rng(7)
+    golds = rng.integers(0, 2, 150)
+    a = [(int(g), int(g if rng.uniform() < 0.6 else 1 - g)) for g in golds]
+    b = [(int(g), int(g if rng.uniform() < 0.8 else 1 - g)) for g in golds]
+    result = paired_bootstrap(a, b, _f1, iters=300, seed=11)
+    se, low, high, p = _reference_bootstrap(a, b, _f1, 300, 11, 0.95)
+    assert result.diff == pytest.approx(_f1(b) - _f1(a))
+    assert (result.mean_a, result.mean_b) == (pytest.approx(_f1(a)), pytest.approx(_f1(b)))
+    assert result.stderr == pytest.approx(se, rel=1e-12)
+    assert (result.ci_low, result.ci_high) == (pytest.approx(low), pytest.approx(high))
+    assert result.p_value == pytest.approx(p)
+    assert result.method == "paired-bootstrap" and result.mcnemar_p is None
+
+
+def test_bootstrap_of_a_mean_agrees_with_the_closed_form():
+    a, b = _runs(400, seed=4)
+    boot = paired_bootstrap(a, b, np.mean, iters=2000, seed=0)
+    assert boot.stderr == pytest.approx(stats.sem(np.asarray(b) - np.asarray(a)), rel=0.1)
+
+
+def test_bootstrap_of_identical_runs_has_p_one():
+    a, _ = _runs(50)
+    result = paired_bootstrap(a, a, np.mean, iters=100, seed=0)
+    assert result.diff == 0 and result.stderr == 0 and result.p_value == 1.0
+
+
+def test_cluster_bootstrap_resamples_whole_clusters():
+    # Clusters entirely right or wrong for run b, a constant for run a.
+    b = [float(c % 2) for c in range(10) for _ in range(6)]
+    a = [0.5] * 60
+    clusters = [c for c in range(10) for _ in range(6)]
+    plain = paired_bootstrap(a, b, np.mean, iters=500, seed=1)
+    clustered = paired_bootstrap(a, b, np.mean, clusters=clusters, iters=500, seed=1)
+    assert clustered.clusters == 10 and clustered.method == "paired-cluster-bootstrap"
+    # Ten clusters of six: the standard error of a mean of 10 coin flips, about 0.5/√10.
+    assert clustered.stderr == pytest.approx(0.5 / math.sqrt(10), rel=0.15)
+    assert clustered.stderr > 2 * plain.stderr
