@@ -132,6 +132,22 @@ def test_custom_task_files_define_tasks_table(tmp_path):
         Registry([], [bad], builtins=False).get("x")
 
 
+def test_relative_data_files_of_a_task_file_resolve_against_its_folder(tmp_path, monkeypatch):
+    from assay.tasks.task import Task
+
+    folder = tmp_path / "project"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "rows.jsonl").write_text('{"q": "x", "a": "y"}\n', encoding="utf-8")
+    code = CUSTOM.replace(
+        'hf_repo="json",', 'hf_repo="json", hf_data_files={"validation": "data/rows.jsonl"},'
+    )
+    path = write(folder, "tasks.py", code)
+    monkeypatch.chdir(tmp_path)  # the working directory has no data/ folder
+    config = Registry([], [path], builtins=False).get("mine")
+    assert config.hf_data_files == {"validation": str(folder / "data" / "rows.jsonl")}
+    assert Task(config).eval_rows()[0] == {"q": "x", "a": "y"}
+
+
 def test_include_paths_win_over_builtins(tmp_path):
     builtin = sorted(Registry().python_configs())[0]
     write(tmp_path, "shadow.yaml", TASK.format(name=builtin))

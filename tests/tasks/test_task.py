@@ -257,3 +257,49 @@ def test_custom_dataset_loader_receives_metadata(tmp_path):
     cfg.validate()
     assert len(Task(cfg).eval_rows()) == 2
     assert seen == {"lang": "fr"}
+
+
+_OFFLINE = """
+from assay.errors import DataError
+from assay.tasks.registry import Registry
+from assay.tasks.task import Task
+try:
+    Task(Registry().get("boolq")).load()
+except DataError as exc:
+    print(exc)
+"""
+
+
+def test_offline_error_of_a_built_in_gives_the_load_call_and_a_local_files_recipe_that_works(
+    tmp_path, monkeypatch
+):
+    import os
+    import subprocess
+    import sys
+
+    from assay.tasks.registry import Registry
+
+    env = {**os.environ, "HF_HOME": str(tmp_path / "empty_cache"), "HF_HUB_OFFLINE": "1",
+           "HF_DATASETS_OFFLINE": "1"}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", _OFFLINE], env=env, capture_output=True, text=True, timeout=120
+    )
+    message = done.stdout
+    assert "datasets.load_dataset('aps/super_glue', 'boolq')" in message
+    recipe = message.split("# local_tasks.py\n", 1)[1].split("\nCause:")[0]
+    (tmp_path / "local_tasks.py").write_text(
+        "\n".join(line.removeprefix("  ") for line in recipe.splitlines()), encoding="utf-8"
+    )
+    (tmp_path / "boolq").mkdir()
+    for split in ("validation", "train"):
+        rows = [{"passage": f"{split} p{i}", "question": f"q{i}", "label": i % 2} for i in range(3)]
+        (tmp_path / "boolq" / f"{split}.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8"
+        )
+    monkeypatch.chdir(tmp_path)
+    task = Task(Registry([], [tmp_path / "local_tasks.py"]).get("boolq"))
+    assert [r["passage"] for r in task.eval_rows()] == [
+        "validation p0",
+        "validation p1",
+        "validation p2",
+    ]

@@ -322,7 +322,10 @@ def _filter_specs(
     return out
 
 
-def _resolve_data_files(files: Any, yaml_dir: Path) -> Any:
+def resolve_data_files(files: Any, yaml_dir: Path) -> Any:
+    """Relative data file paths made relative to `yaml_dir`, the folder of the task file that
+    names them (a path that exists only relative to the working directory is kept)."""
+
     def fix(p: Any) -> Any:
         if isinstance(p, str) and not Path(p).is_absolute() and "://" not in p:
             local = yaml_dir / p
@@ -434,7 +437,7 @@ def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
         hf_repo=raw.get("dataset_path"),
         hf_subset=raw.get("dataset_name"),
         metrics=_metric_specs(raw, output_type, where),
-        hf_data_files=_resolve_data_files(data_files, yaml_dir) if data_files is not None else None,
+        hf_data_files=resolve_data_files(data_files, yaml_dir) if data_files is not None else None,
         hf_revision=revision,
         evaluation_splits=(eval_split,),
         few_shots_split=fewshot_split if samples is None else None,

@@ -22,7 +22,12 @@ from assay.errors import TaskConfigError, UnknownNameError
 from assay.tasks._yaml_io import load_with_includes, refuse_code_outside
 from assay.tasks.config import TaskConfig
 from assay.tasks.index import FolderIndex, IndexEntry, build_folder_index
-from assay.tasks.lm_eval_yaml import GroupConfig, group_config_from_yaml, task_config_from_yaml
+from assay.tasks.lm_eval_yaml import (
+    GroupConfig,
+    group_config_from_yaml,
+    resolve_data_files,
+    task_config_from_yaml,
+)
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +98,8 @@ class Registry:
                 modules += [
                     importlib.import_module(f"assay.tasks.catalog.{m}") for m in _catalog_modules()
                 ]
-            modules += [_import_file(p) for p in self._custom_files]
+            custom = [_import_file(p) for p in self._custom_files]
+            modules += custom
             for module in modules:
                 table = getattr(module, "TASKS_TABLE", None)
                 if table is None:
@@ -106,6 +112,10 @@ class Registry:
                             f"{module.__file__}: TASKS_TABLE holds {type(config).__name__}, not TaskConfig."
                         )
                     config.source = config.source or (module.__file__ or module.__name__)
+                    if module in custom and config.hf_data_files is not None:
+                        # As a YAML's data_files: relative to the file that names them.
+                        folder = Path(module.__file__ or ".").parent
+                        config.hf_data_files = resolve_data_files(config.hf_data_files, folder)
                     self._python[config.name] = config
                     for tag in config.tags:
                         self._python_tags.setdefault(tag, []).append(config.name)

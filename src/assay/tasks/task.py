@@ -113,10 +113,10 @@ class Task:
                 raise DataError(
                     f"{cfg.where()}: dataset {cfg.hf_repo!r} (subset {cfg.hf_subset!r}, revision "
                     f"{cfg.hf_revision or 'main'!r}) is not in the local Hugging Face cache and the "
-                    "hub cannot be reached. Pre-download it on a machine with network "
-                    '(`python -c "import datasets; datasets.load_dataset(...)"`, then copy '
-                    "~/.cache/huggingface) and run with HF_DATASETS_OFFLINE=1, or point the task at "
-                    f"local files (YAML dataset_kwargs.data_files). Cause: {text.splitlines()[0]}"
+                    "hub cannot be reached. Pre-download it on a machine with network:\n"
+                    f'  python -c "import datasets; {_load_call(cfg, kwargs)}"\n'
+                    "then copy ~/.cache/huggingface over and run with HF_DATASETS_OFFLINE=1. Or "
+                    f"{_local_files_recipe(cfg)}\nCause: {text.splitlines()[0]}"
                 ) from None
             files = f" (data files: {cfg.hf_data_files})" if cfg.hf_data_files else ""
             raise DataError(
@@ -414,6 +414,38 @@ def _apply(rows: Any, what: str, fn: Any, cfg: TaskConfig, split: str) -> Any:
         raise DataError(
             f"{cfg.where()}: {what} failed on split {split!r}: {type(exc).__name__}: {exc}"
         ) from None
+
+
+def _load_call(cfg: TaskConfig, kwargs: dict[str, Any]) -> str:
+    """The datasets.load_dataset(...) call a task makes, as Python source."""
+    args = [repr(cfg.hf_repo)]
+    if cfg.hf_subset is not None:
+        args.append(repr(cfg.hf_subset))
+    args += [f"{k}={v!r}" for k, v in kwargs.items()]
+    return f"datasets.load_dataset({', '.join(args)})"
+
+
+def _local_files_recipe(cfg: TaskConfig) -> str:
+    """How to point this task at local files instead of the hub."""
+    splits = list(dict.fromkeys([*cfg.evaluation_splits, *filter(None, [cfg.few_shots_split])]))
+    files = ", ".join(f"{s!r}: '{cfg.name}/{s}.jsonl'" for s in splits)
+    if cfg.raw_config is not None:
+        return (
+            f"point the YAML at local files: dataset_path: json, dataset_kwargs: "
+            f"{{data_files: {{{files}}}}}."
+        )
+    module = getattr(cfg.prompt_function, "__module__", "") or ""
+    if module.startswith("assay.tasks.catalog."):
+        return (
+            "replace the built-in task by a custom task file reading local files (rows as the "
+            "hub's), then run with --custom-tasks local_tasks.py:\n"
+            "  # local_tasks.py\n"
+            "  from dataclasses import replace\n"
+            f"  from {module} import TASKS_TABLE as BUILTIN\n"
+            f"  TASKS_TABLE = [replace(next(c for c in BUILTIN if c.name == {cfg.name!r}), "
+            f'hf_repo="json", hf_subset=None, hf_revision=None, hf_data_files={{{files}}})]'
+        )
+    return f'set hf_repo="json", hf_subset=None and hf_data_files={{{files}}} in its TaskConfig.'
 
 
 def _check_local_files(cfg: TaskConfig) -> None:
