@@ -25,11 +25,12 @@ from assay.instances import doc_instances
 from assay.models.base import LM, MODELS
 from assay.prompts.manager import PromptManager
 from assay.requests import (
-    MAX_TOKEN_ALIASES,
     GenerateRequest,
     GenParams,
     lm_eval_gen_kwargs,
+    merge_gen_kwargs,
     normalize_gen_kwargs,
+    set_max_gen_toks,
 )
 from assay.results.rerun import check_folder, clear_folder, run_key
 from assay.results.summary import GroupSpec, MetricValues, group_entry, task_entry
@@ -303,7 +304,7 @@ class Evaluation:
             )
             cfg = task.config
             results["results"][task.name] = entry
-            results["configs"][task.name] = config_dump(task)
+            results["configs"][task.name] = config_dump(task, self.settings.gen_kwargs)
             results["versions"][task.name] = cfg.version
             results["n-shot"][task.name] = task.shots
             results["higher_is_better"][task.name] = {
@@ -377,16 +378,10 @@ class Evaluation:
         kwargs = lm_eval_gen_kwargs(cfg.generation_kwargs, cfg.fewshot_delimiter)
         # Per-doc values win over the task's; the command line wins over both.
         if doc.generation_size is not None:
-            _set_max_gen_toks(kwargs, doc.generation_size)
+            set_max_gen_toks(kwargs, doc.generation_size)
         if doc.stop_sequences is not None:
             kwargs["until"] = list(doc.stop_sequences)
-        overrides = dict(self.settings.gen_kwargs)
-        given = [k for k in MAX_TOKEN_ALIASES if k in overrides]
-        if given:
-            # --gen-kwargs max_new_tokens=N replaces the task's max_gen_toks, whatever its name.
-            _set_max_gen_toks(kwargs, overrides.pop(given[0]))
-        kwargs.update(overrides)
-        return kwargs
+        return merge_gen_kwargs(kwargs, self.settings.gen_kwargs)
 
     def _gen_params(self, task: Task, doc: Doc, kwargs: dict[str, Any] | None = None) -> GenParams:
         cfg = task.config
@@ -729,13 +724,6 @@ def _task_batch_sizes(task: str, chosen: list[int], cache: ResponseCache | None)
 def _collapse_repeats(sizes: list[int]) -> list[int]:
     """`sizes` without consecutive repeats: a backend records a size only when it changes."""
     return [size for i, size in enumerate(sizes) if i == 0 or size != sizes[i - 1]]
-
-
-def _set_max_gen_toks(kwargs: dict[str, Any], value: Any) -> None:
-    """Set the generation length in lm-eval's gen_kwargs, dropping its other names."""
-    for alias in MAX_TOKEN_ALIASES[1:]:
-        kwargs.pop(alias, None)
-    kwargs["max_gen_toks"] = value  # in place when present: samples files keep lm-eval's key order
 
 
 def _as_list(value: Any) -> list[str] | None:

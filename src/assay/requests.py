@@ -7,6 +7,7 @@ executor, so a backend never needs to know about tasks.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple, TypeVar
@@ -144,6 +145,24 @@ def lm_eval_gen_kwargs(
         out["temperature"] = float(temperature)
     out.setdefault("until", [fewshot_delimiter])
     return out
+
+
+def merge_gen_kwargs(kwargs: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """`kwargs` (lm-eval's gen_kwargs) with `overrides` (--gen-kwargs) winning; an override of
+    the generation length under any of its names replaces the task's, as max_gen_toks."""
+    merged, rest = dict(kwargs), dict(overrides)
+    given = [k for k in MAX_TOKEN_ALIASES if k in rest]
+    if given:
+        set_max_gen_toks(merged, rest.pop(given[0]))
+    merged.update(rest)
+    return merged
+
+
+def set_max_gen_toks(kwargs: dict[str, Any], value: Any) -> None:
+    """Set the generation length in lm-eval's gen_kwargs, dropping its other names."""
+    for alias in MAX_TOKEN_ALIASES[1:]:
+        kwargs.pop(alias, None)
+    kwargs["max_gen_toks"] = value  # in place when present: samples files keep lm-eval's key order
 
 
 def normalize_gen_kwargs(
