@@ -9,6 +9,7 @@ import pytest
 from assay.cache import ResponseCache, model_key, request_key
 from assay.errors import ConfigError
 from assay.executors.local import run_requests
+from assay.models.base import LM
 from assay.requests import (
     GenerateRequest,
     GenParams,
@@ -73,7 +74,7 @@ def test_a_different_model_identity_never_hits(tmp_path):
     other.close()
 
 
-class CountingLM:
+class CountingLM(LM):
     def __init__(self):
         self.calls = []
 

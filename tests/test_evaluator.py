@@ -11,7 +11,7 @@ import assay.evaluator as evaluator_module
 from assay.doc import Doc
 from assay.errors import AssayError, ConfigError, TaskConfigError
 from assay.evaluator import Evaluation, RunSettings, evaluate
-from assay.models.base import MODELS
+from assay.models.base import LM, MODELS
 from assay.requests import LoglikelihoodResult, RollingResult
 from assay.tasks.config import TaskConfig
 from assay.tasks.registry import Registry, Resolved, TaskRequest
@@ -19,7 +19,7 @@ from assay.tasks.registry import Registry, Resolved, TaskRequest
 ROWS = [{"q": f"q{i}", "a": f"a{i}", "label": i % 2} for i in range(7)]
 
 
-class RecordingLM:
+class RecordingLM(LM):
     """Answers with the target when the prompt ends with its question; records requests."""
 
     def __init__(self):
@@ -159,8 +159,8 @@ def test_truncate_fewshots_drops_examples_until_the_prompt_fits():
     class CountingLM(RecordingLM):
         max_length = 20
 
-        def count_tokens(self, text):
-            return len(text.split())
+        def token_counter(self):
+            return lambda texts: [len(t.split()) for t in texts]
 
     cfg = gen_task(
         name="fit",
@@ -344,8 +344,8 @@ def test_results_count_the_tokens_sent_and_generated_per_task():
     assert counts["generated_tokens"] == 2 * len(ROWS)  # answers "a0".."a6"
 
     class WordCountingLM(RecordingLM):
-        def count_tokens(self, text):
-            return len(text.split()) + 1
+        def token_counter(self):
+            return lambda texts: [len(t.split()) + 1 for t in texts]
 
     results, lm = run([gen_task()], model=WordCountingLM())
     counts = results["assay"]["requests"]["gen"]

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from assay.evaluator import evaluate
+from assay.models.base import LM
+from assay.prompts.chat import ChatTemplate, TokenizerChatTemplate
 from assay.requests import LoglikelihoodResult, RollingResult
 
 PARITY = Path(__file__).parent / "data" / "lm_eval_parity"
@@ -30,20 +32,16 @@ evaluated split but lm-eval's sampler is not told which doc is evaluated). assay
 that: it swaps in another example and leaves every other doc's examples as lm-eval's."""
 
 
-class ChatFakeLM:
+class ChatFakeLM(LM):
     """Constant answers; prompts rendered with the tiny model's tokenizer chat template."""
 
     def __init__(self, tokenizer: Any = None) -> None:
         self.tokenizer = tokenizer
-        if tokenizer is not None:
-            self.apply_chat_template = self._apply_chat_template
 
-    def _apply_chat_template(
-        self, messages: list[dict[str, str]], add_generation_prompt: bool = True, **kwargs: Any
-    ) -> str:
-        return self.tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=add_generation_prompt, **kwargs
-        )
+    def chat_template(self) -> ChatTemplate | None:
+        if self.tokenizer is None:
+            return None
+        return TokenizerChatTemplate(self.tokenizer, missing="the tiny model has no template")
 
     def loglikelihood(self, requests):
         return [LoglikelihoodResult(-1.0, False) for _ in requests]

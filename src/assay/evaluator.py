@@ -22,7 +22,7 @@ from assay.errors import ConfigError, FailedRequests, ModelError
 from assay.executors.base import Executor, char_lengths, request_texts, token_measure
 from assay.executors.local import LocalExecutor
 from assay.instances import doc_instances
-from assay.models.base import LM, MODELS
+from assay.models.base import LM, checked_backend, load_model
 from assay.prompts.manager import PromptManager
 from assay.requests import (
     GenerateRequest,
@@ -87,8 +87,8 @@ def backend_args(settings: RunSettings) -> dict[str, Any]:
 def build_model(settings: RunSettings) -> LM:
     """The backend named by the settings (or the LM object given)."""
     if not isinstance(settings.model, str):
-        return settings.model
-    return MODELS.get(settings.model)(**backend_args(settings))
+        return checked_backend(settings.model, "model")
+    return load_model(settings.model, backend_args(settings))
 
 
 def build_executor(settings: RunSettings, model: LM | None = None) -> Executor:
@@ -348,10 +348,10 @@ class Evaluation:
     def _prompt_manager(self, task: Task, model: LM) -> PromptManager:
         cfg, s = task.config, self.settings
         # A chat API takes the messages themselves; other backends render them with a template.
-        api_messages = s.apply_chat_template and bool(getattr(model, "accepts_messages", False))
+        api_messages = s.apply_chat_template and model.accepts_messages
         chat = None
         if s.apply_chat_template and not api_messages:
-            chat = getattr(model, "apply_chat_template", None)
+            chat = model.chat_template()
             if chat is None:
                 raise ConfigError(
                     f"--apply-chat-template: the {type(model).__name__} backend has no chat template."
@@ -553,13 +553,16 @@ class Evaluation:
 
     def _fit_fewshots(self, task: Task, doc: Doc, model: LM, prompts: PromptManager) -> None:
         """truncate_fewshots: drop examples from the end until the prompt fits the model."""
-        count = getattr(model, "count_tokens", None)
-        max_length = getattr(model, "max_length", None)
-        if count is None or max_length is None:
+        counter, max_length = model.token_counter(), model.max_length
+        if counter is None or max_length is None:
             raise ConfigError(
                 f"{task.config.where()}: truncate_fewshots needs a backend that counts tokens "
                 f"(hf, vllm, or an API backend with a tokenizer); {type(model).__name__} does not."
             )
+
+        def count(text: str) -> int:
+            return counter([text])[0]
+
         reserve = max((count(c) for c in doc.choices), default=0)
         if task.output_type == OutputType.GENERATE_UNTIL:
             reserve = self._gen_params(task, doc).max_gen_toks
@@ -700,7 +703,7 @@ class _Progress:
 def _chosen_batch_sizes(model: LM) -> list[int]:
     """The sizes the backend's automatic batch size picked so far (lm-eval's `lm.batch_sizes`);
     backends only ever append to it."""
-    return list(getattr(model, "batch_sizes", []))
+    return list(model.batch_sizes)
 
 
 def _task_batch_sizes(task: str, chosen: list[int], cache: ResponseCache | None) -> list[int]:

@@ -9,11 +9,11 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from assay.models.base import register_model
+from assay.models.base import LM, register_model
 from assay.requests import GenerateRequest
 
 
-class CalcLM:
+class CalcLM(LM):
     """Answers the last "a + b" of a prompt with "#### a+b"; sampling (temperature > 0) adds 1.
 
     "FAIL" in a prompt raises, so tests can exercise generation errors. Every call is logged.

@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from assay.models.base import LM
 from assay.pipelines import Experiment, GridSearch, List, OpenAIAPIModelConfig
 from assay.pipelines.display import ConfigRow, LiveView, to_html, to_markdown
 from assay.pipelines.redact import find_secrets, redact, scrub
@@ -38,7 +39,7 @@ def test_redaction_helpers() -> None:
     assert scrub(f"401: bad key {SECRET}", {SECRET}) == "401: bad key ***"
 
 
-class EchoKeyLM:
+class EchoKeyLM(LM):
     """An API stand-in that fails on some prompts with an error quoting its key."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -50,6 +51,12 @@ class EchoKeyLM:
         if any("bad" in r.prompt for r in requests):
             raise RuntimeError(f"Incorrect API key provided: {self.api_key}")
         return ["ok" for _ in requests]
+
+    def loglikelihood(self, requests: Any) -> list[Any]:
+        raise NotImplementedError
+
+    def loglikelihood_rolling(self, requests: Any) -> list[Any]:
+        raise NotImplementedError
 
     def identity(self) -> dict[str, Any]:
         return {"backend": "echo-key"}

@@ -21,6 +21,7 @@ from assay.cli import main
 from assay.evaluator import evaluate
 from assay.executors.base import DEFAULT_CHUNK_SIZE, commit_chunk
 from assay.executors.local import run_requests
+from assay.models.base import LM
 from assay.models.dummy import DummyLM, dummy
 from assay.requests import GenerateRequest, GenParams, LoglikelihoodRequest, LoglikelihoodResult
 
@@ -148,11 +149,15 @@ class AutoBatchLM(DummyLM):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.batch_sizes: list[int] = []
+        self.chosen: list[int] = []
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        return list(self.chosen)
 
     def _pick(self, size: int) -> None:
-        if not self.batch_sizes or self.batch_sizes[-1] != size:
-            self.batch_sizes.append(size)
+        if not self.chosen or self.chosen[-1] != size:
+            self.chosen.append(size)
 
     def loglikelihood(self, requests):
         self._pick(64)
@@ -227,14 +232,31 @@ def test_hf_run_interrupted_between_batches_resumes_to_identical_files(
     hf = MODELS.get("hf")(pretrained=str(tiny_model_dir), batch_size=2)
     assert commit_chunk(hf) == 2  # committed batch by batch
 
-    class StopsAfterCalls:
+    class StopsAfterCalls(LM):
         """The hf model, interrupted (as by Ctrl-C) on its fourth call."""
 
         def __init__(self, calls: int) -> None:
             self.left = calls
+            self.batch_size, self.max_length = hf.batch_size, hf.max_length
 
-        def __getattr__(self, name):
-            return getattr(hf, name)
+        def identity(self):
+            return hf.identity()
+
+        def provenance(self):
+            return hf.provenance()
+
+        def token_counter(self):
+            return hf.token_counter()
+
+        def chat_template(self):
+            return hf.chat_template()
+
+        @property
+        def batch_sizes(self):
+            return hf.batch_sizes
+
+        def loglikelihood_rolling(self, requests):
+            return hf.loglikelihood_rolling(requests)
 
         def _call(self, method, requests):
             if self.left == 0:

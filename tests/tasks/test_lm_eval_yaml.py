@@ -11,6 +11,7 @@ import yaml
 
 from assay.doc import OutputType
 from assay.errors import DataError, TaskConfigError, UnknownNameError
+from assay.models.base import LM
 from assay.prompts.manager import PromptManager
 from assay.tasks.registry import Registry
 from assay.tasks.task import Task
@@ -268,7 +269,7 @@ def test_yaml_syntax_error_names_the_line(folder):
         load(folder, "broken")
 
 
-class ConstantLM:
+class ConstantLM(LM):
     """Loglikelihoods that decrease along the choices (or increase, when `reverse`)."""
 
     def __init__(self, reverse=False):
@@ -279,6 +280,12 @@ class ConstantLM:
 
         sign = 1.0 if self.reverse else -1.0
         return [LoglikelihoodResult(sign * float(r.continuation.strip()), False) for r in requests]
+
+    def loglikelihood_rolling(self, requests):
+        raise NotImplementedError
+
+    def generate_until(self, requests):
+        raise NotImplementedError
 
     def identity(self):
         return {"backend": "constant", "reverse": self.reverse}

@@ -40,7 +40,8 @@ class Executor(Protocol):
     """Computes a run's requests with one model, here or on many workers.
 
     `model` is the backend as the driver sees it: its identity keys the cache, and its optional
-    members (apply_chat_template, count_tokens, max_length, accepts_messages) shape prompts.
+    capabilities (`chat_template`, `token_counter`, `max_length`, `accepts_messages`; see
+    `models.base.LM`) shape prompts.
     `primary` is False in the processes of a data-parallel launch that must not write results.
     """
 
@@ -182,15 +183,9 @@ def _spread(groups: list[list[str]], size: int, min_chunks: int) -> list[list[st
 
 
 def token_measure(model: LM) -> Measure:
-    """The backend's own token counts (`count_tokens_many`, else `count_tokens`), else
-    characters: one measure for every executor, so they all cut the same chunks."""
-    many = getattr(model, "count_tokens_many", None)
-    if many is not None:
-        return many
-    one = getattr(model, "count_tokens", None)
-    if one is None:
-        return char_lengths
-    return lambda texts: [one(t) for t in texts]
+    """The backend's own token counts, else characters: one measure for every executor, so
+    they all cut the same chunks."""
+    return model.token_counter() or char_lengths
 
 
 def commit_chunk(model: LM) -> int:
@@ -199,7 +194,7 @@ def commit_chunk(model: LM) -> int:
     A backend with a fixed batch size is committed batch by batch, so a kill loses at most the
     batch in flight.
     """
-    size = getattr(model, "batch_size", None)
+    size = model.batch_size
     if isinstance(size, int) and not isinstance(size, bool) and size > 0:
         return size
     return DEFAULT_CHUNK_SIZE

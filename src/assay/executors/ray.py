@@ -27,7 +27,8 @@ from assay.executors.base import (
     plan_requests,
     token_measure,
 )
-from assay.models.base import LM, MODELS
+from assay.models.base import LM, MODELS, ModelProvenance, TokenCounter, load_model
+from assay.prompts.chat import ChatTemplate, Message
 from assay.requests import (
     GenerateRequest,
     LoglikelihoodRequest,
@@ -78,67 +79,63 @@ class Replica:
 
     def __init__(self, model_name: str, model_args: dict[str, Any]) -> None:
         self.spec = (model_name, model_args)
-        self.model: Any = None
+        self.model: LM
 
     def load(self) -> dict[str, Any]:
         """Build the model; what the driver needs to know of it (prompts, cache key)."""
         name, args = self.spec
         with _portable_errors():
-            self.model = MODELS.get(name)(**args)
+            self.model = load_model(name, args)
         model = self.model
-        size = getattr(model, "batch_size", None)
         return {
             "identity": model.identity(),
-            "batch_size": size if isinstance(size, int) and not isinstance(size, bool) else None,
-            "max_length": getattr(model, "max_length", None),
-            "accepts_messages": bool(getattr(model, "accepts_messages", False)),
-            "chat_template": hasattr(model, "apply_chat_template"),
-            "count_tokens": hasattr(model, "count_tokens"),
+            "provenance": model.provenance(),
+            "batch_size": model.batch_size,
+            "max_length": model.max_length,
+            "accepts_messages": model.accepts_messages,
+            "chat_template": model.chat_template() is not None,
+            "token_counter": model.token_counter() is not None,
         }
 
     def run(self, kind: RequestKind, requests: Sequence[Request]) -> list[Result]:
         with _portable_errors():
             return compute_chunk(self.model, kind, requests)
 
-    def count_tokens(self, text: str) -> int:
-        with _portable_errors():
-            return self.model.count_tokens(text)
-
-    def count_tokens_many(self, texts: list[str]) -> list[int]:
+    def count_tokens(self, texts: list[str]) -> list[int]:
         with _portable_errors():
             return token_measure(self.model)(texts)
 
-    def apply_chat_template(self, messages: Any, **options: Any) -> Any:
+    def render_chat(self, messages: list[dict[str, str]], **options: Any) -> str:
         with _portable_errors():
-            return self.model.apply_chat_template(messages, **options)
+            template = self.model.chat_template()
+            assert template is not None, "load() reported a chat template"
+            return str(template(messages, **options))
 
     def batch_sizes(self) -> list[int]:
-        return list(getattr(self.model, "batch_sizes", []))
+        return list(self.model.batch_sizes)
 
 
-class RemoteModel:
+class RemoteModel(LM):
     """The backend as the driver sees it: identity and prompt helpers answered by a replica.
 
-    Optional backend members (apply_chat_template, count_tokens, max_length, batch_size) exist
-    here only when the replica's backend has them, so prompt building behaves as in one process.
+    The capabilities are the replica's backend's, so prompt building behaves as in one process.
     """
 
     def __init__(self, executor: RayExecutor, info: dict[str, Any]) -> None:
         self._executor = executor
         self._identity = info["identity"]
-        self.accepts_messages = info["accepts_messages"]
-        if info["batch_size"] is not None:
-            self.batch_size = info["batch_size"]
-        if info["max_length"] is not None:
-            self.max_length = info["max_length"]
-        if info["chat_template"]:
-            self.apply_chat_template = self._apply_chat_template
-        if info["count_tokens"]:
-            self.count_tokens = self._count_tokens
-            self.count_tokens_many = self._count_tokens_many
+        self._provenance: ModelProvenance = info["provenance"]
+        self.accepts_messages = bool(info["accepts_messages"])
+        self.batch_size = info["batch_size"]
+        self.max_length = info["max_length"]
+        self._has_chat_template: bool = info["chat_template"]
+        self._counts_tokens: bool = info["token_counter"]
 
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)
+
+    def provenance(self) -> ModelProvenance:
+        return self._provenance
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         return self._executor.run(requests)  # type: ignore[return-value]
@@ -153,15 +150,28 @@ class RemoteModel:
     def batch_sizes(self) -> list[int]:
         return self._executor.call("batch_sizes")
 
-    def _count_tokens(self, text: str) -> int:
-        return self._executor.call("count_tokens", text)
+    def chat_template(self) -> ChatTemplate | None:
+        return self._render_chat if self._has_chat_template else None
 
-    def _count_tokens_many(self, texts: list[str]) -> list[int]:
+    def token_counter(self) -> TokenCounter | None:
+        return self._count_tokens if self._counts_tokens else None
+
+    def _count_tokens(self, texts: Sequence[str]) -> list[int]:
         # One round trip for a whole plan's texts, not one per text.
-        return self._executor.call("count_tokens_many", texts)
+        return self._executor.call("count_tokens", list(texts))
 
-    def _apply_chat_template(self, messages: Any, **options: Any) -> Any:
-        return self._executor.call("apply_chat_template", messages, **options)
+    def _render_chat(
+        self,
+        messages: Sequence[Message],
+        add_generation_prompt: bool = True,
+        continue_final_message: bool = False,
+    ) -> str:
+        return self._executor.call(
+            "render_chat",
+            [dict(m) for m in messages],
+            add_generation_prompt=add_generation_prompt,
+            continue_final_message=continue_final_message,
+        )
 
 
 class RayExecutor:
@@ -249,7 +259,7 @@ class RayExecutor:
         """Chunks each replica computed (fast replicas take more)."""
         self.gpus_per_replica = per
         infos = self._gather([a.load.remote() for a in self.actors])
-        self.model: LM = RemoteModel(self, infos[0])  # type: ignore[assignment]
+        self.model: LM = RemoteModel(self, infos[0])
         log.info("ray: %d replicas of %s, %g GPUs each", count, model_name, per)
 
     @staticmethod

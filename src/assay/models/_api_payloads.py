@@ -11,6 +11,7 @@ from typing import Any
 from assay.models._api_runner import PermanentFailure
 from assay.models._decoding import decoding_of
 from assay.models._spans import ScoredSpan
+from assay.prompts import chat
 from assay.requests import GenerateRequest, Messages
 
 CHARS_PER_TOKEN = 4
@@ -21,7 +22,7 @@ def as_messages(prompt: str | Messages) -> list[dict[str, str]]:
     """Chat messages for an API; a plain string becomes one user message."""
     if isinstance(prompt, str):
         return [{"role": "user", "content": prompt}]
-    return [{"role": role, "content": content} for role, content in prompt]
+    return chat.as_messages(prompt)
 
 
 def sampling_fields(

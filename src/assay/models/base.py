@@ -1,10 +1,30 @@
-"""The LM protocol every backend implements, and the backend registry."""
+"""The backend contract (`LM`) and the backend registry.
+
+A backend is a subclass of `LM`. It must answer the three request kinds and say what it is
+(`identity`); everything else it may offer is declared here with its default, so the harness
+never probes a backend for optional members and a backend author learns the whole contract
+from this one class:
+
+| member              | default | what the harness does with it                                   |
+|---------------------|---------|-----------------------------------------------------------------|
+| `accepts_messages`  | False   | True: chat prompts are sent as messages (chat APIs)             |
+| `max_length`        | None    | context window in tokens; `truncate_fewshots` needs it          |
+| `batch_size`        | None    | a whole number: results are committed to the cache batch by batch |
+| `batch_sizes`       | []      | sizes chosen by batch_size=auto, reported in results.json       |
+| `chat_template()`   | None    | renders `--apply-chat-template` prompts (see `prompts.chat`)    |
+| `token_counter()`   | None    | counts prompt tokens (token statistics, `truncate_fewshots`)    |
+| `provenance()`      | backend | what results files record about the model                       |
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypedDict
 
+from assay.errors import ConfigError
+from assay.models._arg_types import BatchSize
+from assay.prompts.chat import ChatTemplate
 from assay.registry import Registry
 from assay.requests import (
     GenerateRequest,
@@ -14,34 +34,99 @@ from assay.requests import (
     RollingResult,
 )
 
+TokenCounter = Callable[[Sequence[str]], list[int]]
+"""Tokens of each text, as the backend encodes a prompt."""
 
-@runtime_checkable
-class LM(Protocol):
+
+class ModelProvenance(TypedDict, total=False):
+    """What a results file records about the model that produced it (all keys optional:
+    a backend fills in what it knows)."""
+
+    backend: str
+    """The --model name (hf, vllm, openai-completions, ...)."""
+    model: str
+    """Model id or local path."""
+    revision: str | None
+    """Requested hub branch, tag or commit."""
+    sha: str | None
+    """Hub commit the weights were loaded from."""
+    dtype: str | None
+    """Weight dtype (float32, bfloat16, ...)."""
+    num_parameters: int | None
+    tokenizer: str | None
+    """Tokenizer id or path."""
+    chat_template_sha256: str | None
+    """sha256 of the tokenizer's chat template source (None without one)."""
+    max_length: int | None
+    """Context window in tokens."""
+    add_bos_token: bool | None
+    """Whether prompts start with BOS (None: the tokenizer's default)."""
+
+
+class LM(ABC):
     """A language model backend.
 
-    Each method takes a list of requests and returns one result per request, in the same order.
-    Backends may reorder internally (length-sorted batches) but must restore the order.
+    Each request method takes a list of requests and returns one result per request, in the same
+    order; a backend may reorder internally (length-sorted batches) but must restore the order.
+    The other members are optional capabilities with their defaults (see the module docstring);
+    a backend overrides the ones it has.
     """
 
+    accepts_messages: bool = False
+    """True when `generate_until` takes chat prompts as messages (a chat API): with
+    --apply-chat-template the conversation is sent as is, and the server applies its template."""
+
+    max_length: int | None = None
+    """Context window in tokens (prompt + generation), when the backend knows it."""
+
+    batch_size: BatchSize | None = None
+    """Requests per call as the user set it: a whole number makes the executor commit results
+    batch by batch; "auto" or None leaves chunking to the executor."""
+
+    @abstractmethod
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         """log P(continuation | context) and greediness, per request."""
-        ...
 
+    @abstractmethod
     def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
         """Total log P(text) over rolling windows, per request."""
-        ...
 
+    @abstractmethod
     def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
-        """Generated text per request, cut at the first stop string."""
-        ...
+        """Generated text per request, cut at the first stop string (see `cut_at_stops`)."""
 
+    @abstractmethod
     def identity(self) -> dict[str, Any]:
         """Everything that changes this model's outputs (backend, weights, revision, dtype, ...).
 
         The response cache keys on it, so two models never share cached answers. Secrets (API
         keys) must never appear here.
         """
-        ...
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        """Batch sizes chosen by batch_size=auto so far, in the order chosen (lm-eval's
+        `lm.batch_sizes`); backends only ever append. Default: none."""
+        return []
+
+    def chat_template(self) -> ChatTemplate | None:
+        """The renderer of this model's chat template, or None when it has none (the default).
+
+        Backends with a transformers tokenizer return `prompts.chat.TokenizerChatTemplate`, so
+        every backend renders the same prompt. Must be cheap and must not raise: a missing
+        template is reported when a prompt is rendered.
+        """
+        return None
+
+    def token_counter(self) -> TokenCounter | None:
+        """A function counting prompt tokens as this backend encodes them, or None when it
+        cannot count (the default: statistics are then in characters)."""
+        return None
+
+    def provenance(self) -> ModelProvenance:
+        """What results files record about the model. Default: the backend name only."""
+        backend = self.identity().get("backend")
+        return {"backend": str(backend) if backend else type(self).__name__}
 
 
 class ModelFactory(Protocol):
@@ -65,9 +150,19 @@ for _name, _module in {
     MODELS.lazy(_name, _module)
 
 
-def chat_template_of(model: LM) -> Any:
-    """The backend's `apply_chat_template(messages, add_generation_prompt)` or None."""
-    return getattr(model, "apply_chat_template", None)
+def load_model(name: str, model_args: Mapping[str, Any]) -> LM:
+    """The backend registered as `name`, built from its model arguments."""
+    return checked_backend(MODELS.get(name)(**model_args), f"--model {name}")
+
+
+def checked_backend(model: object, where: str) -> LM:
+    """`model` if it is an `LM`; a ConfigError naming `where` it came from otherwise."""
+    if isinstance(model, LM):
+        return model
+    raise ConfigError(
+        f"{where}: {type(model).__name__} is not a model backend; subclass assay.LM (the "
+        "contract in assay/models/base.py; docs/extending.md shows a backend)."
+    )
 
 
 def cut_at_stops(text: str, until: Sequence[str]) -> str:

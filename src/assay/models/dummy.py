@@ -9,7 +9,7 @@ from typing import Any
 
 from assay.errors import ConfigError
 from assay.models._args import check_args
-from assay.models.base import register_model
+from assay.models.base import LM, register_model
 from assay.requests import (
     GenerateRequest,
     LoglikelihoodRequest,
@@ -25,7 +25,7 @@ def _unit(seed: int, *parts: str) -> float:
     return (h & 0xFFFFFF) / 0x1000000
 
 
-class DummyLM:
+class DummyLM(LM):
     """Answers every request with a seeded pseudo-random value derived from the request.
 
     `delay` (seconds per request) makes it behave like a slow model, for timing the harness and

@@ -8,19 +8,18 @@ positions reach the vocabulary projection, and generation drops finished rows (s
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
 from assay.errors import ModelError
-from assay.models._arg_types import BatchSize
 from assay.models._hf_args import HFArgs, parse_hf_args
 from assay.models._hf_generate import Generator
 from assay.models._hf_load import load
 from assay.models._hf_memory import BatchSizer
 from assay.models._hf_score import Scorer
 from assay.models._hf_tokens import TokenizerView, rolling_windows
-from assay.models.base import register_model
+from assay.models.base import LM, ModelProvenance, TokenCounter, register_model
+from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat, template_sha256
 from assay.requests import (
     GenerateRequest,
     GenParams,
@@ -31,10 +30,8 @@ from assay.requests import (
     RollingResult,
 )
 
-log = logging.getLogger(__name__)
 
-
-class HuggingFaceLM:
+class HuggingFaceLM(LM):
     """A transformers causal LM behind assay's LM protocol.
 
     Attributes:
@@ -49,7 +46,8 @@ class HuggingFaceLM:
         self.model = loaded.model
         self.tokenizer = loaded.tokenizer
         self.device = loaded.device
-        self.max_length = loaded.max_length
+        self.max_length: int = loaded.max_length
+        self.batch_size = args.batch_size
         self._fingerprint = loaded.fingerprint
         self._view = TokenizerView(self.tokenizer, args.add_bos_token)
         self._sizer = BatchSizer(args.batch_size, args.max_batch_size, self.device)
@@ -66,11 +64,6 @@ class HuggingFaceLM:
             else "",
             pad_token_id=self.scorer.pad_id,
         )
-
-    @property
-    def batch_size(self) -> BatchSize:
-        """The batch_size model arg: the executor commits a fixed size batch by batch."""
-        return self.args.batch_size
 
     @property
     def batch_sizes(self) -> list[int]:
@@ -133,60 +126,32 @@ class HuggingFaceLM:
                 out[i] = text
         return out
 
-    def apply_chat_template(
-        self,
-        messages: list[dict[str, str]],
-        add_generation_prompt: bool = True,
-        continue_final_message: bool = False,
-    ) -> str:
-        """The tokenizer's chat template rendered as text (BOS included when the template has it).
+    def chat_template(self) -> TokenizerChatTemplate:
+        """The tokenizer's chat template (BOS included when the template writes it)."""
+        return TokenizerChatTemplate(
+            self.tokenizer,
+            missing=f"--model hf: the tokenizer of {self.args.tokenizer or self.args.pretrained!r} "
+            "has no chat template; run without a chat template or use an instruction-tuned "
+            "model's tokenizer (tokenizer=...).",
+        )
 
-        As lm-eval, a template that rejects system messages is retried without them.
-        """
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise ModelError(
-                f"--model hf: the tokenizer of {self.args.tokenizer or self.args.pretrained!r} "
-                "has no chat template; run without a chat template or use an instruction-tuned "
-                "model's tokenizer (tokenizer=...)."
-            )
-        import jinja2
+    def token_counter(self) -> TokenCounter:
+        """Tokens of each text as a prompt is encoded (BOS included when the tokenizer adds it)."""
+        return self.count_tokens_many
 
-        kwargs = {
-            "tokenize": False,
-            "add_generation_prompt": add_generation_prompt,
-            "continue_final_message": continue_final_message,
-        }
-        try:
-            return self.tokenizer.apply_chat_template(messages, **kwargs)
-        except jinja2.exceptions.TemplateError:
-            log.warning("chat template failed; retrying without system messages")
-            kept = [m for m in messages if m.get("role") != "system"]
-            return self.tokenizer.apply_chat_template(kept, **kwargs)
-
-    @property
-    def chat_template(self) -> str | None:
-        """The tokenizer's chat template source, if it has one (recorded in results)."""
-        template = getattr(self.tokenizer, "chat_template", None)
-        return template if isinstance(template, str) else None
-
-    def tokenizer_info(self) -> dict[str, Any]:
-        """Special tokens and limits in lm-eval's results-file layout."""
-        tok = self.tokenizer
+    def provenance(self) -> ModelProvenance:
+        """Model id, revision and hub commit, dtype, parameter count, tokenizer and template."""
         return {
-            "tokenizer_pad_token": [tok.pad_token, str(tok.pad_token_id)],
-            "tokenizer_eos_token": [tok.eos_token, str(tok.eos_token_id)],
-            "tokenizer_bos_token": [tok.bos_token, str(tok.bos_token_id)],
-            "eot_token_id": tok.eos_token_id,
+            "backend": "hf",
+            "model": self.args.pretrained,
+            "revision": self.args.revision,
+            "sha": getattr(self.model.config, "_commit_hash", None),
+            "dtype": str(self._dtype()).removeprefix("torch."),
+            "num_parameters": sum(p.numel() for p in self.model.parameters()),
+            "tokenizer": self.args.tokenizer or self.args.pretrained,
+            "chat_template_sha256": template_sha256(self.tokenizer),
             "max_length": self.max_length,
-        }
-
-    def model_info(self) -> dict[str, Any]:
-        """Parameter count, dtype, revision and hub commit, as lm-eval's results `config` has."""
-        return {
-            "model_num_parameters": sum(p.numel() for p in self.model.parameters()),
-            "model_dtype": str(self._dtype()),
-            "model_revision": self.args.revision,
-            "model_sha": getattr(self.model.config, "_commit_hash", None) or "",
+            "add_bos_token": self.args.add_bos_token,
         }
 
     def identity(self) -> dict[str, Any]:
@@ -208,13 +173,10 @@ class HuggingFaceLM:
         return next(self.model.parameters()).dtype
 
     def _prompt_text(self, prompt: str | Messages) -> str:
-        if isinstance(prompt, str):
-            return prompt
-        messages = [{"role": role, "content": content} for role, content in prompt]
-        # A final assistant message is a prefix the model continues (lm-eval's gen_prefix).
-        prefill = bool(messages) and messages[-1]["role"] == "assistant"
-        return self.apply_chat_template(
-            messages, add_generation_prompt=not prefill, continue_final_message=prefill
+        return (
+            prompt
+            if isinstance(prompt, str)
+            else render_chat(self.chat_template(), as_messages(prompt))
         )
 
     def _eos_token_ids(self) -> set[int]:

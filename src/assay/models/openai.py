@@ -44,7 +44,14 @@ from assay.models._api_runner import (
 from assay.models._arg_types import REQUIRED, Arg, AutoOrCount, BatchSize, typed_args
 from assay.models._hf_tokens import TokenizerView
 from assay.models._spans import ScoredSpan, loglikelihood_spans, rolling_spans
-from assay.models.base import cut_at_stops, register_model
+from assay.models.base import LM, ModelProvenance, TokenCounter, cut_at_stops, register_model
+from assay.prompts.chat import (
+    ChatTemplate,
+    Message,
+    TokenizerChatTemplate,
+    render_chat,
+    template_sha256,
+)
 from assay.requests import (
     GenerateRequest,
     LoglikelihoodRequest,
@@ -148,7 +155,7 @@ class _Key:
         return "<api key>" if self._value else "<no api key>"
 
 
-class _APIBackend:
+class _APIBackend(LM):
     """What the completions and chat backends share: client, runner, errors, generation."""
 
     name: ClassVar[str]
@@ -197,6 +204,11 @@ class _APIBackend:
             "tokenizer": s.tokenizer,
             "generation_defaults": self._generation_defaults(),
         }
+
+    def provenance(self) -> ModelProvenance:
+        """Backend, served model and tokenizer."""
+        s = self.settings
+        return {"backend": self.name, "model": s.model, "tokenizer": s.tokenizer}
 
     def __repr__(self) -> str:
         s = self.settings
@@ -399,25 +411,26 @@ class OpenAICompletionsLM(_APIBackend):
             for parts, spans in zip(scores, per_request, strict=True)
         ]
 
-    def apply_chat_template(
-        self,
-        messages: list[dict[str, str]],
-        add_generation_prompt: bool = True,
-        continue_final_message: bool = False,
-    ) -> str:
-        """The tokenizer's chat template applied to `messages` (for --apply-chat-template)."""
-        self._view("a chat template")
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise ModelError(
-                f"--model {self.name}: tokenizer {self.settings.tokenizer!r} has no chat template; "
-                "drop --apply-chat-template or use --model openai-chat."
-            )
-        return self.tokenizer.apply_chat_template(
-            messages,
-            tokenize=False,
-            add_generation_prompt=add_generation_prompt,
-            continue_final_message=continue_final_message,
-        )
+    def chat_template(self) -> ChatTemplate:
+        """The chat template of the `tokenizer` arg (loaded on first use), for
+        --apply-chat-template."""
+        return self._render_chat
+
+    def token_counter(self) -> TokenCounter | None:
+        """Prompt tokens by the `tokenizer` arg (as the hf backend encodes); None without one."""
+        if self.settings.tokenizer is None:
+            return None
+        return lambda texts: [len(ids) for ids in self._view("counting tokens").encode(texts)]
+
+    def provenance(self) -> ModelProvenance:
+        s = self.settings
+        tokenizer = self.tokenizer if s.tokenizer else None
+        return {
+            **super().provenance(),
+            "chat_template_sha256": template_sha256(tokenizer) if tokenizer else None,
+            "max_length": s.max_length,
+            "add_bos_token": s.add_bos_token,
+        }
 
     def identity(self) -> dict[str, Any]:
         s = self.settings
@@ -428,11 +441,7 @@ class OpenAICompletionsLM(_APIBackend):
     def _prompt(self, request: GenerateRequest) -> str:
         if isinstance(request.prompt, str):
             return request.prompt
-        messages = as_messages(request.prompt)
-        prefill = messages[-1]["role"] == "assistant"
-        text = self.apply_chat_template(
-            messages, add_generation_prompt=not prefill, continue_final_message=prefill
-        )
+        text = render_chat(self._render_chat, as_messages(request.prompt))
         # The server tokenises a text prompt with the tokenizer's special tokens; when those
         # include BOS, a template that writes BOS itself would get a second one.
         bos, tok = self.tokenizer.bos_token, self.tokenizer
@@ -450,6 +459,19 @@ class OpenAICompletionsLM(_APIBackend):
         if not response.choices:
             raise PermanentFailure("the server answered with no choices")
         return response.choices[0].text or ""
+
+    def _render_chat(
+        self,
+        messages: Sequence[Message],
+        add_generation_prompt: bool = True,
+        continue_final_message: bool = False,
+    ) -> str:
+        template = TokenizerChatTemplate(
+            self._view("a chat template").tokenizer,
+            missing=f"--model {self.name}: tokenizer {self.settings.tokenizer!r} has no chat "
+            "template; drop --apply-chat-template or use --model openai-chat.",
+        )
+        return template(messages, add_generation_prompt, continue_final_message)
 
     # -- scoring ------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from assay.errors import ConfigError, ModelError
 from assay.models._arg_types import Arg, AutoOrCount, BatchSize, typed_args
-from assay.models.base import cut_at_stops, register_model
+from assay.models.base import LM, cut_at_stops, register_model
 from assay.requests import GenerateRequest, LoglikelihoodRequest, RollingRequest
 
 
@@ -22,7 +22,7 @@ def _prompt_text(request: GenerateRequest) -> str:
     return users[-1] if users else ""
 
 
-class ReplayLM:
+class ReplayLM(LM):
     """Generation answers looked up by prompt text in a JSONL file of {"prompt", "response"}."""
 
     def __init__(self, path: str | Path, batch_size: BatchSize = "auto") -> None:

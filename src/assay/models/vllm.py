@@ -34,7 +34,8 @@ from assay.models._vllm_requests import (
     prompt_logprob_score,
     prompt_order,
 )
-from assay.models.base import cut_at_stops, register_model
+from assay.models.base import LM, ModelProvenance, TokenCounter, cut_at_stops, register_model
+from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat, template_sha256
 from assay.requests import (
     GenerateRequest,
     LoglikelihoodRequest,
@@ -65,7 +66,7 @@ class Engine(Protocol):
         ...
 
 
-class VLLMLM:
+class VLLMLM(LM):
     """vLLM behind assay's LM protocol.
 
     `engine` and `tokenizer` are normally built from `args`; passing them runs the backend on
@@ -119,25 +120,31 @@ class VLLMLM:
             for ids, r in zip(generated, requests, strict=True)
         ]
 
-    def apply_chat_template(
-        self,
-        messages: list[dict[str, str]],
-        add_generation_prompt: bool = True,
-        continue_final_message: bool = False,
-    ) -> str:
-        """The tokenizer's chat template rendered as text, with `chat_template_args`."""
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise ModelError(
-                f"--model vllm: the tokenizer of {self.args.tokenizer or self.args.pretrained!r} has "
-                "no chat template; run without a chat template or pass tokenizer=..."
-            )
-        return self.tokenizer.apply_chat_template(
-            messages,
-            tokenize=False,
-            add_generation_prompt=add_generation_prompt,
-            continue_final_message=continue_final_message,
-            **(self.args.chat_template_args or {}),
+    def chat_template(self) -> TokenizerChatTemplate:
+        """The tokenizer's chat template, with `chat_template_args`."""
+        return TokenizerChatTemplate(
+            self.tokenizer,
+            missing=f"--model vllm: the tokenizer of {self.args.tokenizer or self.args.pretrained!r} "
+            "has no chat template; run without a chat template or pass tokenizer=...",
+            template_args=self.args.chat_template_args,
         )
+
+    def token_counter(self) -> TokenCounter:
+        """Tokens of each text as a prompt is encoded (the hf backend's rules)."""
+        return lambda texts: [len(ids) for ids in self._view.encode(texts)]
+
+    def provenance(self) -> ModelProvenance:
+        """Model id, revision, dtype, tokenizer, template and window."""
+        return {
+            "backend": "vllm",
+            "model": self.args.pretrained,
+            "revision": self.args.revision,
+            "dtype": self.args.dtype,
+            "tokenizer": self.args.tokenizer or self.args.pretrained,
+            "chat_template_sha256": template_sha256(self.tokenizer),
+            "max_length": self.max_length,
+            "add_bos_token": self.args.add_bos_token,
+        }
 
     def identity(self) -> dict[str, Any]:
         """Everything that changes this backend's outputs (the response cache keys on it)."""
@@ -179,12 +186,7 @@ class VLLMLM:
     def _prompt_text(self, prompt: str | Messages) -> str:
         if isinstance(prompt, str):
             return prompt
-        messages = [{"role": role, "content": content} for role, content in prompt]
-        # A final assistant message is a prefix the model continues.
-        prefill = bool(messages) and messages[-1]["role"] == "assistant"
-        return self.apply_chat_template(
-            messages, add_generation_prompt=not prefill, continue_final_message=prefill
-        )
+        return render_chat(self.chat_template(), as_messages(prompt))
 
 
 def _require_packages(args: VLLMArgs) -> None:

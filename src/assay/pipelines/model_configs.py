@@ -11,13 +11,16 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
 from assay.pipelines.fingerprint import fingerprint
 from assay.pipelines.knobs import Configurable, describe_value
 from assay.pipelines.redact import redact
 from assay.requests import GenParams
+
+if TYPE_CHECKING:
+    from assay.models.base import LM
 
 _TOKENS_KEYS = ("max_tokens", "max_new_tokens", "max_completion_tokens", "max_gen_toks")
 _DIRECT_KEYS = ("temperature", "top_p", "top_k", "seed", "do_sample")
@@ -96,11 +99,11 @@ class ModelConfig(Configurable):
         """Configs with the same key share one loaded engine."""
         return fingerprint({"backend": self.backend, "model_args": self.model_args()})
 
-    def build(self) -> Any:
+    def build(self) -> LM:
         """Build the engine through the MODELS registry."""
-        from assay.models.base import MODELS
+        from assay.models.base import load_model
 
-        return MODELS.get(self.backend)(**self.model_args())
+        return load_model(self.backend, self.model_args())
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"model_name": self.model_name}
@@ -195,9 +198,9 @@ class OpenAIAPIModelConfig(ModelConfig):
         key_id = hashlib.sha256(key.encode()).hexdigest() if key else None
         return fingerprint({"backend": self.backend, "args": self.model_args(), "key": key_id})
 
-    def build(self) -> Any:
+    def build(self) -> LM:
         """Build the backend; a client_config api_key reaches it as an environment variable."""
-        from assay.models.base import MODELS
+        from assay.models.base import load_model
 
         args = self.model_args()
         key = self._api_key()
@@ -205,7 +208,7 @@ class OpenAIAPIModelConfig(ModelConfig):
             variable = f"ASSAY_API_KEY_{hashlib.sha256(key.encode()).hexdigest()[:12].upper()}"
             os.environ[variable] = key
             args["api_key_env"] = variable
-        return MODELS.get(self.backend)(**args)
+        return load_model(self.backend, args)
 
     def sampling(self) -> dict[str, Any]:
         params = {k: v for k, v in self._params["model_config"].items() if k != "model"}

@@ -13,17 +13,15 @@ scored continuations are the choices as written, with no delimiter.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from assay.doc import Doc
+from assay.prompts.chat import ChatTemplate, render_chat
 
 PromptLayout = Literal["lm_eval", "lighteval"]
 PROMPT_LAYOUTS: tuple[PromptLayout, ...] = ("lm_eval", "lighteval")
-
-ChatTemplate = Callable[..., str]
-"""`apply_chat_template(messages, add_generation_prompt=..., continue_final_message=...)`."""
 
 
 @dataclass
@@ -159,10 +157,8 @@ class PromptManager:
         if self.chat_template is None:
             return self.text(doc, fewshots, query)
         turns = self.messages(doc, fewshots, query)
-        messages = [{"role": t.role, "content": t.content} for t in turns]
-        prefill = turns[-1].role == "assistant"
-        return self.chat_template(
-            messages, add_generation_prompt=not prefill, continue_final_message=prefill
+        return render_chat(
+            self.chat_template, [{"role": t.role, "content": t.content} for t in turns]
         )
 
     def prepare_prompt(self, doc: Doc) -> str:

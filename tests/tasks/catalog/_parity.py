@@ -19,6 +19,7 @@ from typing import Any
 from _rows import splits_for
 
 from assay.evaluator import Evaluation, RunSettings
+from assay.models.base import LM
 from assay.requests import (
     GenerateRequest,
     LoglikelihoodRequest,
@@ -41,7 +42,7 @@ def load(name: str) -> dict[str, Any]:
     return json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
 
 
-class RecordedLM:
+class RecordedLM(LM):
     """Answers each request with what lm-eval's run answered to the same request."""
 
     def __init__(self, samples: dict[str, list[dict[str, Any]]]) -> None:
