@@ -457,3 +457,23 @@ def test_identity_records_dtype_length_and_weights(lm, lm_short):
     assert identity["max_length"] == 512 and lm_short.identity()["max_length"] == 16
     assert json.dumps(identity)  # the response cache stores it as JSON
     assert Path(identity["pretrained"]).is_dir()
+
+
+def test_provenance_names_the_weights_tokenizer_and_template(lm, tiny_model_dir):
+    import hashlib
+    import json
+
+    from safetensors import safe_open
+
+    config = json.loads((tiny_model_dir / "tokenizer_config.json").read_text())
+    template = config.get("chat_template") or (tiny_model_dir / "chat_template.jinja").read_text()
+    with safe_open(str(tiny_model_dir / "model.safetensors"), "pt") as weights:
+        stored = sum(weights.get_tensor(k).numel() for k in weights.keys())  # noqa: SIM118
+    tied = json.loads((tiny_model_dir / "config.json").read_text()).get("tie_word_embeddings")
+    p = lm.provenance()
+    assert p["backend"] == "hf" and p["model"] == str(tiny_model_dir)
+    assert p["revision"] == "main" and p["tokenizer"] == str(tiny_model_dir)
+    assert p["dtype"] == "float32" and p["num_parameters"] == stored
+    assert p["chat_template_sha256"] == hashlib.sha256(template.encode()).hexdigest()
+    assert p["max_length"] == 512 and p["add_bos_token"] is None
+    assert tied is not True  # otherwise the stored tensors would undercount the parameters

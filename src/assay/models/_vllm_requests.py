@@ -15,6 +15,7 @@ from assay.errors import ConfigError
 from assay.models._arg_types import REQUIRED, Arg, AutoOrCount, BatchSize, typed_args
 from assay.models._decoding import decoding_of
 from assay.models._spans import ScoredSpan
+from assay.prompts.chat import RESERVED_TEMPLATE_ARGS
 from assay.requests import GenerateRequest
 
 VLLM_ARGS: dict[str, Arg] = {
@@ -91,6 +92,13 @@ def parse_vllm_args(model_args: Mapping[str, Any]) -> VLLMArgs:
     if clashes:
         raise ConfigError(
             f"--model vllm: engine_args repeats {', '.join(clashes)}; set them as model args instead."
+        )
+    reserved = sorted(RESERVED_TEMPLATE_ARGS & set(args.chat_template_args or {}))
+    if reserved:
+        raise ConfigError(
+            f"--model vllm: chat_template_args sets {', '.join(reserved)}, which the chat template "
+            "renderer sets itself; drop them (a final assistant message is continued, any other "
+            "conversation gets the generation prompt)."
         )
     return args
 
