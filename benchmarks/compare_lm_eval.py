@@ -232,8 +232,8 @@ def physical_limit(
     """
     import torch
 
-    from assay.models.huggingface import hf
-    from assay.requests import LoglikelihoodRequest
+    from assay.models.hf.model import hf
+    from assay.requests.types import LoglikelihoodRequest
 
     rows = [row for (doc, _), row in sorted(samples(samples_dir, task).items()) if doc < n_docs]
     requests = [

@@ -34,7 +34,7 @@ from fixtures.tiny_model import CORPUS  # noqa: E402
 
 def make_requests(n: int, seed: int = 0) -> list[Any]:
     """`n` distinct loglikelihood requests of varied length, drawn from the fixture corpus."""
-    from assay.requests import LoglikelihoodRequest
+    from assay.requests.types import LoglikelihoodRequest
 
     words = CORPUS.split()
     rng = random.Random(seed)
@@ -57,7 +57,7 @@ def model_spec(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 
 def timed_local(name: str, model_args: dict[str, Any], requests: list[Any]) -> tuple[float, list]:
     from assay.evaluator import RunSettings, build_model
-    from assay.executors.local import LocalExecutor
+    from assay.execution.local import LocalExecutor
 
     executor = LocalExecutor(build_model(RunSettings(model=name, model_args=model_args)))
     started = time.perf_counter()
@@ -68,7 +68,7 @@ def timed_local(name: str, model_args: dict[str, Any], requests: list[Any]) -> t
 def timed_ray(
     name: str, model_args: dict[str, Any], requests: list[Any], replicas: int
 ) -> tuple[float, float, list, list[int]]:
-    from assay.executors.ray import RayExecutor
+    from assay.execution.ray import RayExecutor
 
     started = time.perf_counter()
     executor = RayExecutor(name, model_args, replicas=replicas, gpus_per_replica=0)

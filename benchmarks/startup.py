@@ -25,7 +25,7 @@ CASES = {
 
 _HELP_IMPORTS = f"""
 import sys
-from assay.cli import main
+from assay.cli.main import main
 try:
     main(["--help"])
 except SystemExit:

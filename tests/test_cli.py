@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from assay.cli import build_parser, main
+from assay.cli.main import build_parser, main
 
 YAML = """\
 task: cli_task
@@ -38,7 +38,7 @@ def folder(tmp_path):
 
 def test_help_lists_commands_and_imports_nothing_heavy():
     code = (
-        "import sys\nfrom assay.cli import main\n"
+        "import sys\nfrom assay.cli.main import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
         "print(sorted(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))"
     )
@@ -107,7 +107,7 @@ def test_bad_flags_exit_2(args, capsys):
 
 
 def test_run_flags_default_to_the_run_settings_defaults():
-    from assay.cli import settings_from_args
+    from assay.cli.main import settings_from_args
     from assay.settings import RunSettings
 
     args = build_parser().parse_args(["run", "--tasks", "x"])

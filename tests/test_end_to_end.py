@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from assay.cli import main
+from assay.cli.main import main
 from assay.models.dummy import DummyLM
-from assay.requests import LoglikelihoodRequest, RollingRequest
+from assay.requests.types import LoglikelihoodRequest, RollingRequest
 
 MC_ROWS = [
     {"q": f"What is {i} + {i}?", "choices": [str(2 * i), str(2 * i + 1), "many", "x" * (i + 1)], "label": i % 4}

@@ -12,7 +12,7 @@ from assay.doc import Doc
 from assay.errors import AssayError, ConfigError, TaskConfigError
 from assay.evaluator import Evaluation, RunSettings, evaluate
 from assay.models.base import LM, MODELS
-from assay.requests import LoglikelihoodResult, RollingResult
+from assay.requests.types import LoglikelihoodResult, RollingResult
 from assay.tasks.config import TaskConfig
 from assay.tasks.registry import Registry, Resolved, TaskRequest
 
@@ -310,7 +310,7 @@ def test_evaluate_takes_the_command_lines_string_forms(tmp_path):
 
 def test_requests_a_backend_gave_up_on_are_named_by_doc_and_arrived_answers_kept(tmp_path):
     from assay.errors import ModelError
-    from assay.models._api_runner import APIRequestError
+    from assay.models.api.runner import APIRequestError
 
     class FlakyAPI(RecordingLM):
         """Answers every request but the one for doc 3, as an API does after its retries."""

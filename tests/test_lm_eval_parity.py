@@ -16,7 +16,7 @@ import pytest
 from assay.evaluator import evaluate
 from assay.models.base import LM
 from assay.prompts.chat import ChatTemplate, TokenizerChatTemplate
-from assay.requests import LoglikelihoodResult, RollingResult
+from assay.requests.types import LoglikelihoodResult, RollingResult
 
 PARITY = Path(__file__).parent / "data" / "lm_eval_parity"
 RUNS = json.loads((PARITY / "expected" / "runs.json").read_text(encoding="utf-8"))

@@ -1,5 +1,5 @@
 """`python -m assay` runs the assay command."""
 
-from assay.cli import main
+from assay.cli.main import main
 
 raise SystemExit(main())

@@ -16,15 +16,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from assay.cache import ResponseCache
 from assay.doc import Doc, OutputType
 from assay.errors import ConfigError, FailedRequests, ModelError
-from assay.executors.base import Executor, char_lengths, request_texts, token_measure
-from assay.executors.local import LocalExecutor
-from assay.instances import doc_instances
+from assay.execution.cache import ResponseCache
+from assay.execution.executor import Executor, char_lengths, request_texts, token_measure
+from assay.execution.local import LocalExecutor
 from assay.models.base import LM, checked_backend, load_model
 from assay.prompts.manager import PromptManager
-from assay.requests import (
+from assay.requests.instances import doc_instances
+from assay.requests.types import (
     GenerateRequest,
     GenParams,
     lm_eval_gen_kwargs,
@@ -100,7 +100,7 @@ def build_executor(settings: RunSettings, model: LM | None = None) -> Executor:
                 "--executor ray builds one model replica per Ray actor from --model and "
                 "--model-args: pass a backend name, not a model object."
             )
-        from assay.executors.ray import RayExecutor
+        from assay.execution.ray import RayExecutor
 
         return RayExecutor(
             s.model,
@@ -118,13 +118,13 @@ def build_executor(settings: RunSettings, model: LM | None = None) -> Executor:
     ):
         if value is not None:
             raise ConfigError(f"{flag} applies to --executor ray only; add --executor ray.")
-    from assay.executors.distributed import launch_rank
+    from assay.execution.distributed import launch_rank
 
     launch = launch_rank()
     if launch is None:
         return LocalExecutor(model or build_model(s))
     # Started by accelerate/torchrun: one model per rank, on the rank's own GPU when there are GPUs.
-    from assay.executors.distributed import DataParallelExecutor
+    from assay.execution.distributed import DataParallelExecutor
 
     if model is None and s.device is None and _has_cuda():
         s = replace(s, device=f"cuda:{launch.local_rank}")
@@ -775,7 +775,7 @@ def evaluate(
     as "k=v,k2=v2" strings, a single include path or custom task file. The keywords after
     `custom_tasks` are the fields of RunSettings, with its defaults (documented there).
     """
-    from assay.cli import split_csv
+    from assay.cli.main import split_csv
     from assay.models._args import parse_kv
 
     settings = {k: v for k, v in locals().items() if k in _KEYWORD_SETTINGS}

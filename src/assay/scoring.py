@@ -15,7 +15,6 @@ from typing import Any
 from assay.doc import Doc, OutputType
 from assay.errors import ConfigError, DataError
 from assay.filters.base import FilterEnsemble, build_filter_ensemble
-from assay.instances import Instance
 from assay.metrics.base import (
     AGGREGATIONS,
     METRICS,
@@ -24,7 +23,8 @@ from assay.metrics.base import (
     SampleInput,
     get_metric,
 )
-from assay.requests import LoglikelihoodResult, RollingResult
+from assay.requests.instances import Instance
+from assay.requests.types import LoglikelihoodResult, RollingResult
 from assay.tasks.config import MetricSpec, TaskConfig
 
 

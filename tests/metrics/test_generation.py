@@ -15,7 +15,7 @@ from assay.doc import Doc, OutputType
 from assay.errors import ConfigError, DataError
 from assay.metrics import get_metric
 from assay.metrics.base import SampleInput
-from assay.requests import LoglikelihoodResult
+from assay.requests.types import LoglikelihoodResult
 
 
 def gen_sample(golds: str | list[str], response) -> SampleInput:

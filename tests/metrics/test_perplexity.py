@@ -12,7 +12,7 @@ from assay.doc import Doc, OutputType
 from assay.errors import ConfigError, DataError
 from assay.metrics import get_metric
 from assay.metrics.base import SampleInput
-from assay.requests import LoglikelihoodResult, RollingResult
+from assay.requests.types import LoglikelihoodResult, RollingResult
 
 ROLLING = [
     ("simple", "Hello world, this is text.", 5, 26),

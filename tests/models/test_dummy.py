@@ -6,7 +6,7 @@ import pytest
 
 from assay.errors import ConfigError
 from assay.models.base import LM, MODELS
-from assay.requests import (
+from assay.requests.types import (
     GenerateRequest,
     LoglikelihoodRequest,
     LoglikelihoodResult,

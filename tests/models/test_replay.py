@@ -8,7 +8,7 @@ import pytest
 
 from assay.errors import ConfigError, ModelError
 from assay.models.base import MODELS
-from assay.requests import GenerateRequest, GenParams, LoglikelihoodRequest
+from assay.requests.types import GenerateRequest, GenParams, LoglikelihoodRequest
 
 
 def responses(tmp_path, pairs):

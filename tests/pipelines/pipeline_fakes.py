@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from assay.models.base import LM, register_model
-from assay.requests import GenerateRequest
+from assay.requests.types import GenerateRequest
 
 
 class CalcLM(LM):

@@ -90,4 +90,4 @@ def test_api_keys_never_reach_tables_store_or_exports(tmp_path: Path) -> None:
         from assay.models.base import MODELS
 
         MODELS._entries.pop("openai-chat", None)
-        MODELS.lazy("openai-chat", "assay.models.openai")
+        MODELS.lazy("openai-chat", "assay.models.api.openai")

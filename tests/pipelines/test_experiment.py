@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from pipeline_fakes import BagOfWordsEmbeddings, arithmetic_rows
 
-from assay.aggregation import OnlineSettings, mean_interval, total_interval
 from assay.errors import AssayError
 from assay.pipelines import (
     Experiment,
@@ -24,6 +23,7 @@ from assay.pipelines import (
     exact_match,
     mean_of_rows,
 )
+from assay.stats.online import OnlineSettings, mean_interval, total_interval
 
 # -- the user functions of the GSM8K use case, written as the source document writes them ------
 

@@ -7,9 +7,9 @@ import logging
 import pytest
 
 from assay.errors import ConfigError, ModelError
-from assay.models._vllm_requests import parse_vllm_args
 from assay.models.base import MODELS
-from assay.models.vllm import VLLMLM
+from assay.models.vllm.model import VLLMLM
+from assay.models.vllm.requests import parse_vllm_args
 from assay.prompts.chat import TokenizerChatTemplate, render_chat
 
 CONVERSATION = [

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from toy_tasks import write_data, write_task
 
-from assay.cli import main
+from assay.cli.main import main
 
 GOOD = "good_task"
 """A valid task run before the faulty one, so failures after it show whether its results survive."""

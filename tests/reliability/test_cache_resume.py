@@ -16,14 +16,19 @@ from pathlib import Path
 import pytest
 from toy_tasks import normalised_results, output_files, write_data, write_task
 
-from assay.cache import ResponseCache, model_key, request_key
-from assay.cli import main
+from assay.cli.main import main
 from assay.evaluator import evaluate
-from assay.executors.base import DEFAULT_CHUNK_SIZE, commit_chunk
-from assay.executors.local import run_requests
+from assay.execution.cache import ResponseCache, model_key, request_key
+from assay.execution.executor import DEFAULT_CHUNK_SIZE, commit_chunk
+from assay.execution.local import run_requests
 from assay.models.base import LM
 from assay.models.dummy import DummyLM, dummy
-from assay.requests import GenerateRequest, GenParams, LoglikelihoodRequest, LoglikelihoodResult
+from assay.requests.types import (
+    GenerateRequest,
+    GenParams,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+)
 
 COMPUTED = re.compile(r"from the cache, (\d+) to compute")
 CACHED = re.compile(r"(\d+) from the cache")
@@ -112,7 +117,7 @@ def test_reusing_a_cache_with_another_dummy_seed_never_returns_the_first_answers
 
 def test_second_run_is_served_entirely_from_the_cache(task_dir, tmp_path, caplog):
     args = ["--tasks", "toy_mc,toy_gen", "--include-path", str(task_dir), "--num-fewshot", "1"]
-    caplog.set_level("INFO", logger="assay.executors.local")
+    caplog.set_level("INFO", logger="assay.execution.local")
     assert run_cli(*args, "-o", str(tmp_path / "a")) == 0
     first = sum(int(n) for n in COMPUTED.findall(caplog.text))
     assert first > 0

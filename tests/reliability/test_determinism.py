@@ -9,7 +9,7 @@ import pytest
 from toy_tasks import normalised_results, output_files
 
 import assay.evaluator
-from assay.cli import main
+from assay.cli.main import main
 
 
 def run(task_dir: Path, out: Path, *extra: str, tasks: str = "toy_mc,toy_gen") -> dict[str, bytes]:

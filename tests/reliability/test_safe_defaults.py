@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from toy_tasks import write_data, write_task
 
-from assay.cli import main
+from assay.cli.main import main
 
 TRAP = """\
 import pathlib
@@ -131,7 +131,7 @@ def test_custom_task_code_runs_only_when_its_file_is_named(tmp_path, monkeypatch
 
 # ------------------------------------------------------------------ remote code
 def test_hf_trust_remote_code_is_off_unless_asked():
-    from assay.models._hf_args import parse_hf_args
+    from assay.models.hf.args import parse_hf_args
 
     assert parse_hf_args({"pretrained": "org/model"}).trust_remote_code is False
     assert parse_hf_args({"pretrained": "org/model", "trust_remote_code": True}).trust_remote_code
@@ -141,7 +141,7 @@ def test_hf_trust_remote_code_is_off_unless_asked():
 
 
 def test_vllm_trust_remote_code_is_off_unless_asked():
-    from assay.models._vllm_requests import VLLM_ARGS
+    from assay.models.vllm.requests import VLLM_ARGS
 
     assert VLLM_ARGS["trust_remote_code"].default is False
 

@@ -276,7 +276,7 @@ class ConstantLM(LM):
         self.reverse = reverse
 
     def loglikelihood(self, requests):
-        from assay.requests import LoglikelihoodResult
+        from assay.requests.types import LoglikelihoodResult
 
         sign = 1.0 if self.reverse else -1.0
         return [LoglikelihoodResult(sign * float(r.continuation.strip()), False) for r in requests]

@@ -6,7 +6,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from assay.cli import main
+from assay.cli.main import main
 
 RESPONSES = Path(str(resources.files("assay") / "data" / "ifeval" / "gpt4_responses.jsonl"))
 

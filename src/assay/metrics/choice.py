@@ -25,7 +25,7 @@ from assay.doc import OutputType
 from assay.errors import ConfigError, DataError
 from assay.metrics._options import reject_unknown
 from assay.metrics.base import Metric, SampleInput, register_metric
-from assay.requests import LoglikelihoodResult
+from assay.requests.types import LoglikelihoodResult
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from assay.doc import OutputType
 from assay.errors import DataError
 from assay.metrics._options import reject_unknown
 from assay.metrics.base import Metric, SampleInput, register_metric
-from assay.requests import LoglikelihoodResult, RollingResult
+from assay.requests.types import LoglikelihoodResult, RollingResult
 
 ROLLING = frozenset({OutputType.LOGLIKELIHOOD_ROLLING})
 _WHITESPACE_RUN = re.compile(r"\s+")

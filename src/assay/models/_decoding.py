@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from assay.requests import GenerateRequest
+from assay.requests.types import GenerateRequest
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from assay.errors import ConfigError
 from assay.models._arg_types import BatchSize
 from assay.prompts.chat import ChatTemplate
 from assay.registry import Registry
-from assay.requests import (
+from assay.requests.types import (
     GenerateRequest,
     LoglikelihoodRequest,
     LoglikelihoodResult,
@@ -142,10 +142,10 @@ register_model = MODELS.register
 for _name, _module in {
     "dummy": "assay.models.dummy",
     "replay": "assay.models.replay",
-    "hf": "assay.models.huggingface",
-    "openai-completions": "assay.models.openai",
-    "openai-chat": "assay.models.openai",
-    "vllm": "assay.models.vllm",
+    "hf": "assay.models.hf.model",
+    "openai-completions": "assay.models.api.openai",
+    "openai-chat": "assay.models.api.openai",
+    "vllm": "assay.models.vllm.model",
 }.items():
     MODELS.lazy(_name, _module)
 

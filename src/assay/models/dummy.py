@@ -10,7 +10,7 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.models._args import check_args
 from assay.models.base import LM, register_model
-from assay.requests import (
+from assay.requests.types import (
     GenerateRequest,
     LoglikelihoodRequest,
     LoglikelihoodResult,

@@ -11,7 +11,7 @@ from typing import Any
 from assay.errors import ConfigError, ModelError
 from assay.models._arg_types import Arg, AutoOrCount, BatchSize, typed_args
 from assay.models.base import LM, cut_at_stops, register_model
-from assay.requests import GenerateRequest, LoglikelihoodRequest, RollingRequest
+from assay.requests.types import GenerateRequest, LoglikelihoodRequest, RollingRequest
 
 
 def _prompt_text(request: GenerateRequest) -> str:

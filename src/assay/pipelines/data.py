@@ -13,8 +13,8 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from assay.batching import shard
 from assay.errors import DataError
+from assay.execution.batching import shard
 from assay.pipelines.store import to_json
 
 

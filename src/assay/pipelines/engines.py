@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.executors.base import Executor
-from assay.executors.local import LocalExecutor
+from assay.execution.executor import Executor
+from assay.execution.local import LocalExecutor
 from assay.models.base import LM
 from assay.pipelines.model_configs import ModelConfig
-from assay.requests import GenerateRequest, GenParams, Messages
+from assay.requests.types import GenerateRequest, GenParams, Messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +67,13 @@ def ray_engines(
     gpus_per_replica: float | None = None,
     address: str | None = None,
 ) -> EngineFactory:
-    """Engines as pools of Ray replicas (see assay.executors.ray.RayExecutor).
+    """Engines as pools of Ray replicas (see assay.execution.ray.RayExecutor).
 
     API configs stay in this process: their backend already sends requests concurrently under
     one rate limit, and their key is handed over through this process's environment. A batch is
     spread over the replicas (about one chunk each), since run_evals hands one batch at a time.
     """
-    from assay.executors.ray import RayExecutor, import_ray
+    from assay.execution.ray import RayExecutor, import_ray
     from assay.pipelines.model_configs import OpenAIAPIModelConfig
 
     import_ray()  # a clear error now rather than at the first shard
@@ -132,7 +132,7 @@ class EnginePool:
         self.builds += 1
         cache = None
         if self.cache_dir is not None:
-            from assay.cache import ResponseCache
+            from assay.execution.cache import ResponseCache
 
             cache = ResponseCache(self.cache_dir / "responses.sqlite", executor.model.identity())
         self._engines[key] = (executor, cache)

@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assay.aggregation import OnlineSettings
 from assay.errors import ConfigError
 from assay.pipelines.fingerprint import fingerprint
 from assay.pipelines.knobs import GridSearch, RandomSearch, flatten_knobs
 from assay.pipelines.model_configs import ModelConfig
 from assay.pipelines.redact import find_secrets, redact, scrub
-from assay.requests import GenParams
+from assay.requests.types import GenParams
+from assay.stats.online import OnlineSettings
 
 MODEL_KEYS = ("pipeline", "vllm_config", "api_config", "hf_config")
 FUNCTION_KEYS = ("preprocess_fn", "postprocess_fn", "compute_metrics_fn", "accumulate_metrics_fn")

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from assay.aggregation import Estimate, RunningEstimate, paired_difference
 from assay.errors import AssayError, ConfigError, ModelError
 from assay.pipelines.batch import _columns, run_batch
 from assay.pipelines.data import dataset_fingerprint, dataset_rows, shard_plan
@@ -30,6 +29,7 @@ from assay.pipelines.redact import find_secrets, redact, scrub
 from assay.pipelines.resources import SharedResources
 from assay.pipelines.scheduler import ShardScheduler, Status
 from assay.pipelines.store import ExperimentStore, StoredRow, is_plain_json
+from assay.stats.online import Estimate, RunningEstimate, paired_difference
 
 log = logging.getLogger(__name__)
 

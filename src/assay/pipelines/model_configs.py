@@ -17,7 +17,7 @@ from assay.errors import ConfigError
 from assay.pipelines.fingerprint import fingerprint
 from assay.pipelines.knobs import Configurable, describe_value
 from assay.pipelines.redact import redact
-from assay.requests import GenParams
+from assay.requests.types import GenParams
 
 if TYPE_CHECKING:
     from assay.models.base import LM

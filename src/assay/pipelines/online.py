@@ -23,10 +23,10 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from assay.aggregation import OnlineSettings, RunningEstimate, mean_interval, total_interval
 from assay.errors import ConfigError
 from assay.pipelines.batch import PipelineError, split_metrics
 from assay.pipelines.store import to_json
+from assay.stats.online import OnlineSettings, RunningEstimate, mean_interval, total_interval
 
 log = logging.getLogger(__name__)
 

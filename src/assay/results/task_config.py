@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.doc import OutputType
-from assay.requests import lm_eval_gen_kwargs, merge_gen_kwargs, set_max_gen_toks
+from assay.requests.types import lm_eval_gen_kwargs, merge_gen_kwargs, set_max_gen_toks
 from assay.tasks.task import Task
 
 LM_EVAL_FIELDS = (

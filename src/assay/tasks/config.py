@@ -13,7 +13,7 @@ from typing import Any
 from assay.doc import Doc, OutputType, SamplingMethod
 from assay.errors import TaskConfigError
 from assay.prompts.manager import PROMPT_LAYOUTS, PromptLayout
-from assay.requests import lm_eval_gen_kwargs, normalize_gen_kwargs
+from assay.requests.types import lm_eval_gen_kwargs, normalize_gen_kwargs
 
 PromptFunction = Callable[[dict[str, Any], str], Doc | None]
 """lighteval's prompt function: (dataset row, task name) -> Doc, or None to skip the row."""

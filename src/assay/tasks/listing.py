@@ -45,7 +45,7 @@ def show(registry: Registry, name: str, num_fewshot: int | None) -> str:
     """
     from assay.doc import OutputType
     from assay.evaluator import Evaluation
-    from assay.instances import doc_instances
+    from assay.requests.instances import doc_instances
     from assay.settings import RunSettings
     from assay.tasks.registry import Resolved, TaskRequest
 

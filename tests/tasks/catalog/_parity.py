@@ -20,7 +20,7 @@ from _rows import splits_for
 
 from assay.evaluator import Evaluation, RunSettings
 from assay.models.base import LM
-from assay.requests import (
+from assay.requests.types import (
     GenerateRequest,
     LoglikelihoodRequest,
     LoglikelihoodResult,

@@ -1,0 +1,1 @@
+"""Execution: batching, the response cache and executors (local process, torchrun ranks, ray)."""

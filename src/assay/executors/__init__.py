@@ -1,1 +1,0 @@
-"""Executors: where requests run (local process; ray for many workers)."""

@@ -1,0 +1,1 @@
+"""OpenAI-compatible API backends (`--model openai-completions`, `--model openai-chat`)."""

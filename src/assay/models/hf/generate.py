@@ -1,0 +1,250 @@
+"""Batched generation with a KV cache, where rows that finish leave the batch.
+
+`model.generate` keeps decoding finished rows until the whole batch is done; this loop drops a
+row (from the token batch, the attention mask and the cache) as soon as it emits EOS, produces
+a stop string or reaches max_gen_toks, so long stragglers do not make short answers pay.
+
+Outputs match lm-eval's HF backend: prompts are left-padded with an attention mask and position
+ids counted from the first real token, decoding is greedy or sampled (temperature, then top-k,
+then top-p, as transformers applies them), and the text is decoded without special tokens and cut
+at the first occurrence of each stop string (EOS text included).
+
+Sampling with a seed draws each row from its own generator seeded by (seed, sample index,
+prompt), so a request's sample does not depend on which other requests share its batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from assay.errors import ModelError
+from assay.models.base import cut_at_stops
+from assay.models.hf.memory import BatchSizer, ModelShape, run_with_backoff
+from assay.models.tokens import TokenizerView
+from assay.requests.types import GenParams
+
+_NEUTRAL_EXTRAS = {"num_beams": 1, "num_return_sequences": 1, "repetition_penalty": 1.0}
+"""Generation arguments accepted in GenParams.extra because their value changes nothing."""
+_DEFAULT_TOP_K = 50
+"""transformers' default top-k when sampling and neither the request nor the model sets one."""
+_SMALL_STEP_MACS = 1e8
+"""Below this many multiply-adds per decoding step, CPU threads cost more to synchronise than
+they save (many times more when other processes share the cores), so steps run on one thread."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """How the next token is picked."""
+
+    greedy: bool
+    temperature: float = 1.0
+    top_k: int | None = None
+    top_p: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    slot: int
+    prompt: list[int]
+    seed: int | None
+
+
+class Generator:
+    """generate_until over token prompts, one GenParams group at a time."""
+
+    def __init__(
+        self,
+        model: Any,
+        view: TokenizerView,
+        device: Any,
+        sizer: BatchSizer,
+        eos_token_ids: set[int],
+        eos_text: str,
+        pad_token_id: int,
+    ) -> None:
+        self.model = model
+        self.view = view
+        self.device = device
+        self.sizer = sizer
+        self.eos_token_ids = eos_token_ids
+        self.eos_text = eos_text
+        self.pad_id = pad_token_id
+        self.shape = ModelShape.of(model)
+        self.n_params = sum(p.numel() for p in model.parameters())
+
+    def generate(
+        self,
+        prompts: Sequence[list[int]],
+        texts: Sequence[str],
+        params: GenParams,
+        sample_indices: Sequence[int],
+    ) -> list[str]:
+        """Texts generated for token prompts that share `params` (texts seed sampling only)."""
+        sampling = self.sampling(params)
+        stops = [s for s in dict.fromkeys([*params.until, self.eos_text]) if s]
+        rows = [
+            _Row(
+                i,
+                list(ids),
+                row_seed(params.seed, index, text) if params.seed is not None else None,
+            )
+            for i, (ids, text, index) in enumerate(zip(prompts, texts, sample_indices, strict=True))
+        ]
+        if params.max_gen_toks < 1:
+            return [""] * len(rows)
+        return run_with_backoff(
+            rows,
+            lambda batch: self._decode(batch, params.max_gen_toks, sampling, stops),
+            length=lambda row: len(row.prompt),
+            row_bytes=lambda n: self.shape.generation_row_bytes(n, params.max_gen_toks),
+            sizer=self.sizer,
+        )
+
+    def sampling(self, params: GenParams) -> Sampling:
+        """Decoding settings; unset top-k / top-p come from the model's generation config."""
+        unsupported = [k for k, v in params.extra if _NEUTRAL_EXTRAS.get(k, object()) != v]
+        if unsupported:
+            raise ModelError(
+                f"--model hf: generation argument(s) {', '.join(unsupported)} are not supported; "
+                "supported: until, max_gen_toks, do_sample, temperature, top_p, top_k, seed."
+            )
+        if not params.do_sample or params.temperature <= 0:
+            return Sampling(greedy=True)
+        config = getattr(self.model, "generation_config", None)
+        top_k = params.top_k if params.top_k is not None else getattr(config, "top_k", None)
+        top_p = params.top_p if params.top_p is not None else getattr(config, "top_p", None)
+        return Sampling(
+            greedy=False,
+            temperature=params.temperature,
+            top_k=_DEFAULT_TOP_K if top_k is None else top_k,
+            top_p=top_p,
+        )
+
+    def _decode(
+        self, rows: Sequence[_Row], max_new: int, sampling: Sampling, stops: list[str]
+    ) -> list[str]:
+        import torch
+        from transformers import DynamicCache
+
+        width = max(len(row.prompt) for row in rows)
+        ids = torch.tensor([[self.pad_id] * (width - len(r.prompt)) + r.prompt for r in rows])
+        attention = torch.tensor(
+            [[0] * (width - len(r.prompt)) + [1] * len(r.prompt) for r in rows]
+        )
+        positions = (attention.cumsum(-1) - 1).masked_fill_(attention == 0, 1)
+        ids, attention, positions = (t.to(self.device) for t in (ids, attention, positions))
+        generators = [
+            torch.Generator(device=self.device).manual_seed(r.seed) if r.seed is not None else None
+            for r in rows
+        ]
+        window = max((len(s.encode()) for s in stops), default=0) + 2
+        generated: list[list[int]] = [[] for _ in rows]
+        active = list(range(len(rows)))
+        cache = DynamicCache(config=self.model.config)
+        next_position = positions[:, -1:] + 1
+        step_macs = len(rows) * (
+            self.n_params
+            + 2 * self.shape.layers * self.shape.kv_heads * self.shape.head_dim * (width + max_new)
+        )
+        with torch.inference_mode():
+            logits = self.model(
+                input_ids=ids,
+                attention_mask=attention,
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            ).logits[:, -1, :]
+        with torch.inference_mode(), self._threads_for(step_macs):
+            while True:
+                chosen = self._choose(logits, sampling, [generators[a] for a in active])
+                keep = []
+                for j, (a, token) in enumerate(zip(active, chosen.tolist(), strict=True)):
+                    generated[a].append(token)
+                    done = (
+                        token in self.eos_token_ids
+                        or len(generated[a]) >= max_new
+                        or self._stopped(generated[a], stops, window)
+                    )
+                    if not done:
+                        keep.append(j)
+                if not keep:
+                    break
+                if len(keep) < len(active):
+                    index = torch.tensor(keep, device=self.device)
+                    cache.batch_select_indices(index)
+                    attention, next_position = attention[index], next_position[index]
+                    chosen = chosen[index]
+                    active = [active[j] for j in keep]
+                attention = torch.cat([attention, attention.new_ones(len(active), 1)], dim=1)
+                logits = self.model(
+                    input_ids=chosen[:, None],
+                    attention_mask=attention,
+                    position_ids=next_position,
+                    past_key_values=cache,
+                    use_cache=True,
+                ).logits[:, -1, :]
+                next_position = next_position + 1
+        return [cut_at_stops(self.view.decode(tokens), stops) for tokens in generated]
+
+    @contextmanager
+    def _threads_for(self, macs: float) -> Iterator[None]:
+        """One intra-op thread on CPU while each step does less than _SMALL_STEP_MACS of work."""
+        import torch
+
+        threads = torch.get_num_threads()
+        if self.device.type != "cpu" or threads == 1 or macs >= _SMALL_STEP_MACS:
+            yield
+            return
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(threads)
+
+    def _stopped(self, tokens: list[int], stops: list[str], window: int) -> bool:
+        """Whether the text so far contains a stop string (cheap tail check, then confirmed)."""
+        if not stops:
+            return False
+        tail = self.view.decode(tokens[-window:])
+        if not any(stop in tail for stop in stops):
+            return False
+        text = self.view.decode(tokens)
+        return any(stop in text for stop in stops)
+
+    @staticmethod
+    def _choose(logits: Any, sampling: Sampling, generators: list[Any]) -> Any:
+        import torch
+
+        if sampling.greedy:
+            return logits.argmax(dim=-1)
+        scores = logits.float() / sampling.temperature
+        if sampling.top_k is not None and 0 < sampling.top_k < scores.shape[-1]:
+            kth = torch.topk(scores, sampling.top_k, dim=-1).values[:, -1:]
+            scores = scores.masked_fill(scores < kth, float("-inf"))
+        if sampling.top_p is not None and sampling.top_p < 1.0:
+            ordered, order = torch.sort(scores, dim=-1)
+            tail_mass = ordered.softmax(dim=-1).cumsum(dim=-1)
+            drop = tail_mass <= 1 - sampling.top_p
+            drop[:, -1] = False
+            scores = scores.masked_fill(
+                torch.zeros_like(drop).scatter(1, order, drop), float("-inf")
+            )
+        probs = scores.softmax(dim=-1)
+        picks = [
+            torch.multinomial(probs[j], 1, generator=g)
+            if g is not None
+            else torch.multinomial(probs[j], 1)
+            for j, g in enumerate(generators)
+        ]
+        return torch.cat(picks)
+
+
+def row_seed(seed: int, sample_index: int, prompt: str) -> int:
+    """A 63-bit seed for one sampled row, stable across runs, batches and processes."""
+    digest = hashlib.sha256(f"{seed}\x1f{sample_index}\x1f{prompt}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1

@@ -1,0 +1,199 @@
+"""`--model hf`: transformers causal language models, scored exactly as lm-eval's HF backend.
+
+Numbers match lm-eval (same tokenisation, truncation and rolling windows), while the work is
+smaller: contexts shared by several continuations run once (see `_hf_score`), only continuation
+positions reach the vocabulary projection, and generation drops finished rows (see
+`_hf_generate`). This module is imported only when a run asks for `--model hf`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from assay.errors import ModelError
+from assay.models.base import LM, ModelProvenance, TokenCounter, register_model
+from assay.models.hf.args import HFArgs, parse_hf_args
+from assay.models.hf.generate import Generator
+from assay.models.hf.load import load
+from assay.models.hf.memory import BatchSizer
+from assay.models.hf.score import Scorer
+from assay.models.tokens import TokenizerView, rolling_windows
+from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat, template_sha256
+from assay.requests.types import (
+    GenerateRequest,
+    GenParams,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    Messages,
+    RollingRequest,
+    RollingResult,
+)
+
+
+class HuggingFaceLM(LM):
+    """A transformers causal LM behind assay's LM protocol.
+
+    Attributes:
+        max_length: context window in tokens (model arg, else from the model config).
+        batch_sizes: batch sizes picked by batch_size=auto, in the order they were chosen.
+        model, tokenizer: the loaded transformers objects.
+    """
+
+    def __init__(self, args: HFArgs) -> None:
+        loaded = load(args)
+        self.args = args
+        self.model = loaded.model
+        self.tokenizer = loaded.tokenizer
+        self.device = loaded.device
+        self.max_length: int = loaded.max_length
+        self.batch_size = args.batch_size
+        self._fingerprint = loaded.fingerprint
+        self._view = TokenizerView(self.tokenizer, args.add_bos_token)
+        self._sizer = BatchSizer(args.batch_size, args.max_batch_size, self.device)
+        pad_id = self.tokenizer.pad_token_id
+        self.scorer = Scorer(self.model, self.device, self.max_length, self._sizer, pad_id)
+        self._generator = Generator(
+            self.model,
+            self._view,
+            self.device,
+            self._sizer,
+            eos_token_ids=self._eos_token_ids(),
+            eos_text=self.tokenizer.decode([self.tokenizer.eos_token_id], skip_special_tokens=False)
+            if self.tokenizer.eos_token_id is not None
+            else "",
+            pad_token_id=self.scorer.pad_id,
+        )
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        """Batch sizes chosen automatically so far (empty for a fixed batch size)."""
+        return list(self._sizer.chosen)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of `text` as a prompt is encoded (BOS included when the tokenizer adds it)."""
+        return self.count_tokens_many([text])[0]
+
+    def count_tokens_many(self, texts: list[str]) -> list[int]:
+        """`count_tokens` of each text, tokenised in one batch."""
+        return [len(ids) for ids in self._view.encode(texts)]
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        """log P(continuation | context) and greediness, per request, in request order."""
+        pairs = self._view.encode_pairs([(r.context, r.continuation) for r in requests])
+        return [LoglikelihoodResult(lp, greedy) for lp, greedy in self.scorer.score(pairs)]
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
+        """log P(text) summed over lm-eval's disjoint rolling windows, and the tokens scored."""
+        token_lists = self._view.encode([r.text for r in requests])
+        windows, owners = [], []
+        for owner, tokens in enumerate(token_lists):
+            for window in rolling_windows(tokens, self._view.prefix_token_id, self.max_length):
+                windows.append(window)
+                owners.append(owner)
+        totals = [0.0] * len(requests)
+        for owner, (logprob, _) in zip(owners, self.scorer.score(windows), strict=True):
+            totals[owner] += logprob
+        return [
+            RollingResult(t, len(tokens)) for t, tokens in zip(totals, token_lists, strict=True)
+        ]
+
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
+        """Generated text per request, cut at the first stop string, in request order."""
+        texts = [self._prompt_text(r.prompt) for r in requests]
+        groups: dict[GenParams, list[int]] = {}
+        for i, request in enumerate(requests):
+            groups.setdefault(request.params, []).append(i)
+        for params in groups:  # every problem surfaces before any compute
+            self._generator.sampling(params)
+            if params.max_gen_toks >= self.max_length:
+                raise ModelError(
+                    f"--model hf: max_gen_toks={params.max_gen_toks} leaves no room for the "
+                    f"prompt in max_length={self.max_length}; lower max_gen_toks or raise max_length."
+                )
+        out = [""] * len(requests)
+        for params, members in groups.items():
+            prompts = self._view.encode_prompts(
+                [texts[i] for i in members], self.max_length - params.max_gen_toks
+            )
+            generated = self._generator.generate(
+                prompts,
+                [texts[i] for i in members],
+                params,
+                [requests[i].sample_index for i in members],
+            )
+            for i, text in zip(members, generated, strict=True):
+                out[i] = text
+        return out
+
+    def chat_template(self) -> TokenizerChatTemplate:
+        """The tokenizer's chat template (BOS included when the template writes it)."""
+        return TokenizerChatTemplate(
+            self.tokenizer,
+            missing=f"--model hf: the tokenizer of {self.args.tokenizer or self.args.pretrained!r} "
+            "has no chat template; run without a chat template or use an instruction-tuned "
+            "model's tokenizer (tokenizer=...).",
+        )
+
+    def token_counter(self) -> TokenCounter:
+        """Tokens of each text as a prompt is encoded (BOS included when the tokenizer adds it)."""
+        return self.count_tokens_many
+
+    def provenance(self) -> ModelProvenance:
+        """Model id, revision and hub commit, dtype, parameter count, tokenizer and template."""
+        return {
+            "backend": "hf",
+            "model": self.args.pretrained,
+            "revision": self.args.revision,
+            "sha": getattr(self.model.config, "_commit_hash", None),
+            "dtype": str(self._dtype()).removeprefix("torch."),
+            "num_parameters": sum(p.numel() for p in self.model.parameters()),
+            "tokenizer": self.args.tokenizer or self.args.pretrained,
+            "chat_template_sha256": template_sha256(self.tokenizer),
+            "max_length": self.max_length,
+            "add_bos_token": self.args.add_bos_token,
+        }
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that changes this backend's outputs (the response cache keys on it)."""
+        return {
+            "backend": "hf",
+            "pretrained": self.args.pretrained,
+            "revision": self.args.revision,
+            "tokenizer": self.args.tokenizer,
+            "peft": self.args.peft,
+            "dtype": str(self._dtype()).removeprefix("torch."),
+            "max_length": self.max_length,
+            "add_bos_token": self.args.add_bos_token,
+            "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
+            "weights": self._fingerprint,
+        }
+
+    def _dtype(self) -> Any:
+        return next(self.model.parameters()).dtype
+
+    def _prompt_text(self, prompt: str | Messages) -> str:
+        return (
+            prompt
+            if isinstance(prompt, str)
+            else render_chat(self.chat_template(), as_messages(prompt))
+        )
+
+    def _eos_token_ids(self) -> set[int]:
+        """Tokens that end a generation: the model's generation config, else the tokenizer's EOS."""
+        config = getattr(self.model, "generation_config", None)
+        ids = getattr(config, "eos_token_id", None)
+        if ids is None:
+            ids = self.tokenizer.eos_token_id
+        if ids is None:
+            return set()
+        return {int(i) for i in ids} if isinstance(ids, list | tuple) else {int(ids)}
+
+
+@register_model("hf")
+def hf(**model_args: Any) -> HuggingFaceLM:
+    """`--model hf --model-args pretrained=DIR_OR_ID[,dtype=...,batch_size=auto,...]`.
+
+    Arguments are checked before anything is loaded; see `HFArgs` for the full list.
+    """
+    return HuggingFaceLM(parse_hf_args(model_args))

@@ -1,0 +1,255 @@
+"""Loglikelihood scoring with shared prefixes: each context runs through the model once.
+
+Requests with the same context tokens (every choice of a multiple-choice question) are packed
+into one row: the context, then each continuation's tokens but the last. A 4-D attention mask
+lets every continuation see the context and itself only, and position ids restart after the
+context for each continuation, so each is scored exactly as if it ran alone. The first
+continuation token is predicted by the context's last position, so single-token continuations
+(MMLU-style answer letters) add no tokens at all: all choices are read from one context pass.
+
+Only the positions that predict continuation tokens are projected onto the vocabulary
+(`logits_to_keep`), and log-probabilities are taken there only, in float32.
+
+Whether a model honours custom masks, position ids and `logits_to_keep` is checked once on a
+tiny input against the plain one-row-per-request computation; any mismatch turns the feature off.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.errors import ModelError
+from assay.models.hf.memory import BatchSizer, ModelShape, run_with_backoff
+
+log = logging.getLogger(__name__)
+
+Tokens = Sequence[int]
+
+_MASK_STYLES = {"sdpa": "bool", "eager": "additive"}
+"""Attention implementations that accept a custom 4-D mask, and the mask form each expects."""
+
+
+@dataclass
+class _Row:
+    """One model input row: a shared base, then segments that each see the base and themselves."""
+
+    tokens: list[int]
+    positions: list[int]
+    segment_ids: list[int]
+    n_segments: int = 0
+    # Per scored continuation: (result slot, row indices that predict its tokens, its tokens).
+    targets: list[tuple[int, list[int], Tokens]] = field(default_factory=list)
+
+
+class Scorer:
+    """Sums of continuation log-probabilities and greediness for token-level requests."""
+
+    def __init__(
+        self,
+        model: Any,
+        device: Any,
+        max_length: int,
+        sizer: BatchSizer,
+        pad_token_id: int | None,
+        share_prefixes: bool = True,
+    ) -> None:
+        self.model = model
+        self.device = device
+        self.max_length = max_length
+        self.sizer = sizer
+        self.shape = ModelShape.of(model)
+        self.pad_id = (
+            pad_token_id if pad_token_id is not None and pad_token_id < self.shape.vocab else 0
+        )
+        attn = getattr(model.config, "_attn_implementation", None)
+        self.mask_style = _MASK_STYLES.get(attn)
+        self.keep_logits = True
+        self.share_prefixes = share_prefixes and self.mask_style is not None
+        self._probe()
+
+    def score(self, pairs: Sequence[tuple[Tokens, Tokens]]) -> list[tuple[float, bool]]:
+        """(log P(continuation | context), greedy?) per (context tokens, continuation tokens).
+
+        The input is left-truncated to max_length + 1 tokens as lm-eval does; an empty
+        continuation scores (0.0, True).
+        """
+        results: list[tuple[float, bool]] = [(0.0, True)] * len(pairs)
+        groups: dict[tuple[int, ...], dict[tuple[int, ...], list[tuple[int, Tokens]]]] = {}
+        for i, (context, continuation) in enumerate(pairs):
+            if not continuation:
+                continue
+            base, segment = self._place(i, context, continuation)
+            groups.setdefault(base, {}).setdefault(segment, []).append((i, continuation))
+        rows = [row for base, segments in groups.items() for row in self._rows(base, segments)]
+        scored = run_with_backoff(
+            rows,
+            self._run_rows,
+            length=lambda row: len(row.tokens),
+            row_bytes=self.shape.scoring_row_bytes,
+            sizer=self.sizer,
+        )
+        for row, row_scores in zip(rows, scored, strict=True):
+            for (slots, _, _), value in zip(row.targets, row_scores, strict=True):
+                for slot in slots:  # type: ignore[union-attr]
+                    results[slot] = value
+        return results
+
+    def _place(self, index: int, context: Tokens, continuation: Tokens) -> tuple[tuple, tuple]:
+        """(base, segment): the model reads base + segment and predicts the continuation last."""
+        if len(continuation) > self.max_length:
+            raise ModelError(
+                f"--model hf: request {index} has a continuation of {len(continuation)} tokens, "
+                f"longer than max_length={self.max_length}; raise max_length or shorten it."
+            )
+        whole = [*context, *continuation]
+        if len(whole) > self.max_length + 1:
+            whole = whole[-(self.max_length + 1) :]
+        context = whole[: len(whole) - len(continuation)]
+        if self.share_prefixes:
+            return tuple(context), tuple(continuation[:-1])
+        return tuple(whole[:-1]), ()
+
+    def _rows(self, base: tuple[int, ...], segments: dict) -> list[_Row]:
+        """Pack a base and its segments into as few rows as keep attention cost reasonable."""
+        longest = max(len(s) for s in segments)
+        limit = max(2 * len(base), 256, len(base) + longest)
+        rows: list[_Row] = []
+        row: _Row | None = None
+        for segment, members in segments.items():
+            if row is None or len(row.tokens) + len(segment) > limit:
+                row = _Row(list(base), list(range(len(base))), [0] * len(base))
+                rows.append(row)
+            offset = len(row.tokens)
+            if segment:
+                row.n_segments += 1
+                row.tokens.extend(segment)
+                row.positions.extend(range(len(base), len(base) + len(segment)))
+                row.segment_ids.extend([row.n_segments] * len(segment))
+            by_tokens: dict[tuple[int, ...], list[int]] = {}
+            for slot, continuation in members:
+                by_tokens.setdefault(tuple(continuation), []).append(slot)
+            for continuation, slots in by_tokens.items():
+                end = len(base) + len(segment)
+                virtual = range(end - len(continuation), end)
+                indices = [v if v < len(base) else offset + v - len(base) for v in virtual]
+                row.targets.append((slots, indices, continuation))  # type: ignore[arg-type]
+        return rows
+
+    def _run_rows(self, rows: Sequence[_Row]) -> list[list[tuple[float, bool]]]:
+        import torch
+
+        width = max(len(row.tokens) for row in rows)
+        ids = torch.tensor([row.tokens + [self.pad_id] * (width - len(row.tokens)) for row in rows])
+        keep = torch.zeros(len(rows), width, dtype=torch.bool)
+        where_b, where_t, tokens, owner = [], [], [], []
+        n_targets = 0
+        for b, row in enumerate(rows):
+            for _, indices, continuation in row.targets:
+                where_b.extend([b] * len(indices))
+                where_t.extend(indices)
+                tokens.extend(continuation)
+                owner.extend([n_targets] * len(indices))
+                n_targets += 1
+        keep[where_b, where_t] = True
+        # Kept positions come out flattened in row-major order: map (row, index) to that order.
+        flat = keep.view(-1).cumsum(0).sub_(1)
+        picked = flat[torch.tensor(where_b) * width + torch.tensor(where_t)]
+
+        kwargs: dict[str, Any] = {}
+        if any(row.n_segments > 1 for row in rows):
+            kwargs = self._packing_inputs(rows, width)
+        logits = self._forward(ids, keep, kwargs)
+
+        device = logits.device
+        picked, tokens_t = picked.to(device), torch.tensor(tokens, device=device)
+        owner_t = torch.tensor(owner, device=device)
+        logits = logits.float()
+        logprobs = logits[picked, tokens_t] - torch.logsumexp(logits, dim=-1)[picked]
+        misses = logits.argmax(dim=-1)[picked] != tokens_t
+        sums = torch.zeros(n_targets, dtype=torch.float64, device=device)
+        sums.index_add_(0, owner_t, logprobs.double())
+        wrong = torch.zeros(n_targets, dtype=torch.long, device=device)
+        wrong.index_add_(0, owner_t, misses.long())
+        flat_scores = list(zip(sums.tolist(), (wrong == 0).tolist(), strict=True))
+        out, start = [], 0
+        for row in rows:
+            out.append(flat_scores[start : start + len(row.targets)])
+            start += len(row.targets)
+        return out
+
+    def _packing_inputs(self, rows: Sequence[_Row], width: int) -> dict[str, Any]:
+        """4-D mask (causal, each segment sees the base and itself) and restarting positions."""
+        import torch
+
+        segments = torch.tensor([r.segment_ids + [-1] * (width - len(r.tokens)) for r in rows])
+        positions = torch.tensor([r.positions + [0] * (width - len(r.tokens)) for r in rows])
+        causal = torch.ones(width, width, dtype=torch.bool).tril_()
+        visible = (segments[:, :, None] == segments[:, None, :]) | (segments[:, None, :] == 0)
+        # Padding queries see the base (never nothing), so no row of the softmax is all -inf.
+        mask = (visible & causal)[:, None]
+        if self.mask_style == "additive":
+            dtype = next(self.model.parameters()).dtype
+            mask = torch.zeros(mask.shape, dtype=dtype).masked_fill_(~mask, torch.finfo(dtype).min)
+        return {"attention_mask": mask.to(self.device), "position_ids": positions.to(self.device)}
+
+    def _forward(self, ids: Any, keep: Any, kwargs: dict[str, Any]) -> Any:
+        """Logits at the kept positions, shape [kept, vocab]."""
+        import torch
+
+        with torch.inference_mode():
+            if self.keep_logits:
+                out = self.model(
+                    input_ids=ids.to(self.device),
+                    use_cache=False,
+                    logits_to_keep=keep.to(self.device),
+                    **kwargs,
+                )
+                return out.logits
+            out = self.model(input_ids=ids.to(self.device), use_cache=False, **kwargs)
+            return out.logits[keep.to(out.logits.device)]
+
+    def _probe(self) -> None:
+        """Check `logits_to_keep` and packing on a tiny input against one row per request."""
+        import torch
+
+        generator = torch.Generator().manual_seed(0)
+        high = min(self.shape.vocab, 30000)
+        draw = lambda n: torch.randint(3, high, (n,), generator=generator).tolist()  # noqa: E731
+        base = draw(6)
+        pairs = [(base, draw(4)), (base, draw(3)), (base, draw(1)), (draw(5), draw(2))]
+        reference = [self._alone(ctx, cont) for ctx, cont in pairs]
+        tolerance = 1e-3 if self.shape.dtype_bytes >= 4 else 0.1
+
+        def agrees() -> bool:
+            try:
+                got = self.score(pairs)
+            except (TypeError, ValueError, RuntimeError, IndexError) as exc:
+                log.debug("scoring probe failed: %s", exc)
+                return False
+            return all(abs(g[0] - r) <= tolerance for g, r in zip(got, reference, strict=True))
+
+        sizer, self.sizer = self.sizer, BatchSizer(len(pairs), len(pairs), self.device)
+        sharing, self.share_prefixes = self.share_prefixes, False
+        if not agrees():
+            self.keep_logits = False
+            log.info("model ignores logits_to_keep masks; computing full logits")
+            if not agrees():
+                log.warning("batched scores differ from single-row scores beyond %g", tolerance)
+        self.share_prefixes = sharing
+        if sharing and not agrees():
+            self.share_prefixes = False
+            log.info("model does not honour custom attention masks; prefix sharing is off")
+        self.sizer = sizer
+
+    def _alone(self, context: Tokens, continuation: Tokens) -> float:
+        """log P(continuation | context) from a plain forward pass of one unpadded row."""
+        import torch
+
+        ids = torch.tensor([[*context, *continuation][:-1]], device=self.device)
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids, use_cache=False).logits[0, -len(continuation) :]
+        logprobs = torch.log_softmax(logits.float(), dim=-1)
+        return float(logprobs[torch.arange(len(continuation)), torch.tensor(continuation)].sum())

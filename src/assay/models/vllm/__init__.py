@@ -1,0 +1,1 @@
+"""The vLLM backend (`--model vllm`)."""

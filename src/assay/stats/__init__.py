@@ -1,0 +1,1 @@
+"""Statistics as pure functions: standard errors, online and paired estimates; no I/O."""

@@ -1,0 +1,64 @@
+"""Batching: longest first, grouped by parameters, original order restored, shards."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assay.execution.batching import batches, run_batched, shard, sorted_groups
+
+
+def test_sorted_groups_longest_first_ties_in_original_order():
+    items = ["aa", "b", "cccc", "dd", "e"]
+    assert sorted_groups(items, len) == [[2, 0, 3, 1, 4]]
+
+
+def test_groups_never_mix_and_come_in_order_of_first_member():
+    items = [("x", 1), ("yyy", 2), ("zz", 1), ("w", 2)]
+    groups = sorted_groups(items, lambda t: len(t[0]), group=lambda t: t[1])
+    assert groups == [[2, 0], [1, 3]]
+
+
+def test_batches_respect_size_and_groups():
+    items = [("a" * n, n % 2) for n in range(1, 8)]
+    out = list(batches(items, lambda t: len(t[0]), 2, group=lambda t: t[1]))
+    for batch in out:
+        assert len(batch.items) <= 2
+        assert len({g for _, g in batch.items}) == 1
+        assert batch.items == tuple(items[i] for i in batch.indices)
+    assert sorted(i for b in out for i in b.indices) == list(range(7))
+    # The first batch holds the longest items of the first group.
+    assert [len(t[0]) for t in out[0].items] == [7, 5]
+
+
+def test_callable_batch_size_gets_the_longest_length_of_the_batch():
+    seen = []
+
+    def size(longest: int) -> int:
+        seen.append(longest)
+        return 1 if longest > 3 else 10
+
+    out = list(batches(["aaaaa", "bb", "cccc", "d"], len, size))
+    assert [len(b.items) for b in out] == [1, 1, 2]
+    assert seen == [5, 4, 2]
+
+
+@given(st.lists(st.text(max_size=8), max_size=40), st.integers(1, 5))
+def test_run_batched_restores_original_order(items, size):
+    calls = []
+
+    def run(batch):
+        calls.append(list(batch))
+        return [s.upper() + "!" for s in batch]
+
+    assert run_batched(items, run, len, size, group=lambda s: len(s) % 3) == [
+        s.upper() + "!" for s in items
+    ]
+    assert all(len(c) <= size for c in calls)
+
+
+@given(st.integers(0, 200), st.integers(1, 9))
+def test_shards_partition_the_items_contiguously_and_evenly(n, world):
+    parts = [shard(n, r, world) for r in range(world)]
+    assert [i for p in parts for i in p] == list(range(n))
+    assert max(len(p) for p in parts) - min(len(p) for p in parts) <= 1

@@ -1,0 +1,134 @@
+"""Response cache: keys, model identity, round trips, schema and corrupt files."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from assay.errors import ConfigError
+from assay.execution.cache import ResponseCache, model_key, request_key
+from assay.execution.local import run_requests
+from assay.models.base import LM
+from assay.requests.types import (
+    GenerateRequest,
+    GenParams,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingRequest,
+    RollingResult,
+)
+
+
+def test_request_keys_distinguish_kind_text_params_and_sample_index():
+    greedy = GenParams(until=("\n",))
+    sampled = GenParams(do_sample=True, temperature=1.0, seed=1)
+    keys = {
+        request_key(LoglikelihoodRequest("a", "b")),
+        request_key(LoglikelihoodRequest("a", " b")),
+        request_key(LoglikelihoodRequest("ab", "")),
+        request_key(RollingRequest("ab")),
+        request_key(GenerateRequest("ab", greedy)),
+        request_key(GenerateRequest("ab", GenParams(until=("\n",), max_gen_toks=5))),
+        request_key(GenerateRequest("ab", sampled, 0)),
+        request_key(GenerateRequest("ab", sampled, 1)),
+        request_key(GenerateRequest((("user", "ab"),), greedy)),
+    }
+    assert len(keys) == 9
+    # A greedy request's sample index does not matter: all its samples are the same.
+    assert request_key(GenerateRequest("ab", greedy, 0)) == request_key(
+        GenerateRequest("ab", greedy, 3)
+    )
+
+
+def test_model_key_is_order_independent_and_identity_sensitive():
+    assert model_key({"a": 1, "b": 2}) == model_key({"b": 2, "a": 1})
+    assert model_key({"a": 1}) != model_key({"a": 2})
+
+
+def test_round_trip_of_every_result_kind(tmp_path):
+    path = tmp_path / "c.sqlite"
+    cache = ResponseCache(path, {"backend": "x"})
+    items = [
+        ("k1", LoglikelihoodResult(-1.25, True)),
+        ("k2", RollingResult(-7.5, 4)),
+        ("k3", "generated text"),
+    ]
+    cache.put_many(items)
+    cache.close()
+    again = ResponseCache(path, {"backend": "x"})
+    found = again.get_many(["k1", "k2", "k3", "missing"])
+    assert found == dict(items)
+    assert isinstance(found["k1"], LoglikelihoodResult)
+    assert isinstance(found["k2"], RollingResult)
+    again.close()
+
+
+def test_a_different_model_identity_never_hits(tmp_path):
+    path = tmp_path / "c.sqlite"
+    first = ResponseCache(path, {"backend": "dummy", "seed": 1})
+    first.put_many([("k", "from seed 1")])
+    first.close()
+    other = ResponseCache(path, {"backend": "dummy", "seed": 2})
+    assert other.get_many(["k"]) == {}
+    other.close()
+
+
+class CountingLM(LM):
+    def __init__(self):
+        self.calls = []
+
+    def loglikelihood(self, requests):
+        self.calls += list(requests)
+        return [LoglikelihoodResult(-float(len(r.continuation)), False) for r in requests]
+
+    def loglikelihood_rolling(self, requests):
+        self.calls += list(requests)
+        return [RollingResult(-1.0, 1) for _ in requests]
+
+    def generate_until(self, requests):
+        self.calls += list(requests)
+        return [f"out:{r.prompt}" for r in requests]
+
+    def identity(self):
+        return {"backend": "counting"}
+
+
+def test_executor_dedupes_restores_order_and_resumes_from_the_cache(tmp_path):
+    requests = [
+        LoglikelihoodRequest("c", " aaa"),
+        GenerateRequest("p1"),
+        LoglikelihoodRequest("c", " a"),
+        LoglikelihoodRequest("c", " aaa"),
+        RollingRequest("t"),
+        GenerateRequest("p1"),
+    ]
+    lm = CountingLM()
+    cache = ResponseCache(tmp_path / "c.sqlite", lm.identity())
+    out = run_requests(lm, requests, cache=cache, chunk_size=2)
+    assert out == [
+        LoglikelihoodResult(-4.0, False),
+        "out:p1",
+        LoglikelihoodResult(-2.0, False),
+        LoglikelihoodResult(-4.0, False),
+        RollingResult(-1.0, 1),
+        "out:p1",
+    ]
+    assert len(lm.calls) == 4  # each distinct request once
+    fresh = CountingLM()
+    assert run_requests(fresh, requests, cache=cache) == out
+    assert fresh.calls == []
+    cache.close()
+
+
+def test_schema_mismatch_and_corrupt_file_are_config_errors(tmp_path):
+    path = tmp_path / "old.sqlite"
+    ResponseCache(path, {}).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value='other-1' WHERE key='schema'")
+    with pytest.raises(ConfigError, match="another assay version"):
+        ResponseCache(path, {})
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(ConfigError, match="not a usable SQLite cache"):
+        ResponseCache(junk, {})

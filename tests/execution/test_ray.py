@@ -1,0 +1,305 @@
+"""The Ray executor on a local 2-CPU Ray instance: same outputs as one process, replica loss."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.cli.main import main
+from assay.errors import ConfigError
+from assay.evaluator import Evaluation, RunSettings, build_executor
+from assay.execution.executor import Executor
+from assay.tasks.registry import Registry
+
+TASKS_DIR = Path(__file__).parents[1] / "data" / "lm_eval_parity" / "tasks"
+TIMINGS = ("Processing Time", "Samples Per Second")
+"""run_evals metrics that measure the clock, not the answers."""
+TASKS = ["parity_mc_same_split", "parity_gen_regex", "parity_loglikelihood", "parity_rolling"]
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def evaluate_to(
+    out: Path, pool: Executor | None = None, tasks: list[str] = TASKS, **settings: Any
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Results and samples files (name -> bytes) of one run over the parity tasks.
+
+    `pool` is an executor the caller owns; without it the settings say which one to build.
+    """
+    run = RunSettings(output_dir=out, log_samples=True, show_progress=False, **settings)
+    results = Evaluation(Registry([TASKS_DIR]).resolve(tasks), run).run(executor=pool)
+    samples = {p.name: p.read_bytes() for p in sorted(out.glob("samples_*.jsonl"))}
+    assert len(samples) == len(tasks)
+    return results, samples
+
+
+@pytest.mark.slow
+def test_dummy_on_two_replicas_matches_the_local_executor(ray_instance, tmp_path):
+    dummy = {"model": "dummy", "model_args": {"batch_size": 2, "seed": 5}}
+    local, local_samples = evaluate_to(tmp_path / "local", **dummy)
+    remote, remote_samples = evaluate_to(tmp_path / "ray", executor="ray", replicas=2, **dummy)
+    assert remote_samples == local_samples
+    assert remote["results"] == local["results"]
+    executor = remote["assay"]["executor"]
+    assert executor["name"] == "ray"
+    assert executor["replicas"] == 2
+    # Both replicas took chunks from the queue.
+    assert all(n > 0 for n in executor["chunks_per_replica"])
+    assert local["assay"]["executor"] == {"name": "local"}
+
+
+@pytest.mark.slow
+def test_tiny_model_on_two_replicas_matches_the_local_executor(
+    ray_instance, tiny_model_dir, tmp_path
+):
+    hf = {
+        "model": "hf",
+        "model_args": {"pretrained": str(tiny_model_dir), "max_length": 256},
+        "batch_size": 2,
+        "limit": 16,  # enough questions that ordering by tokens and by characters differ
+        "apply_chat_template": True,  # rendered by a replica's tokenizer, from the driver
+    }
+    tasks = ["parity_mc_same_split", "parity_gen_regex", "parity_rolling"]
+    local, local_samples = evaluate_to(tmp_path / "local", tasks=tasks, **hf)
+    remote, remote_samples = evaluate_to(
+        tmp_path / "ray", tasks=tasks, executor="ray", replicas=2, **hf
+    )
+    assert remote_samples == local_samples
+    assert remote["results"] == local["results"]
+    assert remote["config"]["model_identity"] == local["config"]["model_identity"]
+    for task in ("parity_mc_same_split", "parity_gen_regex"):
+        assert b"<|assistant|>" in remote_samples[f"samples_{task}.jsonl"]
+
+
+def _kill_a_replica_mid_run(ray, tmp_path, model: str, args: dict[str, Any], **settings: Any):
+    """A run on two replicas whose second dies once work flows, next to a local run."""
+    from assay.execution.ray import RayExecutor
+
+    local, local_samples = evaluate_to(tmp_path / "local", model=model, model_args=args, **settings)
+    executor = RayExecutor(model, args, replicas=2)
+
+    def kill_second_replica_once_work_flows() -> None:
+        deadline = time.monotonic() + 60
+        while sum(executor.chunks_done) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ray.kill(executor.actors[1])
+
+    killer = threading.Thread(target=kill_second_replica_once_work_flows)
+    killer.start()
+    try:
+        remote, remote_samples = evaluate_to(
+            tmp_path / "ray", pool=executor, model=model, model_args=args, **settings
+        )
+        assert executor.alive == [0]
+    finally:
+        killer.join()
+        executor.close()
+    assert executor.lost == 1
+    assert executor.requeued >= 1
+    assert remote_samples == local_samples
+    assert remote["results"] == local["results"]
+    # The dead replica took no chunk after it was killed; the live one finished the run.
+    assert executor.chunks_done[0] > executor.chunks_done[1]
+
+
+@pytest.mark.slow
+def test_a_replica_killed_mid_run_has_its_chunk_requeued_and_results_match(ray_instance, tmp_path):
+    _kill_a_replica_mid_run(ray_instance, tmp_path, "dummy", {"batch_size": 2, "delay": 0.02})
+
+
+@pytest.mark.slow
+def test_a_tiny_model_replica_killed_mid_run_changes_no_byte(
+    ray_instance, tiny_model_dir, tmp_path
+):
+    # One question per chunk, so the run is still going when the kill lands; the chunks left
+    # are re-cut exactly as the local run cut them, so every float is the same.
+    args = {"pretrained": str(tiny_model_dir), "max_length": 256, "batch_size": 1}
+    _kill_a_replica_mid_run(ray_instance, tmp_path, "hf", args, limit=12)
+
+
+@pytest.mark.slow
+def test_api_requests_fan_out_over_replicas_with_results_of_one_process(
+    ray_instance, tiny_model_dir, tmp_path
+):
+    from fixtures.openai_server import OpenAIStubServer
+
+    tasks = ["parity_mc_same_split", "parity_gen_regex"]
+    with OpenAIStubServer(tiny_model_dir) as server:
+        api = {
+            "model": "openai-completions",
+            "model_args": {
+                "model": "tiny",
+                "base_url": server.base_url,
+                "tokenizer": str(tiny_model_dir),
+                "max_length": 256,
+                "batch_size": 2,
+            },
+            "limit": 6,
+        }
+        local, local_samples = evaluate_to(tmp_path / "local", tasks=tasks, **api)
+        sent_locally = server.requests
+        remote, remote_samples = evaluate_to(
+            tmp_path / "ray", tasks=tasks, executor="ray", replicas=2, **api
+        )
+    assert remote_samples == local_samples
+    assert remote["results"] == local["results"]
+    # Each replica's own client sent part of the same requests.
+    assert all(n > 0 for n in remote["assay"]["executor"]["chunks_per_replica"])
+    assert server.requests == 2 * sent_locally
+
+
+@pytest.mark.slow
+def test_a_bad_model_argument_reaches_the_driver_as_the_backends_error(ray_instance):
+    from assay.errors import UnknownNameError
+    from assay.execution.ray import RayExecutor
+
+    with pytest.raises(ConfigError, match="delay must be a number of seconds >= 0"):
+        RayExecutor("dummy", {"delay": -1}, replicas=2)
+    with pytest.raises(UnknownNameError, match="unknown model 'dumy'"):
+        RayExecutor("dumy", {}, replicas=1)
+    # The failed pools released their CPUs: a new pool of two still fits.
+    pool = RayExecutor("dummy", {}, replicas=2)
+    pool.close()
+
+
+def test_ray_executor_without_ray_installed_is_a_config_error(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
+    with pytest.raises(ConfigError, match=r"pip install 'assay\[ray\]'"):
+        build_executor(RunSettings(model="dummy", executor="ray"))
+    args = ["run", "--model", "dummy", "--executor", "ray", "-t", "parity_rolling"]
+    code = main([*args, "--include-path", str(TASKS_DIR), "--no-progress"])
+    assert code != 0
+    assert "--executor ray needs Ray" in capsys.readouterr().err
+
+
+def test_ray_executor_needs_a_backend_name_not_a_model_object():
+    from assay.models.dummy import DummyLM
+
+    with pytest.raises(ConfigError, match="pass a backend name"):
+        build_executor(RunSettings(model=DummyLM(), executor="ray"))
+
+
+def test_replicas_that_cannot_fit_the_cluster_are_config_errors():
+    from assay.execution.ray import RayExecutor
+
+    fits = RayExecutor._check_fits
+    fits(2, 0.0, 0.0, 1, 2.0)
+    fits(4, 2.0, 8.0, 1, 8.0)
+    with pytest.raises(ConfigError, match="needs 4 GPUs; the Ray cluster has 2"):
+        fits(2, 2.0, 2.0, 1, 8.0)
+    with pytest.raises(ConfigError, match="needs 3 CPUs; the Ray cluster has 2"):
+        fits(3, 0.0, 0.0, 1, 2.0)
+    with pytest.raises(ConfigError, match="--replicas must be >= 1"):
+        fits(0, 0.0, 0.0, 1, 2.0)
+
+
+@pytest.mark.slow
+def test_run_evals_configs_of_one_model_share_its_replicas(ray_instance, tmp_path):
+    from assay.execution.ray import RemoteModel
+    from assay.pipelines import Experiment, GridSearch, List, ModelConfig
+
+    model = ModelConfig(
+        "dummy",
+        {"response": "#### 4", "batch_size": 2},
+        {"max_tokens": 8, "temperature": List([0.0, 0.5])},
+    )
+    config = {
+        "pipeline": model,
+        "batch_size": 4,
+        "preprocess_fn": lambda batch, rag, pm: {"prompts": batch["question"], **batch},
+        "compute_metrics_fn": lambda batch: {
+            "Four": {"value": [float(t.endswith("4")) for t in batch["generated_text"]]}
+        },
+    }
+    rows = [{"question": f"What is {i} + {4 - i}?"} for i in range(10)]
+
+    def without_timings(metrics: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in metrics.items() if k not in TIMINGS}
+
+    def run(name: str, **options: Any) -> tuple[Experiment, Any]:
+        exp = Experiment(name, output_dir=tmp_path / name, display="none", **options)
+        return exp, exp.run_evals(GridSearch(config), rows, num_shards=2, seed=0)
+
+    _, local = run("local")
+    exp, remote = run("ray", executor="ray", replicas=2)
+    try:
+        assert sorted(remote) == sorted(local) == [1, 2]
+        for cid, (rows_out, metrics) in local.items():
+            assert remote[cid][0] == rows_out
+            assert without_timings(remote[cid][1]) == without_timings(metrics)
+        # Both configs ran on the one pool of replicas of their model.
+        assert exp.engines.builds == 1
+        assert isinstance(exp.engines.get(model)[0], RemoteModel)
+    finally:
+        exp.engines.close()
+
+
+def test_a_spread_plan_has_a_chunk_per_worker_in_the_callers_order():
+    from assay.execution.executor import plan_requests
+    from assay.requests.types import GenerateRequest, GenParams
+
+    requests = [GenerateRequest(f"prompt {i}", GenParams()) for i in range(5)]
+    assert len(plan_requests(requests).chunks) == 1  # the local executor's single chunk
+    spread = plan_requests(requests, min_chunks=2)
+    assert [len(c.requests) for c in spread.chunks] == [3, 2]
+    assert sorted(r.prompt for c in spread.chunks for r in c.requests) == sorted(
+        r.prompt for r in requests
+    )
+    for chunk in spread.chunks:
+        spread.complete(chunk, [r.prompt.upper() for r in chunk.requests], None)
+    assert spread.results() == [r.prompt.upper() for r in requests]
+    # A fixed batch size stays the upper bound; more workers than requests: one request each.
+    assert [len(c.requests) for c in plan_requests(requests, None, 1, 2).chunks] == [1] * 5
+    assert [len(c.requests) for c in plan_requests(requests, min_chunks=9).chunks] == [1] * 5
+
+
+@pytest.mark.slow
+def test_run_evals_spreads_each_batch_over_the_replicas(ray_instance, tmp_path):
+    from assay.pipelines import Experiment, ModelConfig
+
+    rows = [{"question": f"What is {i} + {i}?"} for i in range(8)]
+    recorded = tmp_path / "responses.jsonl"
+    recorded.write_text(
+        "".join(
+            json.dumps({"prompt": row["question"], "response": f"#### {2 * i}"}) + "\n"
+            for i, row in enumerate(rows)
+        )
+    )
+    # replay answers by prompt: each row has its own answer, so order mistakes would show.
+    model = ModelConfig("replay", {"path": str(recorded)}, {"max_tokens": 8})
+    config = {
+        "pipeline": model,
+        "batch_size": 4,
+        "preprocess_fn": lambda batch, rag, pm: {"prompts": batch["question"], **batch},
+        "compute_metrics_fn": lambda batch: {"Answered": {"value": len(batch["generated_text"])}},
+    }
+
+    def run(name: str, **options: Any) -> tuple[Experiment, Any]:
+        exp = Experiment(name, output_dir=tmp_path / name, display="none", **options)
+        return exp, exp.run_evals(config, rows, num_shards=2, seed=0)
+
+    _, local = run("local")
+    exp, remote = run("ray", executor="ray", replicas=2)
+    try:
+        assert remote[1][0] == local[1][0]
+        assert {k: v for k, v in remote[1][1].items() if k not in TIMINGS} == {
+            k: v for k, v in local[1][1].items() if k not in TIMINGS
+        }
+        executor, _ = exp.engines._executor(model)
+        # Two batches of four rows, each cut into one chunk per replica.
+        assert executor.describe()["chunks_per_replica"] == [2, 2]
+    finally:
+        exp.engines.close()

@@ -1,0 +1,340 @@
+"""vLLM backend (assay/models/vllm/model.py and _vllm_requests.py), on machines without vLLM or a GPU.
+
+Argument checking and request translation are pure functions. The backend itself runs on
+`TransformersEngine`, which implements the engine interface (token-id prompts in, generated ids
+or prompt log-probabilities out) with the tiny transformers model; its answers must equal the
+hf backend's, so tokenisation, truncation, windows, chat templates and decoding are checked.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from types import SimpleNamespace
+
+import pytest
+
+from assay.errors import ConfigError, ModelError
+from assay.models.base import MODELS
+from assay.models.spans import ScoredSpan
+from assay.models.vllm.model import VLLMLM, _RayEngine
+from assay.models.vllm.requests import (
+    SCORING_PARAMS,
+    engine_kwargs,
+    generation_params,
+    parse_vllm_args,
+    prompt_logprob_score,
+    prompt_order,
+)
+from assay.requests.types import (
+    GenerateRequest,
+    GenParams,
+    LoglikelihoodRequest,
+    RollingRequest,
+)
+
+# -- arguments ------------------------------------------------------------------------------
+
+
+def test_unknown_arg_is_an_error_listing_valid_args():
+    with pytest.raises(ConfigError) as err:
+        parse_vllm_args({"pretrained": "m", "tensor_parallel": 2})
+    assert "tensor_parallel" in str(err.value)
+    assert "tensor_parallel_size" in str(err.value) and "data_parallel_size" in str(err.value)
+
+
+def test_values_given_as_strings_are_converted():
+    args = parse_vllm_args(
+        {
+            "pretrained": "m",
+            "tensor_parallel_size": "2",
+            "data_parallel_size": 4,
+            "gpu_memory_utilization": "0.5",
+            "max_model_len": "none",
+            "enable_prefix_caching": "false",
+            "chat_template_args": '{"enable_thinking": false}',
+            "batch_size": "32",
+        }
+    )
+    assert (args.tensor_parallel_size, args.data_parallel_size) == (2, 4)
+    assert args.batch_size == 32 and parse_vllm_args({"pretrained": "m"}).batch_size == "auto"
+    assert args.gpu_memory_utilization == 0.5 and args.max_model_len is None
+    assert args.enable_prefix_caching is False
+    assert args.chat_template_args == {"enable_thinking": False}
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        ({}, "'pretrained' is required"),
+        ({"pretrained": "m", "tensor_parallel_size": 0}, "at least 1"),
+        ({"pretrained": "m", "data_parallel_size": "two"}, "whole number"),
+        ({"pretrained": "m", "engine_args": {"seed": 1}}, "engine_args repeats seed"),
+        ({"pretrained": "m", "engine_args": {"enable_prefix_caching": False}}, "repeats"),
+        ({"pretrained": "m", "batch_size": "max"}, "positive whole number or 'auto'"),
+        ({"pretrained": "m", "device": "cuda"}, "--device sets device"),
+    ],
+)
+def test_bad_arguments_are_errors(args, fragment):
+    with pytest.raises(ConfigError, match="--model vllm") as err:
+        parse_vllm_args(args)
+    assert fragment in str(err.value)
+
+
+def test_engine_kwargs_enable_prefix_caching_and_pass_parallelism():
+    args = parse_vllm_args(
+        {"pretrained": "org/m", "tensor_parallel_size": 2, "engine_args": {"max_num_seqs": 64}}
+    )
+    kwargs = engine_kwargs(args)
+    assert kwargs["model"] == kwargs["tokenizer"] == "org/m"
+    assert kwargs["enable_prefix_caching"] is True
+    assert kwargs["tensor_parallel_size"] == 2 and kwargs["max_num_seqs"] == 64
+    assert (
+        "max_model_len" not in kwargs and "quantization" not in kwargs and "revision" not in kwargs
+    )
+    # Replicas are assay's business (Ray actors), not an engine argument.
+    assert "data_parallel_size" not in kwargs
+
+
+def test_missing_vllm_is_a_clear_error(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a)
+    )
+    with pytest.raises(ModelError, match=r"assay\[vllm\]"):
+        MODELS.get("vllm")(pretrained="some/model")
+
+
+def test_data_parallel_without_ray_is_a_clear_error(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: object() if name == "vllm" else None if name == "ray" else real(name, *a),
+    )
+    with pytest.raises(ModelError, match=r"assay\[ray\]"):
+        MODELS.get("vllm")(pretrained="some/model", data_parallel_size=2)
+
+
+# -- request translation --------------------------------------------------------------------
+
+
+def test_greedy_generation_params_carry_every_stop_string():
+    request = GenerateRequest(
+        "p", GenParams(until=("\n\n", "", "Q:", "A:", "B:", "C:"), max_gen_toks=32, top_k=5)
+    )
+    assert generation_params(request, default_seed=1234) == {
+        "max_tokens": 32,
+        "temperature": 0.0,
+        "top_k": 5,
+        "seed": 1234,
+        "stop": ["\n\n", "Q:", "A:", "B:", "C:"],
+    }
+
+
+def test_sampled_generation_params_seed_each_sample_and_pass_extras():
+    params = GenParams(do_sample=True, temperature=0.7, top_p=0.9, extra=(("min_p", 0.05),))
+    first = generation_params(GenerateRequest("p", params, sample_index=0), default_seed=10)
+    second = generation_params(GenerateRequest("p", params, sample_index=1), default_seed=10)
+    assert first["temperature"] == 0.7 and first["top_p"] == 0.9 and first["min_p"] == 0.05
+    assert (first["seed"], second["seed"]) == (10, 11)
+    assert "seed" not in generation_params(GenerateRequest("p", params), default_seed=None)
+
+
+def test_scoring_params_ask_for_prompt_logprobs():
+    assert SCORING_PARAMS["prompt_logprobs"] == 1 and SCORING_PARAMS["temperature"] == 0.0
+    assert SCORING_PARAMS["max_tokens"] >= 1
+
+
+def test_prompt_logprob_score_sums_scored_positions_and_checks_greediness():
+    span = ScoredSpan((7, 3, 4, 5), n_context=2)
+    entries = [None, {3: -1.0}, {4: -0.5, 9: -2.0}, {5: -0.25}]
+    assert prompt_logprob_score(entries, span) == (-0.75, True)
+    entries[3] = {5: -1.5, 8: -0.5}
+    assert prompt_logprob_score(entries, span) == (-2.0, False)
+    with pytest.raises(ValueError, match="prompt position 3"):
+        prompt_logprob_score([None, {3: -1.0}, {4: -0.5}, {8: -0.1}], span)
+    with pytest.raises(ValueError, match="3 prompt log-probabilities for 4 tokens"):
+        prompt_logprob_score(entries[:3], span)
+
+
+def test_prompt_order_puts_shared_prefixes_side_by_side():
+    spans = [ScoredSpan((5, 1, 2), 2), ScoredSpan((9, 9), 1), ScoredSpan((5, 1, 3), 2)]
+    assert prompt_order(spans) == [0, 2, 1]
+
+
+def test_data_parallel_splits_calls_into_contiguous_shares_in_order():
+    calls = []
+
+    def replica(rank):
+        def generated_ids(prompts, params):
+            calls.append((rank, prompts))
+            return [[rank, p[0]] for p in prompts]
+
+        return SimpleNamespace(generated_ids=SimpleNamespace(remote=generated_ids))
+
+    engine = object.__new__(_RayEngine)
+    engine._actors = [replica(r) for r in range(3)]
+    engine._ray = SimpleNamespace(get=lambda refs: refs)
+    prompts = [[i] for i in range(7)]
+    assert engine.generated_ids(prompts, [{}] * 7) == [
+        [0, 0], [0, 1], [0, 2], [1, 3], [1, 4], [2, 5], [2, 6]
+    ]  # fmt: skip
+    assert [rank for rank, _ in calls] == [0, 1, 2]
+    calls.clear()
+    assert engine.generated_ids([[0]], [{}]) == [[0, 0]] and len(calls) == 1
+
+
+# -- the backend on a transformers engine ---------------------------------------------------
+
+
+class TransformersEngine:
+    """The vLLM engine interface computed by transformers: greedy or seeded sampling, and
+    prompt log-probabilities with each position's most likely token, as vLLM reports them."""
+
+    def __init__(self, model_dir, max_model_len: int) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+        self.max_model_len = max_model_len
+        self.calls: list[tuple[str, list[list[int]], list[dict]]] = []
+
+    def prompt_logprobs(self, prompts, params):
+        import torch
+
+        self.calls.append(("prompt_logprobs", prompts, params))
+        out = []
+        for ids in prompts:
+            assert len(ids) + params[0]["max_tokens"] <= self.max_model_len
+            with torch.no_grad():
+                logprobs = torch.log_softmax(self.model(torch.tensor([ids])).logits[0].float(), -1)
+            entries = [None]
+            for k in range(1, len(ids)):
+                best = int(logprobs[k - 1].argmax())
+                entries.append(
+                    {ids[k]: float(logprobs[k - 1, ids[k]]), best: float(logprobs[k - 1, best])}
+                )
+            out.append(entries)
+        return out
+
+    def generated_ids(self, prompts, params):
+        import torch
+
+        self.calls.append(("generated_ids", prompts, params))
+        out = []
+        for ids, p in zip(prompts, params, strict=True):
+            assert len(ids) + p["max_tokens"] <= self.max_model_len
+            sample = p["temperature"] > 0
+            if sample:
+                torch.manual_seed(p["seed"])
+            with torch.no_grad():
+                generated = self.model.generate(
+                    torch.tensor([ids]),
+                    attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                    max_new_tokens=p["max_tokens"],
+                    do_sample=sample,
+                    temperature=p["temperature"] if sample else None,
+                    top_k=None,
+                    top_p=None,
+                )
+            out.append(generated[0, len(ids) :].tolist())
+        return out
+
+
+@pytest.fixture(scope="module")
+def hf_lm(tiny_model_dir):
+    """Scores with the same windows as the engine's 64 tokens (see the rolling test)."""
+    return MODELS.get("hf")(pretrained=str(tiny_model_dir), max_length=62)
+
+
+@pytest.fixture(scope="module")
+def hf_lm_64(tiny_model_dir):
+    """Generates with the same context window as the engine."""
+    return MODELS.get("hf")(pretrained=str(tiny_model_dir), max_length=64)
+
+
+@pytest.fixture(scope="module")
+def vllm_lm(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    args = parse_vllm_args({"pretrained": str(tiny_model_dir)})
+    engine = TransformersEngine(tiny_model_dir, max_model_len=64)
+    return VLLMLM(args, engine=engine, tokenizer=AutoTokenizer.from_pretrained(tiny_model_dir))
+
+
+LOGLIKELIHOODS = [
+    LoglikelihoodRequest("The little village sat at the", " bottom"),
+    LoglikelihoodRequest("The little village sat at the", " top"),
+    LoglikelihoodRequest("The little village sat at the ", "bottom of a green valley"),
+    LoglikelihoodRequest("", "Every morning the baker"),
+    LoglikelihoodRequest("The little village sat at the", " bottom"),
+]
+
+
+@pytest.mark.slow
+def test_loglikelihood_equals_hf_backend_in_one_sorted_engine_call(vllm_lm, hf_lm):
+    vllm_lm.engine.calls.clear()
+    got, want = vllm_lm.loglikelihood(LOGLIKELIHOODS), hf_lm.loglikelihood(LOGLIKELIHOODS)
+    assert [r.logprob for r in got] == pytest.approx([r.logprob for r in want], rel=1e-5)
+    assert [r.is_greedy for r in got] == [r.is_greedy for r in want]
+    [(method, prompts, params)] = vllm_lm.engine.calls
+    assert method == "prompt_logprobs" and params == [SCORING_PARAMS] * 4  # the repeat sent once
+    assert prompts == sorted(prompts)
+
+
+@pytest.mark.slow
+def test_rolling_windows_equal_hf_backend(vllm_lm, hf_lm):
+    # 64-token engine windows hold 62 scored tokens plus context and the generated token, the
+    # same windows as the hf backend's at max_length=62; the first text needs several.
+    text = "The weather today will be sunny in the north and cloudy in the south. " * 4
+    requests = [RollingRequest(text), RollingRequest(" x")]
+    got, want = vllm_lm.loglikelihood_rolling(requests), hf_lm.loglikelihood_rolling(requests)
+    assert [r.n_tokens for r in got] == [r.n_tokens for r in want]
+    assert got[0].n_tokens > 2 * 62
+    assert [r.logprob for r in got] == pytest.approx([r.logprob for r in want], rel=1e-5)
+
+
+@pytest.mark.slow
+def test_generation_equals_hf_backend_with_chat_template_and_truncation(vllm_lm, hf_lm_64):
+    requests = [
+        GenerateRequest("The little village", GenParams(until=("\n",), max_gen_toks=12)),
+        GenerateRequest(
+            "Question: Natalia sold clips", GenParams(until=("7", "Q"), max_gen_toks=16)
+        ),
+        GenerateRequest(
+            (("system", "Be brief."), ("user", "Name a river.")), GenParams(max_gen_toks=8)
+        ),
+        GenerateRequest("How to clean a bicycle chain: " * 8, GenParams(max_gen_toks=10)),
+    ]
+    vllm_lm.engine.calls.clear()
+    assert vllm_lm.generate_until(requests) == hf_lm_64.generate_until(requests)
+    [(method, prompts, params)] = vllm_lm.engine.calls
+    assert method == "generated_ids" and len(prompts) == 4
+    assert len(prompts[3]) == 64 - 10  # left-truncated to leave room for max_gen_toks
+    assert prompts[2][0] == vllm_lm.tokenizer.bos_token_id != prompts[2][1]  # one BOS only
+    assert params[1]["stop"] == ["7", "Q"]
+
+
+@pytest.mark.slow
+def test_samples_are_seeded_per_sample_index(vllm_lm):
+    params = GenParams(do_sample=True, temperature=1.0, seed=5, max_gen_toks=8)
+    requests = [GenerateRequest("The little village", params, sample_index=i) for i in (0, 1, 0)]
+    first, second, again = vllm_lm.generate_until(requests)
+    assert first == again and first != second
+
+
+@pytest.mark.slow
+def test_prompts_that_leave_no_room_are_errors(vllm_lm):
+    with pytest.raises(ModelError, match="max_gen_toks=64"):
+        vllm_lm.generate_until([GenerateRequest("x", GenParams(max_gen_toks=64))])
+    with pytest.raises(ModelError, match="loglikelihood request 0"):
+        vllm_lm.loglikelihood([LoglikelihoodRequest("a", " b" * 80)])
+
+
+@pytest.mark.slow
+def test_identity_names_what_changes_outputs(vllm_lm):
+    identity = vllm_lm.identity()
+    assert identity["backend"] == "vllm" and identity["max_model_len"] == 64
+    assert identity["tensor_parallel_size"] == 1
+    assert "gpu_memory_utilization" not in identity and "data_parallel_size" not in identity
+    assert identity["engine_args"] == {}
