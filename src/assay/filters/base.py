@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from assay.errors import ConfigError
-from assay.registry import Registry, describe_call
+from assay.registry import ComponentRegistry, describe_call
 
 
 @runtime_checkable
@@ -24,7 +24,7 @@ class Filter(Protocol):
         ...
 
 
-FILTERS: Registry[Callable[..., Filter]] = Registry("filter")
+FILTERS: ComponentRegistry[Callable[..., Filter]] = ComponentRegistry("filter", "assay.filters")
 
 
 def register_filter(name: str) -> Callable[[Callable[..., Filter]], Callable[..., Filter]]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from assay.doc import Doc, OutputType
-from assay.registry import Registry
+from assay.registry import ComponentRegistry
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +65,8 @@ class Metric:
 MetricFactory = Callable[..., Metric]
 """Builds a Metric from YAML metric_list kwargs (e.g. ignore_case=True)."""
 
-METRICS: Registry[MetricFactory] = Registry("metric")
-AGGREGATIONS: Registry[Aggregation] = Registry("aggregation")
+METRICS: ComponentRegistry[MetricFactory] = ComponentRegistry("metric", "assay.metrics")
+AGGREGATIONS: ComponentRegistry[Aggregation] = ComponentRegistry("aggregation")
 
 
 def register_metric(name: str, *aliases: str) -> Callable[[MetricFactory], MetricFactory]:

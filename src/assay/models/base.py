@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypedDict
 from assay.errors import ConfigError
 from assay.models._arg_types import BatchSize
 from assay.prompts.chat import ChatTemplate
-from assay.registry import Registry
+from assay.registry import ComponentRegistry
 from assay.requests.types import (
     GenerateRequest,
     LoglikelihoodRequest,
@@ -135,7 +135,7 @@ class ModelFactory(Protocol):
     def __call__(self, **model_args: Any) -> LM: ...
 
 
-MODELS: Registry[ModelFactory] = Registry("model")
+MODELS: ComponentRegistry[ModelFactory] = ComponentRegistry("model", "assay.models")
 register_model = MODELS.register
 
 # Built-in backends register themselves when imported; listing them imports nothing heavy.

@@ -98,6 +98,7 @@ class Registry:
                 modules += [
                     importlib.import_module(f"assay.tasks.catalog.{m}") for m in _catalog_modules()
                 ]
+                modules += _plugin_modules()
             custom = [_import_file(p) for p in self._custom_files]
             modules += custom
             for module in modules:
@@ -116,6 +117,11 @@ class Registry:
                         # As a YAML's data_files: relative to the file that names them.
                         folder = Path(module.__file__ or ".").parent
                         config.hf_data_files = resolve_data_files(config.hf_data_files, folder)
+                    earlier = self._python.get(config.name)
+                    if earlier is not None:
+                        log.info(
+                            "task %s: %s replaces %s", config.name, config.source, earlier.source
+                        )
                     self._python[config.name] = config
                     for tag in config.tags:
                         self._python_tags.setdefault(tag, []).append(config.name)
@@ -438,6 +444,25 @@ def _parse_task_string(text: str) -> tuple[str, int | None]:
             f"task string {text!r}: the part after '|' must be the number of few-shot examples, e.g. 'gsm8k|5'."
         )
     return name, int(shots)
+
+
+def _plugin_modules() -> list[Any]:
+    """Modules of installed task plugins (entry point group `assay.tasks`), each defining
+    TASKS_TABLE (and optionally GROUPS) as a custom task file does. Imported with the built-in
+    catalog, when Python tasks are first needed; a name they share with a built-in is theirs."""
+    from importlib.metadata import entry_points
+
+    modules = []
+    for entry in entry_points(group="assay.tasks"):
+        try:
+            modules.append(entry.load())
+        except Exception as exc:
+            raise TaskConfigError(
+                f"task plugin {entry.name!r} ({entry.value}, entry point group assay.tasks) "
+                f"failed to load: {type(exc).__name__}: {exc}. Fix or uninstall "
+                f"{entry.dist.name if entry.dist else 'the package that declares it'}."
+            ) from exc
+    return modules
 
 
 def _import_file(path: Path) -> Any:
