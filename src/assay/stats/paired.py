@@ -76,33 +76,81 @@ def paired_mean(
     x, y = _paired_arrays(a, b, clusters)
     n = len(x)
     d = y - x
-    diff = float(d.mean()) if n else math.nan
     if clusters is not None:
         stderr = clustered_stderr(d, clusters)
         method, count = METHOD_CLUSTERED, cluster_count(clusters)
     else:
         stderr = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
         method, count = METHOD_PAIRED, None
-    z = two_sided_z(confidence)
-    return PairedResult(
-        n=n,
-        mean_a=float(x.mean()) if n else math.nan,
-        mean_b=float(y.mean()) if n else math.nan,
-        diff=diff,
-        stderr=stderr,
-        ci_low=diff - z * stderr,
-        ci_high=diff + z * stderr,
-        confidence=confidence,
-        p_value=_normal_p(d, diff, stderr),
+    return _normal_result(
+        n,
+        float(x.mean()) if n else math.nan,
+        float(y.mean()) if n else math.nan,
+        stderr,
+        confidence,
+        no_difference=bool(n) and not d.any(),
         mcnemar_p=mcnemar_exact(a, b),
-        mde=mde(stderr, confidence),
         clusters=count,
         method=method,
     )
 
 
-def _normal_p(d: np.ndarray, diff: float, stderr: float) -> float:
-    if len(d) and not d.any():
+def combine_unweighted(parts: Sequence[PairedResult], confidence: float = 0.95) -> PairedResult:
+    """A group that averages its tasks without weights: diff = the mean of the tasks' diffs,
+    stderr = sqrt(Σ stderr_t²)/k (independent tasks), the normal interval and p-value on
+    those; method "<the tasks' method>-unweighted"."""
+    if not parts:
+        raise ValueError("no task comparisons to combine")
+    k = len(parts)
+    stderr = math.sqrt(sum(p.stderr**2 for p in parts)) / k
+    counts = [p.clusters for p in parts]
+    return _normal_result(
+        sum(p.n for p in parts),
+        sum(p.mean_a for p in parts) / k,
+        sum(p.mean_b for p in parts) / k,
+        stderr,
+        confidence,
+        no_difference=all(p.p_value == 1.0 and p.diff == 0 and p.stderr == 0 for p in parts),
+        mcnemar_p=None,
+        clusters=None if any(c is None for c in counts) else sum(c or 0 for c in counts),
+        method=f"{parts[0].method}-unweighted",
+    )
+
+
+def _normal_result(
+    n: int,
+    mean_a: float,
+    mean_b: float,
+    stderr: float,
+    confidence: float,
+    *,
+    no_difference: bool,
+    mcnemar_p: float | None,
+    clusters: int | None,
+    method: str,
+) -> PairedResult:
+    """The normal-approximation statistics of a difference with this standard error."""
+    diff = mean_b - mean_a
+    z = two_sided_z(confidence)
+    return PairedResult(
+        n=n,
+        mean_a=mean_a,
+        mean_b=mean_b,
+        diff=diff,
+        stderr=stderr,
+        ci_low=diff - z * stderr,
+        ci_high=diff + z * stderr,
+        confidence=confidence,
+        p_value=_normal_p(no_difference, diff, stderr),
+        mcnemar_p=mcnemar_p,
+        mde=mde(stderr, confidence),
+        clusters=clusters,
+        method=method,
+    )
+
+
+def _normal_p(no_difference: bool, diff: float, stderr: float) -> float:
+    if no_difference:
         return 1.0
     if math.isnan(stderr):
         return math.nan

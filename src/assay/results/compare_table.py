@@ -1,0 +1,139 @@
+"""`assay compare`'s printed output: the comparison table (terminal or markdown), what was
+paired, and what differs between the runs."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from assay.results.compare import Comparison, CompareReport
+
+HEADERS = [
+    "",
+    "Task",
+    "Metric",
+    "Filter",
+    "A",
+    "B",
+    "n",
+    "Mean A",
+    "Mean B",
+    "Diff",
+    "CI",
+    "p",
+    "p (Holm)",
+    "McNemar",
+    "MDE",
+    "Clusters",
+    "Method",
+]
+
+
+def _number(value: float | None, digits: int = 4, signed: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def _p(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return "<0.0001" if 0 < value < 1e-4 else f"{value:.4f}"
+
+
+def table_rows(report: CompareReport) -> list[list[str]]:
+    """One row per comparison; the first cell is "*" for significant rows."""
+    return [_cells(c) for c in report.comparisons]
+
+
+def _cells(c: Comparison) -> list[str]:
+    ci = f"[{_number(c.ci_low, signed=True)}, {_number(c.ci_high, signed=True)}]"
+    return [
+        "*" if c.significant() else "",
+        c.task,
+        c.metric,
+        c.filter,
+        c.a,
+        c.b,
+        str(c.n),
+        _number(c.mean_a),
+        _number(c.mean_b),
+        _number(c.diff, signed=True),
+        ci,
+        _p(c.p_value),
+        _p(c.p_value_holm),
+        _p(c.mcnemar_p),
+        _number(c.mde),
+        "-" if c.clusters is None else str(c.clusters),
+        c.method,
+    ]
+
+
+def _headers(report: CompareReport) -> list[str]:
+    headers = list(HEADERS)
+    headers[HEADERS.index("CI")] = f"{report.confidence:.0%} CI"
+    return headers
+
+
+def render_text(report: CompareReport) -> str:
+    """The terminal output: the table in aligned columns, then the notes."""
+    rows = [_headers(report), *table_rows(report)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join([*lines, "", *notes(report)]).rstrip() + "\n"
+
+
+def render_markdown(report: CompareReport) -> str:
+    """The table as markdown, then the notes."""
+    # Cells are written as formatted here (a table writer would re-type "1.0000" as 1).
+    headers = _headers(report)
+    lines = [_markdown_row(headers), _markdown_row(["---"] * len(headers))]
+    lines += [_markdown_row(row) for row in table_rows(report)]
+    return "\n".join([*lines, "", *notes(report)]).rstrip() + "\n"
+
+
+def _markdown_row(cells: list[str]) -> str:
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
+def notes(report: CompareReport) -> list[str]:
+    """The lines after the table: significance legend, docs paired, flags, what differs."""
+    alpha = 1 - report.confidence
+    lines = [
+        f"* significant: Holm-adjusted p < {alpha:.2g} over the {len(report.comparisons)} "
+        "comparisons above. Diff = B - A."
+    ]
+    for pair in report.pairs:
+        lines.append("")
+        lines.append(f"{pair.a} -> {pair.b}")
+        paired = ", ".join(f"{t} {n}" for t, n in pair.paired_docs.items())
+        lines.append(f"  docs paired: {paired}")
+        for task, (only_a, only_b) in pair.unpaired_docs.items():
+            lines.append(
+                f"  {task}: {only_a} doc(s) only in {pair.a}, {only_b} only in {pair.b} "
+                "(left out)"
+            )
+        for task, (count, first) in pair.prompt_mismatches.items():
+            lines.append(
+                f"  PROMPTS DIFFER in {task}: {count} paired doc(s), first doc {first} "
+                "(--allow-prompt-mismatch): the difference measures the prompts too"
+            )
+        if pair.only_in_one:
+            lines.append(f"  tasks in one run only (not compared): {', '.join(pair.only_in_one)}")
+        for reason in pair.skipped:
+            lines.append(f"  not compared: {reason}")
+        if pair.differs:
+            lines.append("  what differs:")
+            for key, value_a, value_b in pair.differs:
+                lines.append(f"    {key}: {_show(value_a)} | {_show(value_b)}")
+        else:
+            lines.append("  what differs: nothing recorded")
+    return lines
+
+
+def _show(value: Any) -> str:
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."
