@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.doc import Doc, OutputType
-from assay.errors import ConfigError, FailedRequests, ModelError
+from assay.errors import ConfigError, DataError, FailedRequests, ModelError
 from assay.execution.cache import ResponseCache
 from assay.execution.executor import Executor, char_lengths, request_texts, token_measure
 from assay.execution.local import LocalExecutor
@@ -46,7 +46,7 @@ from assay.scoring import (
     sample_record,
     score,
 )
-from assay.settings import RunSettings, parse_samples, setting_names
+from assay.settings import RunSettings, parse_cluster_by, parse_samples, setting_names
 from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.registry import Registry, Resolved
 from assay.tasks.task import Task
@@ -180,6 +180,8 @@ def _configured(config: TaskConfig, settings: RunSettings) -> TaskConfig:
     changes: dict[str, Any] = {}
     if settings.metadata:
         changes["metadata"] = {**config.metadata, **settings.metadata}
+    if config.name in settings.cluster_by:
+        changes["cluster_key"] = settings.cluster_by[config.name]
     if settings.predict_only:
         # The output type stays what the task's own metrics make it.
         changes.update(
@@ -207,6 +209,38 @@ def _check_samples(samples: dict[str, list[int]], tasks: Sequence[Task]) -> None
             )
 
 
+def _check_cluster_by(cluster_by: dict[str, str], tasks: Sequence[Task]) -> None:
+    """--cluster-by names tasks of this run."""
+    names = [t.name for t in tasks]
+    for name in cluster_by:
+        if name not in names:
+            raise ConfigError(
+                f"--cluster-by: {name!r} is not a task of this run (tasks: {', '.join(names)})."
+            )
+
+
+def _check_cluster_field(task: Task, doc: Doc | None) -> None:
+    """The task's cluster field exists in its first doc (checked before the model loads)."""
+    key = task.config.cluster_key
+    if key is None or doc is None:
+        return
+    cluster_of(task, doc, 0)
+
+
+def cluster_of(task: Task, doc: Doc, doc_id: int) -> Any:
+    """The doc's value of its task's cluster field (None when the task has none)."""
+    key = task.config.cluster_key
+    if key is None:
+        return None
+    row = doc.row or {}
+    if key not in row:
+        raise DataError(
+            f"{task.config.where()}: cluster field {key!r} (cluster_key / --cluster-by) is not a "
+            f"field of doc {doc_id}; its fields are {sorted(row)}. Name a field every doc has."
+        )
+    return row[key]
+
+
 class Evaluation:
     """One run over resolved tasks."""
 
@@ -223,6 +257,7 @@ class Evaluation:
         ]
         if settings.samples is not None:
             _check_samples(settings.samples, self.tasks)
+        _check_cluster_by(settings.cluster_by, self.tasks)
         self.plans = {}
         for task in self.tasks:
             cfg = task.config
@@ -247,12 +282,16 @@ class Evaluation:
         then fails before the (slow) model load. Only the first doc is built, so the run still
         streams the rest."""
         workers = max(1, min(self.settings.dataset_loading_processes, len(self.tasks)))
+
+        def check(task: Task) -> None:
+            _check_cluster_field(task, task.load().first_doc())
+
         if workers == 1:
             for task in self.tasks:
-                task.load().first_doc()
+                check(task)
             return
         with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(lambda t: t.load().first_doc(), self.tasks))
+            list(pool.map(check, self.tasks))
 
     # ------------------------------------------------------------------ run
     def run(self, model: LM | None = None, executor: Executor | None = None) -> dict[str, Any]:
@@ -431,6 +470,7 @@ class Evaluation:
                 )
                 apply_filters(results, filters)
                 score(results, cfg, metrics, filters)
+                clusters = {r.doc_id: cluster_of(task, r.doc, r.doc_id) for r in results}
                 n_docs += len(results)
                 for ensemble in filters:
                     for result in results:
@@ -442,8 +482,16 @@ class Evaluation:
                                     m_name, ensemble.name, metrics, cfg
                                 )
                             col.values.append(value)
+                            col.clusters.append(clusters[result.doc_id])
                         if ensemble.name in handles:
-                            record = sample_record(result, ensemble.name, output_type, list(values))
+                            record = sample_record(
+                                result,
+                                ensemble.name,
+                                output_type,
+                                list(values),
+                                clustered=cfg.cluster_key is not None,
+                                cluster=clusters[result.doc_id],
+                            )
                             handles[ensemble.name].write(dumps(record) + "\n")
         finally:
             progress.close()
@@ -452,7 +500,12 @@ class Evaluation:
         if out and self._logs_samples:
             counts["task_hash"] = out.write_samples(task.name, [p for p in parts.values() if p])
         entry = task_entry(
-            task.name, cfg.alias, n_docs, list(columns.values()), self.settings.bootstrap_iters
+            task.name,
+            cfg.alias,
+            n_docs,
+            list(columns.values()),
+            self.settings.bootstrap_iters,
+            clustered=cfg.cluster_key is not None,
         )
         return entry, counts, n_docs
 
@@ -745,6 +798,7 @@ def evaluate(
     num_fewshot: int | None = RunSettings.num_fewshot,
     limit: int | float | None = RunSettings.limit,
     samples: dict[str, list[int]] | str | None = None,
+    cluster_by: dict[str, str] | str | None = None,
     batch_size: int | str | None = RunSettings.batch_size,
     device: str | None = RunSettings.device,
     output_dir: str | Path | None = RunSettings.output_dir,
@@ -786,6 +840,7 @@ def evaluate(
         gen_kwargs=parse_kv(gen_kwargs, "gen_kwargs"),
         metadata=parse_kv(metadata, "metadata"),
         samples=parse_samples(samples, "samples"),
+        cluster_by=parse_cluster_by(cluster_by),
     )
     registry = Registry(_paths(include_path), _paths(custom_tasks))
     names = split_csv([tasks] if isinstance(tasks, str) else list(tasks))
@@ -799,6 +854,7 @@ _KEYWORD_SETTINGS = frozenset(setting_names()) - {
     "gen_kwargs",
     "metadata",
     "samples",
+    "cluster_by",
 }
 """The RunSettings fields evaluate() takes as plain keywords (the rest are parsed first)."""
 

@@ -258,10 +258,22 @@ def target_of(doc: Doc, output_type: OutputType) -> str:
     return golds[0] if len(golds) == 1 else str(golds)
 
 
+def doc_hash(row: dict[str, Any]) -> str:
+    """lm-eval's doc_hash of a dataset row: sha256 of its JSON with indent 2."""
+    return _sha(json.dumps(row, indent=2, ensure_ascii=False, default=_fallback))
+
+
 def sample_record(
-    result: DocResult, filter_name: str, output_type: OutputType, metric_names: list[str]
+    result: DocResult,
+    filter_name: str,
+    output_type: OutputType,
+    metric_names: list[str],
+    *,
+    clustered: bool = False,
+    cluster: Any = None,
 ) -> dict[str, Any]:
-    """One samples-file line in lm-eval's layout."""
+    """One samples-file line in lm-eval's layout; with `clustered` (the task has a cluster
+    key) the doc's `cluster` value follows the hashes."""
     doc, row = result.doc, result.doc.row or {}
     target = target_of(doc, output_type)
     first = result.instances[0].request
@@ -280,10 +292,12 @@ def sample_record(
         "filtered_resps": [_stringify(v) for v in result.filtered[filter_name]],
         "filter": filter_name,
         "metrics": metric_names,
-        "doc_hash": _sha(json.dumps(row, indent=2, ensure_ascii=False, default=_fallback)),
+        "doc_hash": doc_hash(row),
         "prompt_hash": _sha(prompt if isinstance(prompt, str) else dumps(prompt)),
         "target_hash": _sha(target),
     }
+    if clustered:
+        record["cluster"] = cluster
     for name, value in values.items():
         record[name] = _jsonable(value)
     return record

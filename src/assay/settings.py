@@ -64,6 +64,9 @@ class RunSettings:
     metadata: dict[str, Any] = field(default_factory=dict)
     """Merged into every task's metadata (lm-eval's --metadata), which reaches custom dataset
     functions, e.g. {"max_seq_lengths": [4096]}."""
+    cluster_by: dict[str, str] = field(default_factory=dict)
+    """Per task name: the dataset field whose value groups docs that share a context (wins over
+    the task's own cluster_key); results then carry a clustered stderr."""
     bootstrap_iters: int = 100_000
     """Bootstrap iterations for the stderr of non-mean aggregations (0 disables)."""
     cache: str | Path | bool | None = None
@@ -107,6 +110,23 @@ def parse_samples(value: str | dict[str, Any] | None, flag: str = "--samples") -
             f'{flag}: expected a JSON object like {{"task": [0, 5]}}, got {parsed!r}.'
         )
     return parsed
+
+
+def parse_cluster_by(value: str | list[str] | dict[str, str] | None) -> dict[str, str]:
+    """--cluster-by values, each "task=field" (or several, comma separated), as a dict."""
+    if value is None or isinstance(value, dict):
+        return dict(value or {})
+    out: dict[str, str] = {}
+    for item in [value] if isinstance(value, str) else value:
+        for part in (p.strip() for p in item.split(",") if p.strip()):
+            task, sep, key = (s.strip() for s in part.partition("="))
+            if not sep or not task or not key:
+                raise ConfigError(
+                    f"--cluster-by {part!r}: expected TASK=FIELD, e.g. race=article "
+                    "(the dataset field whose docs share a context)."
+                )
+            out[task] = key
+    return out
 
 
 def default(name: str) -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay.errors import AssayError
-from assay.settings import RunSettings, default, parse_samples, setting_names
+from assay.settings import RunSettings, default, parse_cluster_by, parse_samples, setting_names
 
 
 def _limit(text: str) -> int | float:
@@ -145,6 +145,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSON (or k=v) merged into every task's metadata, e.g. '{\"max_seq_lengths\": [4096]}'",
     )
     run.add_argument(
+        "--cluster-by",
+        action="append",
+        default=[],
+        metavar="TASK=FIELD",
+        help="cluster a task's docs by a dataset field (docs sharing a passage, story...): "
+        "results add <metric>_stderr_clustered (repeatable)",
+    )
+    run.add_argument(
         "--seed",
         type=int,
         default=default("seed"),
@@ -261,6 +269,7 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
     values["gen_kwargs"] = parse_kv(args.gen_kwargs, "--gen-kwargs")
     values["metadata"] = parse_kv(args.metadata, "--metadata")
     values["samples"] = parse_samples(args.samples)
+    values["cluster_by"] = parse_cluster_by(args.cluster_by)
     if args.no_cache:
         values["cache"] = False
     return RunSettings(**values)

@@ -488,9 +488,7 @@ def _weighted_by_size(run: Run, group: str, metric: str, flt: str, tasks: list[s
     entries = [run.entry(t) or {} for t in tasks]
     values = [e.get(key) for e in entries]
     sizes = [e.get("sample_len", 0) for e in entries]
-    if not isinstance(recorded, int | float) or not all(
-        isinstance(v, int | float) for v in values
-    ):
+    if not isinstance(recorded, int | float) or not all(isinstance(v, int | float) for v in values):
         return True
     weighted = sum(v * n for v, n in zip(values, sizes)) / max(sum(sizes), 1)
     plain = sum(values) / len(values)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from assay.results.compare import Comparison, CompareReport
+from assay.results.compare import CompareReport, Comparison
 
 HEADERS = [
     "",
@@ -111,8 +111,7 @@ def notes(report: CompareReport) -> list[str]:
         lines.append(f"  docs paired: {paired}")
         for task, (only_a, only_b) in pair.unpaired_docs.items():
             lines.append(
-                f"  {task}: {only_a} doc(s) only in {pair.a}, {only_b} only in {pair.b} "
-                "(left out)"
+                f"  {task}: {only_a} doc(s) only in {pair.a}, {only_b} only in {pair.b} (left out)"
             )
         for task, (count, first) in pair.prompt_mismatches.items():
             lines.append(

@@ -10,6 +10,7 @@ from typing import Any
 
 from assay.errors import AssayError, TaskConfigError
 from assay.metrics.base import Aggregation
+from assay.results.schema import NA, clustered_stderr_key
 
 
 @dataclass
@@ -21,6 +22,8 @@ class MetricValues:
     aggregation: Aggregation
     higher_is_better: bool
     values: list[Any] = field(default_factory=list)
+    clusters: list[Any] = field(default_factory=list)
+    """Per sample, its doc's cluster value (None when the task has no cluster key)."""
 
 
 def task_entry(
@@ -29,8 +32,14 @@ def task_entry(
     sample_len: int,
     columns: Sequence[MetricValues],
     bootstrap_iters: int,
+    clustered: bool = False,
 ) -> dict[str, Any]:
-    """A task's entry of results.json, in lm-eval 0.4.13's layout."""
+    """A task's entry of results.json, in lm-eval 0.4.13's layout.
+
+    With `clustered` (the task has a cluster key), each metric also gets
+    "<metric>_stderr_clustered,<filter>": Miller's clustered standard error over the columns'
+    cluster values for metrics aggregated by mean, "N/A" for other aggregations (and whenever
+    the plain stderr is "N/A")."""
     from assay.metrics.stderr import stderr_of
 
     entry: dict[str, Any] = {"name": name, "alias": alias or name, "sample_len": sample_len}
@@ -41,7 +50,18 @@ def task_entry(
             stderr = stderr_of(col.aggregation, col.values, bootstrap_iters)
         entry[key] = _plain(value)
         entry[f"{col.metric}_stderr,{col.filter}"] = _plain(stderr)
+        if clustered:
+            entry[clustered_stderr_key(col.metric, col.filter)] = _clustered(col, stderr)
     return entry
+
+
+def _clustered(col: MetricValues, stderr: Any) -> Any:
+    """The clustered stderr of a mean-aggregated column; "N/A" where the plain one is."""
+    from assay.stats.clustered import clustered_stderr
+
+    if col.aggregation.stderr != "mean" or stderr == NA:
+        return NA
+    return clustered_stderr([float(v) for v in col.values], col.clusters)
 
 
 @contextmanager

@@ -121,6 +121,10 @@ class TaskConfig:
     alias: str | None = None
     tags: Sequence[str] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    cluster_key: str | None = None
+    """Dataset field whose value groups docs that share a context (a passage id, a story, a
+    subject): results then carry a standard error clustered by it and samples record each doc's
+    value. YAML tasks set it as `metadata: {cluster_key: FIELD}` (lm-eval ignores it)."""
     unsafe_code: bool = False
     """The task executes model-written code: refused without --confirm-run-unsafe-code."""
     source: str = ""

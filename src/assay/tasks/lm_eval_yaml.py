@@ -340,6 +340,15 @@ def resolve_data_files(files: Any, yaml_dir: Path) -> Any:
     return fix(files)
 
 
+def _cluster_key(metadata: dict[str, Any], where: str) -> str | None:
+    key = metadata.get("cluster_key")
+    if key is not None and (not isinstance(key, str) or not key):
+        raise TaskConfigError(
+            f"{where}: 'metadata.cluster_key' must name a dataset field (a string), got {key!r}."
+        )
+    return key
+
+
 def _metadata(raw: dict[str, Any], where: str) -> dict[str, Any]:
     metadata = raw.get("metadata") or {}
     if not isinstance(metadata, dict):
@@ -469,6 +478,7 @@ def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
         alias=raw.get("task_alias"),
         tags=[tags] if isinstance(tags, str) else list(tags),
         metadata=metadata,
+        cluster_key=_cluster_key(metadata, where),
         unsafe_code=bool(raw.get("unsafe_code", False)),
         source=str(path),
         raw_config=raw,
