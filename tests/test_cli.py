@@ -107,7 +107,7 @@ def test_bad_flags_exit_2(args, capsys):
 
 
 def test_run_flags_default_to_the_run_settings_defaults():
-    from assay.cli.main import settings_from_args
+    from assay.cli.run import settings_from_args
     from assay.settings import RunSettings
 
     args = build_parser().parse_args(["run", "--tasks", "x"])
@@ -127,3 +127,11 @@ def test_samples_from_a_json_file_and_predict_only(folder, tmp_path):
     assert (
         json.loads((out / "results.json").read_text())["results"]["cli_task"]["bypass,none"] == 999
     )
+
+
+@pytest.mark.parametrize(
+    "argv", [["-v", "tasks", "list"], ["tasks", "-v", "list"], ["tasks", "list", "-v"]]
+)
+def test_verbose_works_before_and_after_the_command(argv):
+    assert build_parser().parse_args(argv).verbose is True
+    assert getattr(build_parser().parse_args(["tasks", "list"]), "verbose", False) is False

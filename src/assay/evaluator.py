@@ -48,6 +48,7 @@ from assay.scoring import (
 )
 from assay.settings import RunSettings, parse_cluster_by, parse_samples, setting_names
 from assay.tasks.config import MetricSpec, TaskConfig
+from assay.tasks.names import split_csv
 from assay.tasks.registry import Registry, Resolved
 from assay.tasks.task import Task
 
@@ -829,7 +830,6 @@ def evaluate(
     as "k=v,k2=v2" strings, a single include path or custom task file. The keywords after
     `custom_tasks` are the fields of RunSettings, with its defaults (documented there).
     """
-    from assay.cli.main import split_csv
     from assay.models._args import parse_kv
 
     settings = {k: v for k, v in locals().items() if k in _KEYWORD_SETTINGS}

@@ -1,4 +1,4 @@
-"""The `assay` command: run, tasks (list / show / dump), validate.
+"""The `assay` command: run, tasks (list / show / dump), validate; one module per command.
 
 Imports stay light here: heavy libraries load only when a command needs them, so
 `assay --help` is instant.
@@ -10,336 +10,37 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
 
+from assay.cli import run, tasks, validate
+from assay.cli._parser import Parser, common_flags
 from assay.errors import AssayError
-from assay.settings import RunSettings, default, parse_cluster_by, parse_samples, setting_names
-
-
-def _limit(text: str) -> int | float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value if value < 1.0 else int(value)
-
-
-def _batch(text: str) -> int | str:
-    if text == "auto" or text.startswith("auto:"):
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number or 'auto'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return value
-
-
-def split_csv(values: Sequence[str] | None) -> list[str]:
-    """Task names from --tasks values, each of which may list several, comma separated."""
-    out: list[str] = []
-    for value in values or []:
-        out += [v for v in value.split(",") if v.strip()]
-    return out
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # exit code 2 with a one-line reason
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"assay: error: {message}\n")
-        raise SystemExit(2)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="assay", description="Evaluate language models on benchmark tasks.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    run = sub.add_parser("run", help="evaluate a model on tasks")
-    run.add_argument(
-        "--model",
-        "-m",
-        default=default("model"),
-        help="backend: hf, openai-completions, openai-chat, vllm, dummy, replay "
-        f"(default {default('model')})",
+    """The `assay` parser with every command."""
+    common = common_flags()
+    parser = Parser(
+        prog="assay", description="Evaluate language models on benchmark tasks.", parents=[common]
     )
-    run.add_argument(
-        "--model-args", "-a", default="", help="k=v,k2=v2 (or JSON) passed to the backend"
-    )
-    run.add_argument(
-        "--tasks",
-        "-t",
-        action="append",
-        required=True,
-        help="task, group or tag names (comma separated; 'name|k' sets k shots)",
-    )
-    run.add_argument(
-        "--include-path",
-        action="append",
-        default=[],
-        help="directory of lm-eval task YAMLs (repeatable)",
-    )
-    run.add_argument(
-        "--custom-tasks",
-        action="append",
-        default=[],
-        help="Python file defining TASKS_TABLE (repeatable)",
-    )
-    run.add_argument(
-        "--num-fewshot",
-        "-f",
-        type=int,
-        default=default("num_fewshot"),
-        help="few-shot examples per doc",
-    )
-    run.add_argument(
-        "--limit",
-        "-L",
-        type=_limit,
-        default=default("limit"),
-        help="first N docs per task (a value < 1 is a fraction)",
-    )
-    run.add_argument(
-        "--samples",
-        "-E",
-        default=default("samples"),
-        help="doc ids per task, as JSON or a JSON file: '{\"arc_easy\": [0, 5]}' (not with --limit)",
-    )
-    run.add_argument(
-        "--batch-size", "-b", type=_batch, default=default("batch_size"), help="N or auto"
-    )
-    run.add_argument("--device", default=default("device"), help="cpu, cuda, cuda:0, mps ...")
-    run.add_argument(
-        "--output-dir",
-        "-o",
-        default=default("output_dir"),
-        help="write results.json (and samples) here",
-    )
-    run.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace a different earlier run's results in --output-dir (the same run resumes)",
-    )
-    run.add_argument(
-        "--log-samples", "-s", action="store_true", help="write samples_<task>.jsonl per task"
-    )
-    run.add_argument(
-        "--predict-only",
-        "-x",
-        action="store_true",
-        help="log the model's answers without computing metrics (implies --log-samples)",
-    )
-    run.add_argument(
-        "--metadata",
-        default="",
-        help="JSON (or k=v) merged into every task's metadata, e.g. '{\"max_seq_lengths\": [4096]}'",
-    )
-    run.add_argument(
-        "--cluster-by",
-        action="append",
-        default=[],
-        metavar="TASK=FIELD",
-        help="cluster a task's docs by a dataset field (docs sharing a passage, story...): "
-        "results add <metric>_stderr_clustered (repeatable)",
-    )
-    run.add_argument(
-        "--seed",
-        type=int,
-        default=default("seed"),
-        help=f"seed for sampling (default {default('seed')})",
-    )
-    run.add_argument(
-        "--fewshot-seed",
-        type=int,
-        default=default("fewshot_seed"),
-        help=f"seed of few-shot selection (default {default('fewshot_seed')}, as lm-eval)",
-    )
-    run.add_argument(
-        "--apply-chat-template",
-        action="store_true",
-        help="render prompts with the model's chat template",
-    )
-    run.add_argument(
-        "--system-instruction",
-        default=default("system_instruction"),
-        help="system prompt placed before the task description",
-    )
-    run.add_argument(
-        "--fewshot-as-multiturn",
-        action="store_true",
-        default=default("fewshot_as_multiturn"),
-        help="few-shot examples as chat turns",
-    )
-    run.add_argument(
-        "--gen-kwargs", default="", help="generation settings merged into every generative task"
-    )
-    run.add_argument(
-        "--bootstrap-iters",
-        type=int,
-        default=default("bootstrap_iters"),
-        help="bootstrap iterations for non-mean stderr (0 disables)",
-    )
-    run.add_argument(
-        "--cache",
-        default=default("cache"),
-        help="response cache file (default OUTPUT_DIR/cache.sqlite)",
-    )
-    run.add_argument(
-        "--no-cache", action="store_true", help="do not read or write the response cache"
-    )
-    run.add_argument(
-        "--confirm-run-unsafe-code",
-        action="store_true",
-        help="allow tasks that execute model-written code",
-    )
-    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    run.add_argument(
-        "--executor",
-        choices=["local", "ray"],
-        default=default("executor"),
-        help="where requests run: this process, or Ray actors holding model replicas",
-    )
-    run.add_argument(
-        "--replicas",
-        type=_positive_int,
-        default=default("replicas"),
-        help="ray: model replicas (default one per GPU of the cluster, one without GPUs)",
-    )
-    run.add_argument(
-        "--gpus-per-replica",
-        type=float,
-        default=default("gpus_per_replica"),
-        help="ray: GPUs per replica, e.g. the vLLM tensor-parallel size (default 1, 0 without GPUs)",
-    )
-    run.add_argument(
-        "--ray-address",
-        default=default("ray_address"),
-        help="ray: cluster to join, e.g. auto or ray://head:10001 (default a local Ray instance)",
-    )
-
-    tasks = sub.add_parser("tasks", help="list, show or dump tasks")
-    tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True, parser_class=_Parser)
-    for name, helptext in (
-        ("list", "list tasks with output type and default shots"),
-        ("show", "show one task's config and a rendered prompt"),
-        ("dump", "JSON of task modules and --include-path YAML files, with their configs"),
-    ):
-        p = tasks_sub.add_parser(name, help=helptext)
-        p.add_argument("--include-path", action="append", default=[])
-        p.add_argument("--custom-tasks", action="append", default=[])
-        if name == "show":
-            p.add_argument("name")
-            p.add_argument("--num-fewshot", type=int, default=None)
-
-    validate = sub.add_parser(
-        "validate", help="check task definitions and their data without a model"
-    )
-    validate.add_argument("--tasks", "-t", action="append", required=True)
-    validate.add_argument("--include-path", action="append", default=[])
-    validate.add_argument("--custom-tasks", action="append", default=[])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for command in (run, tasks, validate):
+        command.add_parser(sub, [common])
     return parser
-
-
-# RunSettings fields whose flag is spelled differently, or that only the Python API sets.
-_NEGATED_FLAGS = {"show_progress": "no_progress"}
-_API_ONLY = {"dataset_loading_processes"}
-
-
-def settings_from_args(args: argparse.Namespace) -> RunSettings:
-    """The RunSettings of an `assay run` command line: one field per flag, same name."""
-    from assay.models._args import parse_kv
-
-    values = {
-        name: getattr(args, name)
-        for name in setting_names()
-        if name not in _API_ONLY and name not in _NEGATED_FLAGS
-    }
-    values.update({name: not getattr(args, flag) for name, flag in _NEGATED_FLAGS.items()})
-    values["model_args"] = parse_kv(args.model_args, "--model-args")
-    values["gen_kwargs"] = parse_kv(args.gen_kwargs, "--gen-kwargs")
-    values["metadata"] = parse_kv(args.metadata, "--metadata")
-    values["samples"] = parse_samples(args.samples)
-    values["cluster_by"] = parse_cluster_by(args.cluster_by)
-    if args.no_cache:
-        values["cache"] = False
-    return RunSettings(**values)
-
-
-def _run(args: argparse.Namespace) -> int:
-    from assay.evaluator import Evaluation, results_tables
-    from assay.tasks.registry import Registry
-
-    settings = settings_from_args(args)
-    registry = Registry(args.include_path, args.custom_tasks)
-    evaluation = Evaluation(registry.resolve(split_csv(args.tasks)), settings)
-    results = evaluation.run()
-    if not evaluation.executor.primary:
-        return 0  # another rank of a data-parallel launch: rank 0 prints and writes
-    model_text = f"{args.model} ({args.model_args})" if args.model_args else args.model
-    print(
-        f"{model_text}, limit: {args.limit}, num_fewshot: {args.num_fewshot}, batch_size: {args.batch_size}"
-    )
-    print(results_tables(results))
-    if args.output_dir:
-        print(f"\nresults written to {args.output_dir}/results.json")
-    return 0
-
-
-def _tasks(args: argparse.Namespace) -> int:
-    from assay.tasks import listing
-    from assay.tasks.registry import Registry
-
-    registry = Registry(args.include_path, args.custom_tasks)
-    if args.tasks_command == "list":
-        print(listing.list_table(registry))
-    elif args.tasks_command == "show":
-        print(listing.show(registry, args.name, args.num_fewshot))
-    else:
-        print(listing.dump(registry))
-    return 0
-
-
-def _validate(args: argparse.Namespace) -> int:
-    from assay.evaluator import Evaluation
-    from assay.tasks.registry import Registry
-
-    evaluation = Evaluation(
-        Registry(args.include_path, args.custom_tasks).resolve(split_csv(args.tasks)),
-        RunSettings(),
-    )
-    evaluation.load_data()
-    for task in evaluation.tasks:
-        first = task.first_doc()
-        print(
-            f"ok  {task.name}: {len(task.eval_rows())} docs, output {task.output_type.value}, first doc {'renders' if first else 'skipped'}"
-        )
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `assay` command."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
+        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
     # datasets and huggingface_hub print their records through handlers of their own;
     # propagating them too would print every message twice.
     for library in ("datasets", "huggingface_hub"):
         logging.getLogger(library).propagate = False
-    handlers: dict[str, Any] = {"run": _run, "tasks": _tasks, "validate": _validate}
     try:
-        return handlers[args.command](args)
+        return int(args.handler(args))
     except AssayError as exc:
         sys.stderr.write(f"assay: error: {exc}\n")
         return exc.exit_code
