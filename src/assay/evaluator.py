@@ -830,7 +830,7 @@ def evaluate(
     as "k=v,k2=v2" strings, a single include path or custom task file. The keywords after
     `custom_tasks` are the fields of RunSettings, with its defaults (documented there).
     """
-    from assay.models._args import parse_kv
+    from assay.models.args import parse_kv
 
     settings = {k: v for k, v in locals().items() if k in _KEYWORD_SETTINGS}
     run = RunSettings(

@@ -212,7 +212,7 @@ _API_ONLY = {"dataset_loading_processes"}
 
 def settings_from_args(args: argparse.Namespace) -> RunSettings:
     """The RunSettings of an `assay run` command line: one field per flag, same name."""
-    from assay.models._args import parse_kv
+    from assay.models.args import parse_kv
 
     values = {
         name: getattr(args, name)

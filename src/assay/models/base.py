@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
 from assay.errors import ConfigError
-from assay.models._arg_types import BatchSize
+from assay.models.args import BatchSize
 from assay.prompts.chat import ChatTemplate
 from assay.registry import ComponentRegistry
 from assay.requests.types import (

@@ -7,8 +7,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from assay.errors import ConfigError
-from assay.models._args import check_args
+from assay.models.args import Arg, AutoOrCount, typed_args
 from assay.models.base import LM, register_model
 from assay.requests.types import (
     GenerateRequest,
@@ -72,6 +71,15 @@ class DummyLM(LM):
         return {"backend": "dummy", "seed": self.seed, "response": self.response}
 
 
+DUMMY_ARGS = {
+    "seed": Arg(int, 1234),
+    "response": Arg(str, "lol"),
+    "delay": Arg(float, 0.0, minimum=0, expected="a number of seconds"),
+    "batch_size": Arg(AutoOrCount, "auto"),
+    "device": Arg(str, None, nullable=True),
+}
+
+
 @register_model("dummy")
 def dummy(**model_args: Any) -> DummyLM:
     """`--model dummy [--model-args seed=N,response=TEXT,delay=SECONDS]`.
@@ -79,22 +87,11 @@ def dummy(**model_args: Any) -> DummyLM:
     --batch-size and --device are accepted so run-level flags work with every backend; answers
     never depend on them (nor on `delay`), so the identity leaves them out.
     """
-    defaults = {"seed": 1234, "response": "lol", "delay": 0.0, "batch_size": None, "device": None}
-    args = check_args("dummy", model_args, defaults)
-    try:
-        delay = float(args["delay"])
-    except (TypeError, ValueError):
-        delay = -1.0
-    if delay < 0:
-        raise ConfigError(
-            f"--model dummy: delay must be a number of seconds >= 0, got {args['delay']!r}."
-        )
-    if isinstance(args["seed"], bool) or not isinstance(args["seed"], int):
-        raise ConfigError(f"--model dummy: seed must be a whole number, got {args['seed']!r}.")
+    args = typed_args("dummy", model_args, DUMMY_ARGS)
     batch_size = args["batch_size"]
-    if batch_size is not None and (
-        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-    ):
-        # "auto" and other non-numbers leave the default chunking.
-        batch_size = None
-    return DummyLM(seed=args["seed"], response=args["response"], delay=delay, batch_size=batch_size)
+    return DummyLM(
+        seed=args["seed"],
+        response=args["response"],
+        delay=args["delay"],
+        batch_size=None if batch_size == "auto" else batch_size,
+    )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError, ModelError
-from assay.models._arg_types import Arg, AutoOrCount, BatchSize, typed_args
+from assay.models.args import Arg, AutoOrCount, BatchSize, typed_args
 from assay.models.base import LM, cut_at_stops, register_model
 from assay.requests.types import GenerateRequest, LoglikelihoodRequest, RollingRequest
 

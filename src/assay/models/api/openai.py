@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from assay.errors import ConfigError, ModelError
-from assay.models._arg_types import REQUIRED, Arg, AutoOrCount, BatchSize, typed_args
 from assay.models.api.payloads import (
     as_messages,
     echo_score,
@@ -42,6 +41,7 @@ from assay.models.api.runner import (
     run_calls,
     run_sync,
 )
+from assay.models.args import REQUIRED, Arg, AutoOrCount, BatchSize, typed_args
 from assay.models.base import LM, ModelProvenance, TokenCounter, cut_at_stops, register_model
 from assay.models.spans import ScoredSpan, loglikelihood_spans, rolling_spans
 from assay.models.tokens import TokenizerView

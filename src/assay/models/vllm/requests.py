@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.models._arg_types import REQUIRED, Arg, AutoOrCount, BatchSize, typed_args
 from assay.models._decoding import decoding_of
+from assay.models.args import REQUIRED, Arg, AutoOrCount, BatchSize, typed_args
 from assay.models.spans import ScoredSpan
 from assay.prompts.chat import RESERVED_TEMPLATE_ARGS
 from assay.requests.types import GenerateRequest
