@@ -11,6 +11,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from assay import __version__
 from assay.cli import run, tasks, validate
 from assay.cli._parser import Parser, common_flags
 from assay.errors import AssayError
@@ -18,19 +19,49 @@ from assay.errors import AssayError
 
 def build_parser() -> argparse.ArgumentParser:
     """The `assay` parser with every command."""
+    return _build()[0]
+
+
+def _build() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The `assay` parser, and the `run` command's (which --config fills)."""
     common = common_flags()
     parser = Parser(
         prog="assay", description="Evaluate language models on benchmark tasks.", parents=[common]
     )
+    parser.add_argument("--version", action="version", version=f"assay {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for command in (run, tasks, validate):
+    run_parser = run.add_parser(sub, [common])
+    for command in (tasks, validate):
         command.add_parser(sub, [common])
-    return parser
+    return parser, run_parser
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line, with `assay run --config FILE`'s flags as defaults under it."""
+    parser, run_parser = _build()
+    args = parser.parse_args(argv)
+    if args.command != "run":
+        return args
+    if args.config:
+        given = args
+        run_parser.set_defaults(**run.config_defaults(args.config, run_parser))
+        args = parser.parse_args(argv)
+        # A repeatable flag on the command line replaces the file's list instead of extending it.
+        for action in run_parser._actions:
+            if isinstance(action, argparse._AppendAction) and getattr(given, action.dest):
+                setattr(args, action.dest, getattr(given, action.dest))
+    if not args.tasks:
+        run_parser.error("the following arguments are required: --tasks/-t (or tasks: in --config)")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `assay` command."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = _parse(argv)
+    except AssayError as exc:
+        sys.stderr.write(f"assay: error: {exc}\n")
+        return exc.exit_code
     logging.basicConfig(
         level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

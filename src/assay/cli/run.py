@@ -4,16 +4,23 @@ defaults RunSettings declares (one table: assay/settings.py)."""
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
+from assay.errors import ConfigError
 from assay.settings import RunSettings, default, parse_cluster_by, parse_samples, setting_names
 from assay.tasks.names import split_csv
 
 
 def _limit(text: str) -> int | float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"{text}: give a positive number of docs per task, or a fraction below 1 (0.1 = 10%)"
+        )
     return value if value < 1.0 else int(value)
 
 
@@ -25,7 +32,7 @@ def _batch(text: str) -> int | str:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number or 'auto'") from None
     if value < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
+        raise argparse.ArgumentTypeError(f"{text}: give 1 or more rows per batch, or 'auto'")
     return value
 
 
@@ -35,14 +42,21 @@ def _positive_int(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
+        raise argparse.ArgumentTypeError(f"{text}: must be 1 or more")
     return value
 
 
-def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    """Add the `run` command to the subcommands `sub`."""
+def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Add the `run` command to the subcommands `sub`; returns its parser."""
     run = sub.add_parser("run", help="evaluate a model on tasks", parents=parents)
     run.set_defaults(handler=main)
+    run.add_argument(
+        "--config",
+        "-c",
+        default=None,
+        help="YAML file of run flags (any flag, by its name: model_args, tasks, limit ...); "
+        "flags on the command line win",
+    )
     run.add_argument(
         "--model",
         "-m",
@@ -57,8 +71,8 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--tasks",
         "-t",
         action="append",
-        required=True,
-        help="task, group or tag names (comma separated; 'name|k' sets k shots)",
+        help="task, group or tag names (comma separated; 'name|k' sets k shots); "
+        "`assay tasks list` lists them",
     )
     run.add_argument(
         "--include-path",
@@ -98,6 +112,7 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     run.add_argument("--device", default=default("device"), help="cpu, cuda, cuda:0, mps ...")
     run.add_argument(
         "--output-dir",
+        "--output-path",
         "-o",
         default=default("output_dir"),
         help="write results.json (and samples) here",
@@ -120,6 +135,11 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--metadata",
         default="",
         help="JSON (or k=v) merged into every task's metadata, e.g. '{\"max_seq_lengths\": [4096]}'",
+    )
+    run.add_argument(
+        "--show-config",
+        action="store_true",
+        help="print every task's configuration (results.json `configs`) after the tables",
     )
     run.add_argument(
         "--cluster-by",
@@ -203,11 +223,14 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         default=default("ray_address"),
         help="ray: cluster to join, e.g. auto or ray://head:10001 (default a local Ray instance)",
     )
+    return run
 
 
 # RunSettings fields whose flag is spelled differently, or that only the Python API sets.
 _NEGATED_FLAGS = {"show_progress": "no_progress"}
 _API_ONLY = {"dataset_loading_processes"}
+_LISTING = ("list", "list_groups", "list_tags", "list_subtasks")
+"""lm-eval's `--tasks list` and its variants."""
 
 
 def settings_from_args(args: argparse.Namespace) -> RunSettings:
@@ -235,9 +258,16 @@ def main(args: argparse.Namespace) -> int:
     from assay.evaluator import Evaluation, results_tables
     from assay.tasks.registry import Registry
 
+    names = split_csv(args.tasks)
+    listing = [n for n in names if n in _LISTING]
+    if listing:
+        raise ConfigError(
+            f"--tasks {listing[0]}: assay lists tasks, groups and tags with `assay tasks list` "
+            "(`assay tasks list NAME` filters by a substring; add --include-path for yours)."
+        )
     settings = settings_from_args(args)
     registry = Registry(args.include_path, args.custom_tasks)
-    evaluation = Evaluation(registry.resolve(split_csv(args.tasks)), settings)
+    evaluation = Evaluation(registry.resolve(names), settings)
     results = evaluation.run()
     if not evaluation.executor.primary:
         return 0  # another rank of a data-parallel launch: rank 0 prints and writes
@@ -246,6 +276,72 @@ def main(args: argparse.Namespace) -> int:
         f"{model_text}, limit: {args.limit}, num_fewshot: {args.num_fewshot}, batch_size: {args.batch_size}"
     )
     print(results_tables(results))
+    if args.show_config:
+        for name, config in results["configs"].items():
+            print(f"\n{name}:\n{json.dumps(config, indent=2, ensure_ascii=False, default=str)}")
     if args.output_dir:
         print(f"\nresults written to {args.output_dir}/results.json")
     return 0
+
+
+def config_defaults(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """The flags a --config YAML file sets, as `parser` defaults (so the command line wins).
+
+    Keys are flag names with - or _ (lm-eval's spelling): model_args, tasks, output_path ...;
+    values take the flag's type. An unknown key or a wrong value names the file and key."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            loaded = yaml.safe_load(handle)
+    except OSError as exc:
+        raise ConfigError(f"--config {path}: cannot read it ({exc.strerror}).") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--config {path}: not valid YAML: {exc}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"--config {path}: expected a mapping of flag: value, got {loaded!r}.")
+    actions = {
+        option: action
+        for action in parser._actions
+        for option in action.option_strings
+        if option.startswith("--") and option not in ("--help", "--config", "--verbose")
+    }
+    defaults: dict[str, Any] = {}
+    for key, value in loaded.items():
+        flag = "--" + str(key).replace("_", "-")
+        action = actions.get(flag)
+        if action is None:
+            import difflib
+
+            close = difflib.get_close_matches(flag, list(actions), n=1)
+            hint = f" (did you mean {close[0][2:]!r}?)" if close else ""
+            raise ConfigError(
+                f"--config {path}: {key!r} is not an `assay run` flag{hint}. Flags: "
+                f"{', '.join(sorted({a[2:] for a in actions}))}."
+            )
+        defaults[action.dest] = _config_value(path, key, value, action)
+    return defaults
+
+
+def _config_value(path: str, key: Any, value: Any, action: argparse.Action) -> Any:
+    """`value` as the flag's own parsing would give it."""
+    where = f"--config {path}: {key}"
+    if isinstance(action, argparse._StoreTrueAction):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, got {value!r}.")
+        return value
+    if isinstance(action, argparse._AppendAction):
+        items = value if isinstance(value, list) else [value]
+        if not all(isinstance(v, str | int | float) for v in items):
+            raise ConfigError(f"{where} must be a string or a list of strings, got {value!r}.")
+        return [str(v) for v in items]
+    if value is None or action.type is None:
+        return value
+    try:
+        return action.type(str(value))  # type: ignore[operator]
+    except argparse.ArgumentTypeError as exc:
+        raise ConfigError(f"{where}: {exc}.") from None
+    except ValueError:
+        raise ConfigError(f"{where}: {value!r} is not valid here.") from None

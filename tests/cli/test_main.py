@@ -106,29 +106,6 @@ def test_bad_flags_exit_2(args, capsys):
     assert "assay: error:" in capsys.readouterr().err
 
 
-def test_run_flags_default_to_the_run_settings_defaults():
-    from assay.cli.run import settings_from_args
-    from assay.settings import RunSettings
-
-    args = build_parser().parse_args(["run", "--tasks", "x"])
-    assert settings_from_args(args) == RunSettings()
-
-
-def test_samples_from_a_json_file_and_predict_only(folder, tmp_path):
-    chosen = tmp_path / "ids.json"
-    chosen.write_text('{"cli_task": [3, 1]}', encoding="utf-8")
-    out = tmp_path / "out"
-    code = main(["run", "--model", "dummy", "--tasks", "cli_task", "--include-path", str(folder),
-                 "--output-dir", str(out), "--no-progress", "--samples", str(chosen),
-                 "--predict-only"])  # fmt: skip
-    assert code == 0
-    lines = (out / "samples_cli_task.jsonl").read_text().splitlines()
-    assert [json.loads(x)["doc_id"] for x in lines] == [1, 3]
-    assert (
-        json.loads((out / "results.json").read_text())["results"]["cli_task"]["bypass,none"] == 999
-    )
-
-
 @pytest.mark.parametrize(
     "argv", [["-v", "tasks", "list"], ["tasks", "-v", "list"], ["tasks", "list", "-v"]]
 )

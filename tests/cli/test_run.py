@@ -1,0 +1,166 @@
+"""`assay run`: lm-eval's flag spellings, --config files, --show-config, --tasks list, and bad
+numbers answered with the value typed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from assay.cli.main import build_parser, main
+from assay.cli.run import settings_from_args
+from assay.settings import RunSettings
+
+YAML = """\
+task: cli_task
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: rows.jsonl
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{q}}"
+doc_to_target: label
+doc_to_choice: ["no", "yes"]
+"""
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "cli.yaml").write_text(YAML, encoding="utf-8")
+    rows = [json.dumps({"q": f"Is {i} even?", "label": int(i % 2 == 0)}) for i in range(6)]
+    (tmp_path / "rows.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+LM_EVAL_SPELLINGS = [
+    ("--model_args", "pretrained=x", "model_args", "pretrained=x"),
+    ("--include_path", "dir", "include_path", ["dir"]),
+    ("--batch_size", "4", "batch_size", 4),
+    ("--output_path", "out", "output_dir", "out"),
+    ("--num_fewshot", "3", "num_fewshot", 3),
+    ("--gen_kwargs", "max_gen_toks=5", "gen_kwargs", "max_gen_toks=5"),
+    ("--system_instruction", "Be brief.", "system_instruction", "Be brief."),
+]
+
+
+@pytest.mark.parametrize(("flag", "value", "dest", "expected"), LM_EVAL_SPELLINGS)
+def test_lm_evals_underscore_flags_are_accepted(flag, value, dest, expected):
+    args = build_parser().parse_args(["run", "--tasks", "t", flag, value])
+    assert getattr(args, dest) == expected
+    joined = build_parser().parse_args(["run", "--tasks", "t", f"{flag}={value}"])
+    assert getattr(joined, dest) == expected
+
+
+@pytest.mark.parametrize(
+    ("flag", "dest"),
+    [
+        ("--log_samples", "log_samples"),
+        ("--apply_chat_template", "apply_chat_template"),
+        ("--fewshot_as_multiturn", "fewshot_as_multiturn"),
+        ("--predict_only", "predict_only"),
+        ("--show_config", "show_config"),
+    ],
+)
+def test_lm_evals_underscore_switches_are_accepted(flag, dest):
+    assert getattr(build_parser().parse_args(["run", "--tasks", "t", flag]), dest) is True
+
+
+def test_an_underscore_flag_assay_does_not_have_is_still_an_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["run", "--tasks", "t", "--no_such_flag"])
+    assert exc.value.code == 2 and "--no_such_flag" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["list", "list_groups", "list_tags"])
+def test_tasks_list_points_to_the_tasks_command(name, capsys):
+    assert main(["run", "--model", "dummy", "--tasks", name]) == 2
+    assert "assay tasks list" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "typed"),
+    [(["--limit", "-3"], "-3"), (["--limit", "0"], "0"), (["--batch-size", "0"], "0 ")],
+)
+def test_bad_numbers_are_answered_with_the_value_typed(args, typed, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--tasks", "t", *args])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert f"{args[0]}" in err and f": {typed.strip()}: " in err
+
+
+def test_version(capsys):
+    from assay import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"assay {__version__}"
+
+
+def test_config_file_sets_every_flag_and_the_command_line_wins(folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"""\
+model: dummy
+model_args: {{seed: 3}}
+tasks: [cli_task]
+include_path: {folder}
+limit: 4
+output_path: {out}
+log_samples: true
+no_progress: true
+gen_kwargs: {{max_gen_toks: 5}}
+""",
+        encoding="utf-8",
+    )
+    args = build_parser().parse_args(["run", "--config", str(config)])  # parsed without the file
+    assert args.tasks is None
+    assert main(["run", "--config", str(config), "--limit", "3"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["config"]["model"] == "dummy" and results["config"]["model_args"] == {"seed": 3}
+    assert results["config"]["limit"] == 3  # the command line wins over the file's 4
+    assert results["config"]["gen_kwargs"] == {"max_gen_toks": 5}
+    assert len((out / "samples_cli_task.jsonl").read_text().splitlines()) == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("modle: dummy\n", "'modle' is not an `assay run` flag (did you mean 'model'?)"),
+        ("limit: -2\n", "limit: -2: give a positive number"),
+        ("log_samples: yes please\n", "log_samples must be true or false"),
+        ("- a\n- b\n", "expected a mapping"),
+        ("tasks: [a\n", "not valid YAML"),
+    ],
+)
+def test_config_file_mistakes_name_the_file_and_key(tmp_path, capsys, text, message):
+    config = tmp_path / "run.yaml"
+    config.write_text(text, encoding="utf-8")
+    assert main(["run", "--config", str(config), "--tasks", "t"]) == 2
+    err = capsys.readouterr().err
+    assert f"--config {config}" in err and message in err
+
+
+def test_config_without_tasks_is_refused_like_the_command_line(tmp_path, capsys):
+    config = tmp_path / "run.yaml"
+    config.write_text("model: dummy\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--config", str(config)])
+    assert exc.value.code == 2 and "--tasks" in capsys.readouterr().err
+
+
+def test_show_config_prints_each_tasks_config(folder, capsys):
+    code = main(["run", "--model", "dummy", "--tasks", "cli_task", "--include-path", str(folder),
+                 "--no-progress", "--show-config"])  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    body = printed[printed.index("\ncli_task:\n") + len("\ncli_task:\n") :]
+    shown = json.loads(body[: body.index("\n}") + 2])
+    assert shown["task"] == "cli_task" and shown["doc_to_choice"] == ["no", "yes"]
+
+
+def test_run_flags_default_to_the_run_settings_defaults():
+    args = build_parser().parse_args(["run", "--tasks", "x"])
+    assert settings_from_args(args) == RunSettings()
