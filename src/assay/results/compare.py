@@ -134,9 +134,10 @@ def _finite(row: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- pairs of runs
 def run_pairs(runs: Sequence[Run], baseline: Run | None = None) -> list[tuple[Run, Run]]:
-    """Every pair in command-line order (a earlier), or each run against the baseline."""
+    """Every pair in command-line order (a earlier), or each run against the baseline (the run
+    with its label)."""
     if baseline is not None:
-        return [(baseline, run) for run in runs if run is not baseline]
+        return [(baseline, run) for run in runs if run.label != baseline.label]
     return [(runs[i], runs[j]) for i in range(len(runs)) for j in range(i + 1, len(runs))]
 
 
