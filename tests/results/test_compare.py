@@ -268,7 +268,7 @@ def test_holm_runs_over_every_comparison_of_the_invocation(tmp_path):
                 "t1": {"acc": _binary(200, 0.5 + 0.05 * k, 10 + k, np.asarray(base))},
                 "t2": {"acc": _binary(200, 0.5, 20 + k, np.asarray(base))},
             },
-        )  # fmt: skip
+        )
         for k in range(3)
     ]
     report = compare_runs([read_run(f) for f in folders])
