@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -76,6 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AssayError as exc:
         sys.stderr.write(f"assay: error: {exc}\n")
         return exc.exit_code
+    except BrokenPipeError:
+        # `assay tasks list | head`: the reader left; print nothing more, and no traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         sys.stderr.write("assay: interrupted; completed requests are kept in the response cache.\n")
         return 130

@@ -13,13 +13,17 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     tasks = sub.add_parser("tasks", help="list, show or dump tasks", parents=parents)
     tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True, parser_class=Parser)
     for name, helptext in (
-        ("list", "list tasks with output type and default shots"),
+        ("list", "list tasks, groups and tags (tasks with output type and default shots)"),
         ("show", "show one task's config and a rendered prompt"),
         ("dump", "JSON of task modules and --include-path YAML files, with their configs"),
     ):
         p = tasks_sub.add_parser(name, help=helptext, parents=parents)
         p.add_argument("--include-path", action="append", default=[])
         p.add_argument("--custom-tasks", action="append", default=[])
+        if name == "list":
+            p.add_argument(
+                "pattern", nargs="?", default=None, help="only names containing this text"
+            )
         if name == "show":
             p.add_argument("name")
             p.add_argument("--num-fewshot", type=int, default=None)
@@ -33,7 +37,7 @@ def main(args: argparse.Namespace) -> int:
 
     registry = Registry(args.include_path, args.custom_tasks)
     if args.tasks_command == "list":
-        print(listing.list_table(registry))
+        print(listing.list_table(registry, args.pattern))
     elif args.tasks_command == "show":
         print(listing.show(registry, args.name, args.num_fewshot))
     else:

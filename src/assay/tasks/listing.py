@@ -21,19 +21,31 @@ def _family(config: TaskConfig) -> str:
     return "yaml" if config.raw_config is not None else "custom"
 
 
-def list_table(registry: Registry) -> str:
-    """One line per task: name, family, output type, default shots; then groups."""
-    rows = [("task", "family", "output type", "shots")]
-    for name, config in sorted(registry.python_configs().items()):
-        rows.append(
-            (name, _family(config), config.resolved_output_type.value, str(config.num_fewshots))
-        )
-    for name in registry.yaml_names():
-        rows.append((name, "yaml", "(parsed when used)", ""))
-    groups = registry.group_configs()
-    for name, group in sorted(groups.items()):
-        rows.append((name, "group", f"{len(group.tasks)} subtasks", ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+def list_table(registry: Registry, pattern: str | None = None) -> str:
+    """One line per task, group and tag (name, kind, family, output type or members, default
+    shots): tasks first, then groups, then tags. `pattern` keeps the names containing it
+    (case-insensitive)."""
+    wanted = (pattern or "").lower()
+    python = registry.python_configs()
+    by_kind: dict[str, list[tuple[str, ...]]] = {"task": [], "group": [], "tag": []}
+    for name in registry.names():
+        if wanted not in name.lower():
+            continue
+        kind = registry.kind(name) or "task"
+        if kind == "task" and name in python:
+            config = python[name]
+            row = (name, kind, _family(config), config.resolved_output_type.value,
+                   str(config.num_fewshots))  # fmt: skip
+        elif kind == "task":
+            row = (name, kind, "yaml", "(parsed when used)", "")
+        else:
+            row = (name, kind, "", f"{len(registry.members(name))} tasks", "")
+        by_kind[kind].append(row)
+    rows = [("name", "kind", "family", "output type / members", "shots")]
+    rows += [row for kind in ("task", "group", "tag") for row in by_kind[kind]]
+    if len(rows) == 1:
+        return f"no task, group or tag name contains {pattern!r}" if pattern else "no tasks"
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
