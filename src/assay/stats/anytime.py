@@ -26,9 +26,9 @@ conditional mean μ_t(m) given the past. Two forms test every candidate m at onc
   every m not yet rejected. Bets λ_i are the predictable plug-in of the paper,
   sqrt(2 log(2/α) / (σ̂²_{i-1} · i · log(1 + i))) capped at 1/2, from a regularised running
   variance σ̂², truncated at (1/2)/μ_i(m) for K⁺ and (1/2)/(1 - μ_i(m)) for K⁻. K⁺ decreases
-  and K⁻ increases in m, so C_t is an interval whose ends are found by bisection (each end
-  reported on its rejected side, so the interval is never narrower than the exact one). The
-  tightest of the two forms, and the default.
+  and K⁻ increases in m, so C_t is an interval whose ends are roots (found by Brent's method,
+  each end reported on its rejected side, so the interval is never narrower than the exact
+  one). The tightest of the two forms, and the default.
 - ``eb`` (predictable-mixture empirical Bernstein): exp(Σ λ_i (Y_i - μ_i(m)) - Σ v_i ψ(λ_i))
   with v_i = (Y_i - μ̂_{i-1})² and ψ(λ) = -log(1 - λ) - λ is a supermartingale; rejecting where
   it exceeds 2/α gives the interval in closed form (μ_i(m) is affine in m).
@@ -59,8 +59,8 @@ AnytimeMethod = Literal["betting", "eb"]
 METHODS: tuple[str, ...] = ("betting", "eb")
 _CAP = 0.5
 """Truncation scale of the bets: every capital factor stays at least 1/2 and ψ(λ) finite."""
-_BISECTIONS = 40
-"""Halvings of each interval end: precise to 2⁻⁴⁰ of the range."""
+_TOLERANCE = 1e-10
+"""Precision of each interval end, as a share of the value range."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,36 +239,38 @@ def _betting_lower(
     threshold: float,
     ends: np.ndarray,
 ) -> np.ndarray:
-    """Largest m whose capital log K⁺ reaches `threshold` at each look, by bisection.
+    """Largest m whose capital log K⁺ reaches `threshold` at each look.
 
     The bet on observation i is λ_i ∧ (1/2)/μ_i(m), the paper's truncation, which keeps every
     factor 1 + λ(Y - μ) at least 1/2. Each factor then decreases in μ_i(m) (in either regime of
     the minimum), and μ_i(m) increases in m, so log K⁺ decreases in m: the rejected m form an
-    interval [0, end] and bisection finds its end. Within the logical bounds every μ_i(m) lies
-    in [0, 1]; outside them m is impossible and needs no test.
+    interval [0, end], whose end is a root found by Brent's method and then moved down until it
+    is rejected. Within the logical bounds every μ_i(m) lies in [0, 1]; outside them m is
+    impossible and needs no test.
     """
-    mask = np.arange(len(y))[None, :] < ends[:, None]  # looks x observations
+    from scipy.optimize import brentq
 
-    def log_capital(m: np.ndarray) -> np.ndarray:
-        # Clipped: beyond a look's observations (masked out) μ may leave [0, 1].
-        mu = np.clip(slope[None, :] * m[:, None] + offset[None, :], 0.0, 1.0)
-        with np.errstate(divide="ignore"):
-            bet = np.minimum(bets[None, :], _CAP / mu)
-        terms = np.log1p(bet * (y[None, :] - mu))
-        return np.where(mask, terms, 0.0).sum(axis=1)
+    out = np.empty(len(ends))
+    for look, end in enumerate(ends):
+        ys, a, b, lam = y[:end], slope[:end], offset[:end], bets[:end]
 
-    # The m keeping every μ_i(m) in [0, 1] for the observations of each look: the others are
-    # impossible (the logical bounds exclude them).
-    smallest = np.where(mask, -offset[None, :] / slope[None, :], 0.0).max(axis=1)
-    largest = np.where(mask, (1 - offset[None, :]) / slope[None, :], 1.0).min(axis=1)
-    lo, hi = smallest.copy(), largest.copy()
-    rejected_at_lo = log_capital(lo) >= threshold
-    rejected_at_hi = log_capital(hi) >= threshold
-    for _ in range(_BISECTIONS):
-        mid = (lo + hi) / 2
-        rejected = log_capital(mid) >= threshold
-        lo = np.where(rejected, mid, lo)
-        hi = np.where(rejected, hi, mid)
-    # lo is a rejected m at or below the exact end, so the interval is never too narrow.
-    out = np.where(rejected_at_lo, lo, smallest)
-    return np.where(rejected_at_hi, largest, out)
+        def excess(m: float) -> float:
+            mu = np.clip(a * m + b, 0.0, 1.0)
+            bet = np.minimum(lam, np.divide(_CAP, mu, out=np.full_like(mu, np.inf), where=mu > 0))
+            return float(np.log1p(bet * (ys - mu)).sum()) - threshold
+
+        smallest = float(np.max(-b / a))
+        largest = float(np.min((1 - b) / a))
+        if excess(smallest) < 0:  # nothing feasible is rejected
+            out[look] = smallest
+        elif excess(largest) >= 0:  # everything feasible is rejected
+            out[look] = largest
+        else:
+            root = brentq(excess, smallest, largest, xtol=_TOLERANCE)
+            # Report a rejected m (at or below the exact end): never too narrow.
+            step = _TOLERANCE
+            while root > smallest and excess(root) < 0:
+                root = max(smallest, root - step)
+                step *= 2
+            out[look] = root
+    return out
