@@ -252,25 +252,33 @@ def _betting_lower(
 
     out = np.empty(len(ends))
     for look, end in enumerate(ends):
-        ys, a, b, lam = y[:end], slope[:end], offset[:end], bets[:end]
-
-        def excess(m: float) -> float:
-            mu = np.clip(a * m + b, 0.0, 1.0)
-            bet = np.minimum(lam, np.divide(_CAP, mu, out=np.full_like(mu, np.inf), where=mu > 0))
-            return float(np.log1p(bet * (ys - mu)).sum()) - threshold
-
-        smallest = float(np.max(-b / a))
-        largest = float(np.min((1 - b) / a))
-        if excess(smallest) < 0:  # nothing feasible is rejected
+        args = (y[:end], slope[:end], offset[:end], bets[:end], threshold)
+        smallest = float(np.max(-offset[:end] / slope[:end]))
+        largest = float(np.min((1 - offset[:end]) / slope[:end]))
+        if _excess(smallest, *args) < 0:  # nothing feasible is rejected
             out[look] = smallest
-        elif excess(largest) >= 0:  # everything feasible is rejected
+        elif _excess(largest, *args) >= 0:  # everything feasible is rejected
             out[look] = largest
         else:
-            root = brentq(excess, smallest, largest, xtol=_TOLERANCE)
+            root = brentq(_excess, smallest, largest, args=args, xtol=_TOLERANCE)
             # Report a rejected m (at or below the exact end): never too narrow.
             step = _TOLERANCE
-            while root > smallest and excess(root) < 0:
+            while root > smallest and _excess(root, *args) < 0:
                 root = max(smallest, root - step)
                 step *= 2
             out[look] = root
     return out
+
+
+def _excess(
+    m: float,
+    y: np.ndarray,
+    slope: np.ndarray,
+    offset: np.ndarray,
+    bets: np.ndarray,
+    threshold: float,
+) -> float:
+    """log K⁺(m) - threshold over the observations given."""
+    mu = np.clip(slope * m + offset, 0.0, 1.0)
+    bet = np.minimum(bets, np.divide(_CAP, mu, out=np.full_like(mu, np.inf), where=mu > 0))
+    return float(np.log1p(bet * (y - mu)).sum()) - threshold
