@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
 from assay.errors import ConfigError
 from assay.stats.anytime import (
     METHODS,
@@ -116,34 +118,38 @@ def decide(
         return []
     alpha = 1.0 - rule.confidence_level
     sign = 1.0 if rule.direction == "maximize" else -1.0
-    marginal_level = 1.0 - alpha / len(ids)
+    if rule.paired and all(traces[cid].rows is not None for cid in ids):
+        # The best by its running mean: any choice keeps the guarantee, since the best's
+        # K - 1 paired sequences all hold with probability 1 - α.
+        best = max(ids, key=lambda cid: sign * float(np.mean(traces[cid].values)))
+        found = [
+            _paired(cid, best, traces, rule, population, alpha / (len(ids) - 1), sign)
+            for cid in active
+            if cid != best and cid in traces
+        ]
+        return [d for d in found if d is not None]
+    level = 1.0 - alpha / len(ids)
     bounds = {
         cid: _final(
             confidence_sequence(
                 traces[cid].values,
                 population=population,
                 value_range=traces[cid].value_range,
-                confidence_level=marginal_level,
+                confidence_level=level,
                 counts=traces[cid].counts,
                 method=rule.method,
             )
         )
         for cid in ids
     }
-    # The best: the highest guaranteed value (lower bound; upper bound when minimising).
+    # The best: the highest guaranteed value (lowest, when minimising).
     best = max(ids, key=lambda cid: sign * bounds[cid][0 if sign > 0 else 1])
-    decisions = []
-    for cid in active:
-        if cid == best or cid not in bounds:
-            continue
-        found = None
-        if rule.paired and traces[cid].rows is not None and traces[best].rows is not None:
-            found = _paired(cid, best, traces, rule, population, alpha / (len(ids) - 1), sign)
-        else:
-            found = _marginal(cid, best, bounds, rule, marginal_level, traces[cid].n, sign)
-        if found is not None:
-            decisions.append(found)
-    return decisions
+    found = [
+        _marginal(cid, best, bounds, rule, level, traces[cid].n, sign)
+        for cid in active
+        if cid != best and cid in bounds
+    ]
+    return [d for d in found if d is not None]
 
 
 def _final(sequence: ConfidenceSequence) -> tuple[float, float]:
