@@ -13,6 +13,7 @@ from pipeline_fakes import BagOfWordsEmbeddings, arithmetic_rows
 
 from assay.errors import AssayError
 from assay.pipelines import (
+    EarlyStop,
     Experiment,
     GridSearch,
     HFModelConfig,
@@ -23,6 +24,7 @@ from assay.pipelines import (
     exact_match,
     mean_of_rows,
 )
+from assay.stats.anytime import confidence_sequence
 from assay.stats.online import OnlineSettings, mean_interval, total_interval
 
 # -- the user functions of the GSM8K use case, written as the source document writes them ------
@@ -653,3 +655,126 @@ def test_max_error_rate_fails_a_config_with_too_many_failed_rows(tmp_path: Path)
     assert re.search(r"first error, row [147]: RuntimeError", strict.errors()[1])
     with pytest.raises(AssayError, match=r"max_error_rate=1\.5"):
         strict.run_evals(config, rows, num_shards=1, max_error_rate=1.5)
+
+
+def test_anytime_strategy_reads_the_sequence_at_every_shard(tmp_path: Path) -> None:
+    """Batch-level Correct/Total (RapidFire's example): the sequence runs over batch accuracies
+    weighted by their rows; per-row scores: over the rows; both read at each shard end."""
+    rows = arithmetic_rows(40)
+    for row in rows[::3]:
+        row["answer"] = "#### -1"
+    snapshots: list[dict] = []
+    config = gsm8k_config(online_strategy_kwargs={"strategy": "anytime"})
+    config["pipeline"] = config["pipeline"].replace(sampling_params={})
+    exp = experiment(tmp_path, "batches")
+    exp.run_evals(
+        config,
+        rows,
+        num_shards=4,
+        seed=3,
+        on_shard_complete=lambda e, c, s: snapshots.append(e.metrics(c)),
+    )
+    table = exp.results_table()  # rows in scoring order: 4 shards of 10, batches of 4, 4, 2
+    correct = [
+        float(
+            extract_solution(r["generated_text"])
+            == extract_solution(rows[r["row_index"]]["answer"])
+        )
+        for r in table
+    ]
+    sizes = [4, 4, 2] * 4
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    means = [sum(correct[s : s + n]) / n for s, n in zip(starts, sizes)]
+    for shard, snapshot in enumerate(snapshots):
+        batches = 3 * (shard + 1)
+        looks = [3 * (k + 1) for k in range(shard + 1)]
+        expected = confidence_sequence(
+            means[:batches], population=40, counts=sizes[:batches], looks=looks
+        )
+        accuracy = snapshot["Accuracy"]
+        assert accuracy["value"] == pytest.approx(
+            sum(correct[: 10 * (shard + 1)]) / (10 * (shard + 1))
+        )
+        assert accuracy["lower_bound"] == pytest.approx(expected.lower[-1])
+        assert accuracy["upper_bound"] == pytest.approx(expected.upper[-1])
+        assert accuracy["ci_method"].startswith("anytime (betting")
+        # The distributive count: the same sequence, scaled to the 40 rows.
+        assert snapshot["Correct"]["upper_bound"] == pytest.approx(40 * expected.upper[-1])
+    assert snapshots[-1]["Accuracy"]["lower_bound"] == pytest.approx(26 / 40)
+
+    per_row = gsm8k_config(
+        compute_metrics_fn=exact_match("model_answer", "ground_truth"),
+        accumulate_metrics_fn=mean_of_rows,
+        online_strategy_kwargs={"strategy": "anytime", "confidence_level": 0.9},
+    )
+    per_row["pipeline"] = per_row["pipeline"].replace(sampling_params={})
+    exp = experiment(tmp_path, "rows")
+    exp.run_evals(per_row, rows, num_shards=4, seed=3)
+    first = exp.metrics_history(1)[1]["metrics"]["Accuracy"]  # after two shards
+    scores = [r["score:Accuracy"] for r in exp.results_table()]
+    expected = confidence_sequence(scores[:20], population=40, looks=[10, 20], confidence_level=0.9)
+    assert (first["lower_bound"], first["upper_bound"]) == pytest.approx(
+        (expected.lower[-1], expected.upper[-1])
+    )
+    diff = exp.compare(1, 1, "Accuracy")
+    assert diff.method.startswith("anytime") and diff.lower == diff.upper == 0.0
+
+
+def test_resumed_anytime_intervals_equal_uninterrupted_ones(tmp_path: Path) -> None:
+    config = gsm8k_config(online_strategy_kwargs={"strategy": "anytime"})
+    config["pipeline"] = config["pipeline"].replace(sampling_params={})
+    rows = arithmetic_rows(24)
+    for row in rows[::4]:
+        row["answer"] = "#### -1"
+
+    def crash(exp: Experiment, config_id: int, shard: int) -> None:
+        if shard == 1:
+            raise Interrupt
+
+    whole = experiment(tmp_path, "whole")
+    whole.run_evals(config, rows, num_shards=4)
+    with pytest.raises(Interrupt):
+        experiment(tmp_path, "resumed").run_evals(
+            config, rows, num_shards=4, on_shard_complete=crash
+        )
+    resumed = experiment(tmp_path, "resumed")
+    resumed.run_evals(config, rows, num_shards=4)
+    histories = [
+        [without_timings(h["metrics"]) for h in e.metrics_history(1)] for e in (whole, resumed)
+    ]
+    assert histories[0] == histories[1]
+
+
+def test_early_stop_stops_a_beaten_config_and_keeps_its_rows(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Sampling makes the arithmetic model add one: that config is never right."""
+    config = gsm8k_config(
+        compute_metrics_fn=exact_match("model_answer", "ground_truth"),
+        accumulate_metrics_fn=mean_of_rows,
+    )
+    exp = experiment(tmp_path)
+    with caplog.at_level(logging.INFO, logger="assay.pipelines.experiment"):
+        results = exp.run_evals(
+            GridSearch(config),
+            arithmetic_rows(60),
+            num_shards=6,
+            early_stop=EarlyStop("Accuracy"),
+        )
+    [decision] = exp.early_stops
+    assert (decision.config_id, decision.best_id, decision.rule) == (2, 1, "paired")
+    assert decision.interval[0] > 0  # config 1 better by a guaranteed margin
+    assert [r.status for r in exp.status_rows()] == ["completed", "stopped"]
+    n = results[2][1]["Samples Processed"]["value"]
+    assert n == decision.rows and n < 60 and n % 10 == 0
+    assert results[2][1]["Accuracy"]["value"] == 0.0 and results[1][1]["Accuracy"]["value"] == 1.0
+    assert decision.message in caplog.text
+    # Without early stopping both run to the end.
+    full = experiment(tmp_path, "full").run_evals(
+        GridSearch(config), arithmetic_rows(60), num_shards=6
+    )
+    assert full[2][1]["Samples Processed"]["value"] == 60
+    with pytest.raises(AssayError, match=r"early_stop metric 'F1': config 1 has no such metric"):
+        experiment(tmp_path, "typo").run_evals(
+            GridSearch(config), arithmetic_rows(12), num_shards=2, early_stop=EarlyStop("F1")
+        )

@@ -14,6 +14,7 @@ import importlib
 from typing import Any
 
 from assay.pipelines.batch import PipelineError
+from assay.pipelines.early_stop import EarlyStop
 from assay.pipelines.experiment import Experiment, run_evals
 from assay.pipelines.knobs import (
     GridSearch,
@@ -57,6 +58,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CrossEncoderReranker",
+    "EarlyStop",
     "Experiment",
     "FaissVectorStore",
     "GridSearch",

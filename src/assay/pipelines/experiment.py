@@ -21,15 +21,16 @@ from assay.errors import AssayError, ConfigError, ModelError
 from assay.pipelines.batch import _columns, run_batch
 from assay.pipelines.data import dataset_fingerprint, dataset_rows, shard_plan
 from assay.pipelines.display import ConfigRow, LiveView, to_html, to_markdown
+from assay.pipelines.early_stop import EarlyStop, MetricTrace, StopDecision, decide
 from assay.pipelines.engines import EngineFactory, EnginePool, local_engine, ray_engines
 from assay.pipelines.eval_config import EvalConfig, apply_changes, expand, validate
 from assay.pipelines.fingerprint import fingerprint
 from assay.pipelines.online import SAMPLES, ConfigMetrics, batch_entries
 from assay.pipelines.redact import find_secrets, redact, scrub
 from assay.pipelines.resources import SharedResources
-from assay.pipelines.scheduler import ShardScheduler, Status
+from assay.pipelines.scheduler import ACTIVE, ShardScheduler, Status
 from assay.pipelines.store import ExperimentStore, StoredRow, is_plain_json
-from assay.stats.online import Estimate, RunningEstimate, paired_difference
+from assay.stats.online import Estimate, paired_difference
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ class Experiment:
         }
         self.max_error_rate = 1.0
         """Share of failed rows above which a config fails (set by run_evals)."""
+        self._early_stop: EarlyStop | None = None
         self.resources = SharedResources()
         """Indexes, embeddings and example stores shared by configs (``resources.builds``)."""
         self.engines: EnginePool | None = None
@@ -106,6 +108,8 @@ class Experiment:
         self._secrets: set[str] = set()
         self._scheduler: ShardScheduler | None = None
         self._next_id = 1
+        self.early_stops: list[StopDecision] = []
+        """The configs early stopping stopped, each with the comparison that decided it."""
 
     # -- running ---------------------------------------------------------------------------
     def run_evals(
@@ -119,6 +123,7 @@ class Experiment:
         resume: bool = True,
         on_shard_complete: ShardCallback | None = None,
         max_error_rate: float = 1.0,
+        early_stop: EarlyStop | None = None,
     ) -> Results:
         """Evaluate every leaf config of `config_group` on `dataset`; see the module docstring.
 
@@ -129,7 +134,16 @@ class Experiment:
         max_error_rate: a config fails, with its first row error, once more than this share of
         its rows so far failed (checked after every shard); whatever the setting, a config
         whose rows all failed fails. Failed rows are recorded and counted either way.
+        early_stop: ``EarlyStop("Accuracy")`` stops, after every shard, the configs that an
+        anytime-valid comparison shows to be beaten (see assay.pipelines.early_stop); each
+        decision is logged and kept in ``early_stops``, stopped configs keep their results.
         """
+        if early_stop is not None and not isinstance(early_stop, EarlyStop):
+            raise ConfigError(
+                f"run_evals early_stop must be an EarlyStop(metric, ...), got "
+                f"{type(early_stop).__name__}"
+            )
+        self._early_stop = early_stop
         if isinstance(max_error_rate, bool) or not (
             isinstance(max_error_rate, int | float) and 0.0 <= max_error_rate <= 1.0
         ):
@@ -191,6 +205,7 @@ class Experiment:
                     break
                 config_id, shard = pick
                 self._run_shard(config_id, shard)
+                self._stop_beaten()
                 view.update(self.status_rows())
                 if on_shard_complete is not None:
                     on_shard_complete(self, config_id, shard)
@@ -332,13 +347,22 @@ class Experiment:
         metrics = self._metrics[cid]
         rows = self._store.rows(cid)
         scored = [r for r in rows if r.error is None]
-        metrics.samples, metrics.errors = len(scored), len(rows) - len(scored)
-        for batch in self._store.batch_metrics(cid):
-            for name, entry in batch.items():
-                metrics.batch_metrics.setdefault(name, []).append(entry)
-        for row in scored:
-            for name, score in row.scores.items():
-                metrics.row_scores.setdefault(name, RunningEstimate()).add(score)
+        batches = self._store.batch_metrics(cid)
+        # Shard by shard, as they ran: the anytime sequences are read at shard ends.
+        for shard in completed:
+            mine = [r for r in rows if r.shard == shard]
+            ok = [r for r in mine if r.error is None]
+            for _, entries in (b for b in batches if b[0] == shard):
+                metrics.add_batch(0, 0, entries, {})
+            names = dict.fromkeys(name for r in ok for name in r.scores)
+            metrics.add_batch(
+                len(ok),
+                len(mine) - len(ok),
+                None,
+                {name: [r.scores[name] for r in ok if name in r.scores] for name in names},
+                [r.row_index for r in ok],
+            )
+            metrics.end_shard()
         self._records[cid] = [r.record for r in scored]
         self._seconds[cid] = self._store.shard_seconds(cid)
         failed = next((r for r in rows if r.error is not None), None)
@@ -392,8 +416,15 @@ class Experiment:
                 self._store.write_batch(cid, shard, b, stored, entries)
                 n_errors = len(indices) - len(outcome.scored)
                 shard_errors += n_errors
-                metrics.add_batch(len(outcome.scored), n_errors, entries, outcome.row_scores)
+                metrics.add_batch(
+                    len(outcome.scored),
+                    n_errors,
+                    entries,
+                    outcome.row_scores,
+                    [outcome.row_indices[i] for i in outcome.scored],
+                )
                 self._records[cid].extend(outcome.records[i] for i in outcome.scored)
+            metrics.end_shard()
             # Before the shard counts as complete: a resumed run redoes it.
             self._check_errors(cid)
             seconds = time.perf_counter() - started
@@ -434,6 +465,34 @@ class Experiment:
             f"config {cid}: {why}; first error, row {row}: {message}. Its failed shard is not "
             "kept: fix the cause and run again to redo it (completed shards are kept)"
         )
+
+    def _stop_beaten(self) -> None:
+        """Apply the early-stopping rule after a shard (see assay.pipelines.early_stop)."""
+        rule = self._early_stop
+        if rule is None:
+            return
+        assert self._scheduler is not None and self._store is not None
+        traces: dict[int, MetricTrace] = {}
+        for cid, status in self._statuses().items():
+            if status in (Status.DELETED, Status.FAILED) or not self._metrics[cid].samples:
+                continue
+            trace = self._metrics[cid].trace(rule.metric)
+            if trace is None:
+                raise ConfigError(
+                    f"early_stop metric {rule.metric!r}: config {cid} has no such metric; "
+                    f"its metrics: {sorted(self._metric_names(cid))}"
+                )
+            traces[cid] = trace
+        active = [cid for cid in traces if self._scheduler.status(cid) in ACTIVE]
+        for decision in decide(traces, active, rule, len(self._rows)):
+            self._scheduler.stop(decision.config_id)
+            self._store.set_status(decision.config_id, Status.STOPPED.value)
+            self.early_stops.append(decision)
+            log.info("experiment %r: %s", self.name, decision.message)
+
+    def _metric_names(self, cid: int) -> set[str]:
+        metrics = self._metrics[cid]
+        return set(self._user_metrics(cid)) | set(metrics.row_values) - {SAMPLES}
 
     # -- interactive control ---------------------------------------------------------------
     def _queue(self, op: Callable[[], None]) -> None:
@@ -671,6 +730,7 @@ def run_evals(
     resume: bool = True,
     on_shard_complete: ShardCallback | None = None,
     max_error_rate: float = 1.0,
+    early_stop: EarlyStop | None = None,
 ) -> Results:
     """One-call form: ``Experiment(name, output_dir=..., display=...).run_evals(...)``."""
     experiment = Experiment(name, output_dir=output_dir, display=display)
@@ -682,4 +742,5 @@ def run_evals(
         resume=resume,
         on_shard_complete=on_shard_complete,
         max_error_rate=max_error_rate,
+        early_stop=early_stop,
     )

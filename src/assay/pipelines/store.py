@@ -266,12 +266,14 @@ class ExperimentStore:
         return [{"shards_done": s, "n": n, "metrics": json.loads(m)} for s, n, m in rows]
 
     # -- reading back ----------------------------------------------------------------------
-    def batch_metrics(self, config_id: int) -> list[dict[str, Any]]:
+    def batch_metrics(self, config_id: int) -> list[tuple[int, dict[str, Any]]]:
+        """(shard, metrics) of every batch that had metrics, in processing order."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT metrics FROM batches WHERE config_id=? ORDER BY shard, batch", (config_id,)
+                "SELECT shard, metrics FROM batches WHERE config_id=? ORDER BY shard, batch",
+                (config_id,),
             ).fetchall()
-        return [json.loads(r[0]) for r in rows]
+        return [(shard, json.loads(m)) for shard, m in rows]
 
     def rows(self, config_id: int | None = None) -> list[StoredRow]:
         """Stored rows (of one config, or all), in processing order."""
