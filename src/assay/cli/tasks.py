@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from assay.cli._parser import Parser
@@ -41,5 +42,11 @@ def main(args: argparse.Namespace) -> int:
     elif args.tasks_command == "show":
         print(listing.show(registry, args.name, args.num_fewshot))
     else:
-        print(listing.dump(registry))
+        errors: list[str] = []
+        print(listing.dump(registry, errors))
+        if errors:
+            for error in errors:
+                sys.stderr.write(f"assay: tasks dump: {error}\n")
+            sys.stderr.write(f"assay: tasks dump: {len(errors)} task file(s) did not load.\n")
+            return 1
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from assay.errors import AssayError
 from assay.settings import RunSettings
 from assay.tasks.names import split_csv
 
@@ -14,9 +15,23 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     validate = sub.add_parser(
         "validate", help="check task definitions and their data without a model", parents=parents
     )
-    validate.add_argument("--tasks", "-t", action="append", required=True)
+    validate.add_argument(
+        "--tasks",
+        "-t",
+        action="append",
+        help="names to check (with --no-data: default every name under --include-path)",
+    )
     validate.add_argument("--include-path", action="append", default=[])
     validate.add_argument("--custom-tasks", action="append", default=[])
+    validate.add_argument(
+        "--no-data",
+        action="store_true",
+        help="check definitions only (config, includes, !function, templates, filters, metrics, "
+        "groups, tags); load no dataset; report every failure",
+    )
+    validate.add_argument(
+        "--json", metavar="FILE", help="with --no-data: write every verdict to FILE as JSON"
+    )
     validate.set_defaults(handler=main)
 
 
@@ -25,6 +40,15 @@ def main(args: argparse.Namespace) -> int:
     from assay.evaluator import Evaluation
     from assay.tasks.registry import Registry
 
+    if args.no_data:
+        return _definitions(args)
+    if args.json:
+        raise AssayError("validate: --json goes with --no-data (the definitions check).")
+    if not args.tasks:
+        raise AssayError(
+            "validate: name the tasks to load with --tasks, or check every definition under "
+            "--include-path without data with --no-data."
+        )
     evaluation = Evaluation(
         Registry(args.include_path, args.custom_tasks).resolve(split_csv(args.tasks)),
         RunSettings(),
@@ -36,3 +60,31 @@ def main(args: argparse.Namespace) -> int:
             f"ok  {task.name}: {len(task.eval_rows())} docs, output {task.output_type.value}, first doc {'renders' if first else 'skipped'}"
         )
     return 0
+
+
+def _definitions(args: argparse.Namespace) -> int:
+    """`validate --no-data`: one line per name, a summary, exit 1 when anything fails."""
+    import json
+
+    from assay.tasks.registry import Registry
+    from assay.validate import Validator
+
+    if not args.tasks and not args.include_path:
+        raise AssayError("validate --no-data: give --tasks, or --include-path to check all of it.")
+    registry = Registry(args.include_path, args.custom_tasks)
+    checks = Validator(registry).run(split_csv(args.tasks) if args.tasks else None)
+    for check in checks:
+        label = check.name if check.name is not None else check.file
+        line = f"{'ok  ' if check.ok else 'FAIL'} {check.kind:<5} {label}"
+        print(line if check.ok else f"{line}: {check.error}")
+    failed = [c for c in checks if not c.ok]
+    counts = ", ".join(
+        f"{sum(c.ok for c in checks if c.kind == k)}/{sum(c.kind == k for c in checks)} {k}s"
+        for k in ("task", "group", "tag", "file")
+        if any(c.kind == k for c in checks)
+    )
+    print(f"{len(checks) - len(failed)} of {len(checks)} valid ({counts}).")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"entries": [c.as_json() for c in checks]}, fh, indent=1)
+    return 1 if failed else 0

@@ -58,10 +58,9 @@ class FunctionRef:
                 module = importlib.util.module_from_spec(spec)
                 try:
                     spec.loader.exec_module(module)
-                except Exception as exc:
-                    raise TaskConfigError(
-                        f"{local}: importing it for '!function {self.dotted}' failed: {exc}"
-                    ) from None
+                # SystemExit too: some task modules call sys.exit when a tool is missing.
+                except (Exception, SystemExit) as exc:
+                    raise TaskConfigError(_import_failure(local, self.dotted, exc)) from None
                 sys.modules[key] = module
         else:
             _refuse_unnamed_code(self.dotted, ".".join(module_parts), local)
@@ -78,6 +77,20 @@ class FunctionRef:
             raise TaskConfigError(
                 f"{local}: '!function {self.dotted}': {attr!r} is not defined there."
             ) from None
+
+
+def _import_failure(module: Path, dotted: str, exc: BaseException) -> str:
+    """Why a task module did not import, with the fix when it needs lm-eval's own package."""
+    missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    if missing and missing.split(".")[0] == "lm_eval":
+        return (
+            f"{module}: importing it for '!function {dotted}' failed: it imports {missing!r} "
+            "(lm-eval's own helpers), which is not installed. Install it with "
+            "pip install 'assay[lm-eval-tasks]'."
+        )
+    if isinstance(exc, SystemExit):
+        return f"{module}: importing it for '!function {dotted}' exited: {exc}"
+    return f"{module}: importing it for '!function {dotted}' failed: {type(exc).__name__}: {exc}"
 
 
 def _refuse_unnamed_code(dotted: str, module: str, local: Path) -> None:

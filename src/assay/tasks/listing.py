@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from assay.errors import AssayError
 from assay.tasks.config import TaskConfig
 from assay.tasks.lm_eval_yaml import GroupConfig
 from assay.tasks.registry import Registry
@@ -118,11 +119,12 @@ def _offline_copy(config: TaskConfig) -> TaskConfig:
     )
 
 
-def dump(registry: Registry) -> str:
+def dump(registry: Registry, errors: list[str] | None = None) -> str:
     """JSON: each task module (or lm-eval YAML file) with its docstring and task configs.
 
     YAML tasks from --include-path are dumped too, with their config as lm-eval resolves it
-    (includes merged), as results.json records it.
+    (includes merged), as results.json records it. A YAML that does not load is dumped as
+    `{"name", "error"}` and the dump goes on; the messages are appended to `errors`.
     """
     from assay.results.task_config import config_dump
 
@@ -132,9 +134,23 @@ def dump(registry: Registry) -> str:
         module = sys.modules.get(module_name)
         docstring = inspect.getdoc(module) if module else None
         _module_entry(modules, module_name, docstring).append(_task_entry(name, config))
-    for name, config in registry.yaml_configs().items():
-        entry = {**_task_entry(name, config), "config": config_dump(Task(config))}
-        _module_entry(modules, config.source, None).append(entry)
+    failed = errors if errors is not None else []
+    for folder in registry.folder_indexes():
+        for path, error in folder.broken.items():
+            _module_entry(modules, path, None).append({"name": None, "error": error})
+            failed.append(error)
+    for name, index_entry in sorted(registry.yaml_entries().items()):
+        if index_entry.kind != "task" or index_entry.file is None:
+            continue
+        try:
+            config = registry.get(name)
+            assert isinstance(config, TaskConfig)
+            entry = {**_task_entry(name, config), "config": config_dump(Task(config))}
+        except (Exception, SystemExit) as exc:  # one broken task must not hide the others
+            message = str(exc) if isinstance(exc, AssayError) else f"{type(exc).__name__}: {exc}"
+            entry = {"name": name, "error": message}
+            failed.append(message)
+        _module_entry(modules, index_entry.file, None).append(entry)
     return json.dumps(list(modules.values()), indent=2, default=str)
 
 

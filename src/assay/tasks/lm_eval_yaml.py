@@ -271,12 +271,45 @@ def _metric_specs(raw: dict[str, Any], output_type: OutputType, where: str) -> l
             )
         entry = dict(entry)
         metric = entry.pop("metric")
+        aggregation = _function_or(entry.pop("aggregation", None))
+        higher = entry.pop("higher_is_better", None)
+        scored_by_name = (
+            isinstance(metric, str)
+            and output_type != OutputType.GENERATE_UNTIL
+            and raw.get("process_results") is None
+        )
+        if scored_by_name and entry:
+            # lm-eval scores these output types by metric name and never reads the options
+            # (`weight_by_size` on acc, `average` on f1, hf_evaluate ...): tolerated, said once.
+            log.warning(
+                "%s: metric_list[%d] (%s): option(s) %s are ignored for %s tasks, as lm-eval "
+                "ignores them.",
+                where,
+                i,
+                metric,
+                ", ".join(sorted(entry)),
+                output_type.value,
+            )
+            entry = {}
         if entry.pop("hf_evaluate", False):
             raise TaskConfigError(
                 f"{where}: metric_list[{i}] uses hf_evaluate, which downloads metric code at run time; use a built-in metric or !function."
             )
-        aggregation = _function_or(entry.pop("aggregation", None))
-        higher = entry.pop("higher_is_better", None)
+        for flag in ("ignore_case", "ignore_punctuation", "ignore_numbers"):
+            value = entry.get(flag)
+            if isinstance(value, str) and value.strip().lower().startswith("true"):
+                # A malformed YAML value lm-eval reads as true (any non-empty string is).
+                log.warning(
+                    "%s: metric_list[%d] (%s): %s is the string %r, read as true as lm-eval "
+                    "reads it; write `%s: true`.",
+                    where,
+                    i,
+                    metric,
+                    flag,
+                    value,
+                    flag,
+                )
+                entry[flag] = True
         if isinstance(metric, FunctionRef):
             specs.append(
                 MetricSpec(

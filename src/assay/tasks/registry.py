@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import TaskConfigError, UnknownNameError
-from assay.tasks._yaml_io import load_with_includes, refuse_code_outside
+from assay.tasks._yaml_io import Memo, load_with_includes_memo, refuse_code_outside
 from assay.tasks.config import TaskConfig
 from assay.tasks.index import FolderIndex, IndexEntry, build_folder_index
 from assay.tasks.lm_eval_yaml import (
@@ -87,6 +87,8 @@ class Registry:
         self._yaml_index: dict[str, IndexEntry] | None = None
         self._origin: dict[str, Path] = {}
         self._parsed: dict[Path, dict[str, Any]] = {}
+        self._includes: Memo = {}
+        self._configs: dict[Path, TaskConfig] = {}
         self._announced: set[str] = set()
 
     # --------------------------------------------------------------- sources
@@ -147,7 +149,8 @@ class Registry:
 
     def _raw(self, path: Path) -> dict[str, Any]:
         if path not in self._parsed:
-            raw = load_with_includes(path)
+            # Shared includes are parsed once; the merged mapping is copied, never mutated.
+            raw = dict(load_with_includes_memo(path, self._includes)[0])
             # `path` was named (--tasks FILE.yaml) or found in a named folder: its own folder
             # counts as named, as lm-eval keeps utils.py beside the YAML.
             roots = [*self.include_paths, *self._custom_files, path.parent]
@@ -174,14 +177,6 @@ class Registry:
     def yaml_names(self) -> list[str]:
         """Task and group names of the include paths."""
         return sorted(n for n, e in self._yaml().items() if e.kind != "tag")
-
-    def yaml_configs(self) -> dict[str, TaskConfig]:
-        """The include paths' tasks by name, each parsed with its includes (groups left out)."""
-        return {
-            name: self._task_from_yaml(Path(entry.file))
-            for name, entry in sorted(self._yaml().items())
-            if entry.kind == "task" and entry.file
-        }
 
     def group_configs(self) -> dict[str, GroupConfig]:
         """Built-in and custom-file groups by name (those an include path overrides left out)."""
@@ -310,10 +305,14 @@ class Registry:
         return self._task_from_yaml(path)
 
     def _task_from_yaml(self, path: Path, overrides: dict[str, Any] | None = None) -> TaskConfig:
+        """The task of a YAML file (built once); with a group's overrides, a new config."""
         raw = self._raw(path)
         if overrides:
             raw = {**raw, **{k: v for k, v in overrides.items() if k != "tag"}}
-        return task_config_from_yaml(raw, path)
+            return task_config_from_yaml(raw, path)
+        if path not in self._configs:
+            self._configs[path] = task_config_from_yaml(raw, path)
+        return self._configs[path]
 
     def resolve(self, task_strings: Iterable[str]) -> Resolved:
         """Task strings (`name`, `name|k`, group, tag, YAML path) to tasks and groups."""

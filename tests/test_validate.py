@@ -1,0 +1,142 @@
+"""`assay validate --no-data`, `assay tasks dump` past broken files, and what lm-eval tolerates."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import pytest
+
+from assay.cli import main
+from assay.errors import TaskConfigError
+from assay.tasks.registry import Registry
+
+BODY = """\
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: data.jsonl
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{q}}"
+doc_to_choice: ["a", "b"]
+doc_to_target: 0
+"""
+
+FILES = {
+    "good.yaml": "task: good\ntag: both\n" + BODY,
+    "bad_metric.yaml": "task: bad_metric\ntag: both\n"
+    + BODY
+    + "metric_list:\n  - metric: no_such_metric\n",
+    "bad_template.yaml": "task: bad_template\n" + BODY.replace('"{{q}}"', '"{{q"'),
+    "unreadable.yaml": "task: unreadable\n  x: [\n",
+    "hub.yaml": "task: hub\n" + BODY.replace("dataset_path: json", "dataset_path: org/some_set"),
+    "grp.yaml": "group: grp\ntask: [good, bad_metric]\n",
+    "good_grp.yaml": "group: good_grp\ntask: [good, hub]\n",
+}
+
+
+@pytest.fixture
+def tree(tmp_path):
+    for name, text in FILES.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_no_data_reports_every_failure_and_writes_the_entries(tree, tmp_path, capsys):
+    out = tmp_path / "report.json"
+    code = main(["validate", "--no-data", "--include-path", str(tree), "--json", str(out)])
+    assert code == 1
+    printed = capsys.readouterr().out
+    entries = {(e["kind"], e["name"]): e for e in json.loads(out.read_text())["entries"]}
+    assert set(entries) == {
+        ("file", None),
+        ("task", "good"),
+        ("task", "bad_metric"),
+        ("task", "bad_template"),
+        ("task", "hub"),
+        ("group", "grp"),
+        ("group", "good_grp"),
+        ("tag", "both"),
+    }
+    ok = {key for key, e in entries.items() if e["ok"]}
+    assert ok == {("task", "good"), ("task", "hub"), ("group", "good_grp")}
+    assert "no_such_metric" in entries[("task", "bad_metric")]["error"]
+    assert "Jinja" in entries[("task", "bad_template")]["error"]
+    assert "YAML syntax error" in entries[("file", None)]["error"]
+    assert entries[("file", None)]["file"].endswith("unreadable.yaml")
+    assert entries[("group", "grp")]["members"] == ["bad_metric", "good"]
+    assert "bad_metric" in entries[("group", "grp")]["error"]
+    assert entries[("tag", "both")]["members"] == ["bad_metric", "good"]
+    assert entries[("tag", "both")]["file"] is None
+    assert entries[("task", "good")]["file"] == str((tree / "good.yaml").resolve())
+    # The hub dataset is not fetched: noted, not failed.
+    assert any("org/some_set" in n for n in entries[("task", "hub")]["notes"])
+    assert "5 of 8 valid" not in printed and "3 of 8 valid" in printed
+
+
+def test_no_data_on_named_tasks_only(tree, capsys):
+    assert main(["validate", "--no-data", "--include-path", str(tree), "-t", "good"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split() == ["ok", "task", "good"]
+
+
+def test_tasks_dump_goes_on_past_a_broken_file(tree, capsys):
+    code = main(["tasks", "dump", "--include-path", str(tree)])
+    captured = capsys.readouterr()
+    assert code == 1
+    dumped = {t["name"]: t for m in json.loads(captured.out) for t in m["tasks"]}
+    assert "config" in dumped["good"] and "config" in dumped["hub"]
+    assert "Jinja" in dumped["bad_template"]["error"]
+    assert "config" in dumped["bad_metric"]  # dump builds no metrics: only validate sees it
+    assert "2 task file(s) did not load" in captured.err
+
+
+def _task(tree, extra: str):
+    (tree / "t.yaml").write_text("task: t\n" + BODY + extra, encoding="utf-8")
+    return Registry([tree], builtins=False).get("t")
+
+
+def test_metric_options_lm_eval_ignores_are_a_warning(tree, caplog):
+    extra = (
+        "metric_list:\n"
+        "  - metric: acc\n    weight_by_size: true\n"
+        "  - metric: f1\n    average: weighted\n    hf_evaluate: true\n"
+    )
+    with caplog.at_level(logging.WARNING):
+        config = _task(tree, extra)
+    assert [(m.name, m.kwargs) for m in config.metrics] == [("acc", {}), ("f1", {})]
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2
+    assert "weight_by_size are ignored for multiple_choice" in lines[0]
+    assert "average, hf_evaluate are ignored" in lines[1]
+
+
+def test_a_malformed_true_flag_reads_as_true_with_a_warning(tree, caplog):
+    extra = (
+        "output_type: generate_until\nmetric_list:\n  - metric: exact_match\n"
+        "    ignore_punctuation: 'true - \".\"'\n"
+    )
+    with caplog.at_level(logging.WARNING):
+        config = _task(tree, extra)
+    assert config.metrics[0].kwargs == {"ignore_punctuation": True}
+    assert "read as true" in caplog.records[0].getMessage()
+
+
+def test_task_code_importing_lm_eval_without_it_names_the_extra(tree, monkeypatch):
+    (tree / "utils.py").write_text("import lm_eval\ndef docs(ds):\n    return ds\n")
+    monkeypatch.setitem(sys.modules, "lm_eval", None)  # as if lm-eval were not installed
+    with pytest.raises(TaskConfigError, match=r"'lm_eval'.*assay\[lm-eval-tasks\]"):
+        _task(tree, "process_docs: !function utils.docs\n")
+
+
+def test_run_of_such_a_task_fails_before_the_model_loads(tree, monkeypatch, capsys):
+    (tree / "utils.py").write_text("import lm_eval.utils\ndef docs(ds):\n    return ds\n")
+    (tree / "t.yaml").write_text(
+        "task: t\n" + BODY + "process_docs: !function utils.docs\n", encoding="utf-8"
+    )
+    monkeypatch.setitem(sys.modules, "lm_eval", None)
+    code = main(["run", "--model", "hf", "--model-args", "pretrained=/nonexistent", "--include-path", str(tree), "--tasks", "t"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "assay[lm-eval-tasks]" in err and "/nonexistent" not in err
