@@ -778,3 +778,45 @@ def test_early_stop_stops_a_beaten_config_and_keeps_its_rows(
         experiment(tmp_path, "typo").run_evals(
             GridSearch(config), arithmetic_rows(12), num_shards=2, early_stop=EarlyStop("F1")
         )
+
+
+def test_dict_valued_api_settings_reach_the_server_and_rows_succeed(
+    tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    """SciFact's response_format: before, every row failed inside assay (unhashable dict)."""
+    from fixtures.openai_server import OpenAIStubServer
+
+    from assay.pipelines import OpenAIAPIModelConfig
+
+    class RecordingServer(OpenAIStubServer):
+        def chat(self, body: dict) -> dict:
+            self.bodies.append(body)
+            return super().chat(body)
+
+    def preprocess(batch: dict, rag: Any, prompt_manager: Any) -> dict:
+        return {"prompts": [[{"role": "user", "content": q}] for q in batch["question"]], **batch}
+
+    with RecordingServer(tiny_model_dir) as server:
+        server.bodies = []
+        model_config = {
+            "model": str(tiny_model_dir),
+            "max_completion_tokens": 4,
+            "response_format": {"type": "json_object"},
+            "logit_bias": {"7": -100},
+        }
+        config = {
+            "pipeline": OpenAIAPIModelConfig(
+                {"base_url": server.base_url, "api_key": "k"}, model_config
+            ),
+            "batch_size": 4,
+            "preprocess_fn": preprocess,
+            "compute_metrics_fn": lambda b: {"n": {"value": len(b["generated_text"])}},
+        }
+        exp = experiment(tmp_path)
+        results = exp.run_evals(config, arithmetic_rows(8), num_shards=2)
+    metrics = results[1][1]
+    assert metrics["Generation Errors"]["value"] == 0 and metrics["Samples Processed"]["value"] == 8
+    assert all(r["error"] is None for r in exp.results_table())
+    assert len(server.bodies) == 8
+    assert all(b["response_format"] == {"type": "json_object"} for b in server.bodies)
+    assert all(b["logit_bias"] == {"7": -100} for b in server.bodies)

@@ -122,3 +122,22 @@ def test_lm_eval_gen_kwargs_defaults_and_float_temperature():
 def test_as_dict_lists_optional_fields_only_when_set():
     assert "top_p" not in GenParams().as_dict()
     assert GenParams(top_p=0.9, seed=3).as_dict()["seed"] == 3
+
+
+def test_dict_and_list_generation_params_hash_dedupe_and_key_the_cache():
+    """An API's response_format (a dict) or logit_bias travels in GenParams.extra."""
+    from assay.execution.cache import request_key
+
+    def params(fmt: dict, stop: list) -> GenParams:
+        return GenParams(extra=(("response_format", fmt), ("stop_ids", stop)))
+
+    a = GenerateRequest("p", params({"type": "json_object"}, [1, 2]))
+    same = GenerateRequest("p", params({"type": "json_object"}, [1, 2]))
+    other = GenerateRequest("p", params({"type": "text"}, [1, 2]))
+    assert hash(a) == hash(same) and len({a, same, other}) == 2
+    assert {a: 0}[same] == 0  # dict keys work: backends group and dedupe requests this way
+    assert request_key(a) == request_key(same) != request_key(other)
+    # The key does not depend on the order the dict was written in.
+    swapped = GenerateRequest("p", params({"b": 1, "a": 2}, []))
+    written = GenerateRequest("p", params({"a": 2, "b": 1}, []))
+    assert request_key(swapped) == request_key(written) and hash(swapped) == hash(written)

@@ -23,6 +23,7 @@ from assay.requests.types import (
     Result,
     RollingRequest,
     RollingResult,
+    canonical_json,
 )
 
 SCHEMA_VERSION = "assay-cache-1"
@@ -45,7 +46,7 @@ def request_key(request: Request) -> str:
         )
         params = request.params.as_dict()
         payload = ["gen", prompt, params, request.sample_index if request.params.do_sample else 0]
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
 def _encode(result: Result) -> str:

@@ -6,6 +6,7 @@ executor, so a backend never needs to know about tasks.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,14 @@ class RequestKind(StrEnum):
     LOGLIKELIHOOD = "loglikelihood"
     LOGLIKELIHOOD_ROLLING = "loglikelihood_rolling"
     GENERATE_UNTIL = "generate_until"
+
+
+def canonical_json(value: Any) -> str:
+    """One text per value whatever the key order: what requests are hashed and cached by.
+
+    Values JSON cannot hold are written as their ``str()``.
+    """
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 Messages = tuple[tuple[str, str], ...]
@@ -43,7 +52,13 @@ class GenParams:
     seed: int | None = None
     """Sampling seed; with a seed, the i-th sample of a request is reproducible on its own."""
     extra: tuple[tuple[str, Any], ...] = ()
-    """Other backend keyword arguments, sorted by key."""
+    """Other backend keyword arguments, sorted by key; values may be dicts and lists (an API's
+    ``response_format``), which is why the hash below does not hash the fields themselves."""
+
+    def __hash__(self) -> int:
+        # Requests are deduplicated and grouped in dicts keyed by request: hashing the
+        # canonical JSON keeps a dict or list in `extra` from failing the rows that carry it.
+        return hash(canonical_json(self.as_dict()))
 
     def as_dict(self) -> dict[str, Any]:
         """lm-eval style gen_kwargs dict (as written in samples files)."""
