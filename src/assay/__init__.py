@@ -1,12 +1,30 @@
 """assay: evaluate language models on benchmark tasks and user-written evaluation pipelines.
 
-The public API is imported lazily, so `import assay` (and `assay --help`) stays instant.
+The public API is imported lazily, so `import assay` (and `assay --help`) stays instant; the
+`TYPE_CHECKING` block below gives type checkers and IDEs the real types of every name.
+
+RapidFire's knob types `List` and `Range` live in `assay.pipelines` (a top-level `List` would
+shadow `typing.List` in `from assay import *`).
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.doc import Doc, OutputType, SamplingMethod
+    from assay.errors import AssayError
+    from assay.evaluator import evaluate
+    from assay.filters.base import Filter, FilterEnsemble, build_filter_ensemble, register_filter
+    from assay.metrics.base import Metric, SampleInput, register_aggregation, register_metric
+    from assay.models.base import LM, register_model
+    from assay.pipelines.experiment import Experiment, run_evals
+    from assay.prompts.manager import PromptManager
+    from assay.settings import RunSettings
+    from assay.tasks.config import MetricSpec, TaskConfig
+    from assay.tasks.registry import Registry
+    from assay.tasks.task import Task
 
 __version__ = "0.1.0"
 
@@ -34,17 +52,49 @@ _EXPORTS = {
     "AssayError": "assay.errors",
     "run_evals": "assay.pipelines.experiment",
     "Experiment": "assay.pipelines.experiment",
-    "List": "assay.pipelines.knobs",
-    "Range": "assay.pipelines.knobs",
 }
 
-__all__ = [*sorted(_EXPORTS), "__version__"]
+_ELSEWHERE = {
+    "List": "assay.pipelines",
+    "Range": "assay.pipelines",
+    "ComponentRegistry": "assay.registry",
+}
+"""Names people look for at the top level that live in a subpackage."""
+
+__all__ = [  # noqa: RUF022 -- the names of _EXPORTS, sorted, then the version
+    "AssayError",
+    "Doc",
+    "Experiment",
+    "Filter",
+    "FilterEnsemble",
+    "LM",
+    "Metric",
+    "MetricSpec",
+    "OutputType",
+    "PromptManager",
+    "Registry",
+    "RunSettings",
+    "SampleInput",
+    "SamplingMethod",
+    "Task",
+    "TaskConfig",
+    "build_filter_ensemble",
+    "evaluate",
+    "register_aggregation",
+    "register_filter",
+    "register_metric",
+    "register_model",
+    "run_evals",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'assay' has no attribute {name!r}")
+        where = _ELSEWHERE.get(name)
+        hint = f"; import it from {where}: from {where} import {name}" if where else ""
+        raise AttributeError(f"module 'assay' has no attribute {name!r}{hint}")
     value = getattr(import_module(module), name)
     globals()[name] = value
     return value

@@ -38,6 +38,9 @@ _LAZY = {
     "LangChainRagSpec": "assay.pipelines.rag",
     "RFLangChainRagSpec": "assay.pipelines.rag",
     "JSONLinesLoader": "assay.pipelines.rag",
+    "FewShotPromptManager": "assay.pipelines.prompt_manager",
+    # RapidFire's name, kept importable; FewShotPromptManager is the one that cannot be
+    # confused with assay.PromptManager (benchmark prompts).
     "PromptManager": "assay.pipelines.prompt_manager",
     "RFPromptManager": "assay.pipelines.prompt_manager",
     "SentenceTransformerEmbeddings": "assay.pipelines.embeddings",
@@ -61,6 +64,7 @@ __all__ = [
     "EarlyStop",
     "Experiment",
     "FaissVectorStore",
+    "FewShotPromptManager",
     "GridSearch",
     "HFModelConfig",
     "HuggingFaceEmbeddings",
@@ -70,7 +74,6 @@ __all__ = [
     "ModelConfig",
     "OpenAIAPIModelConfig",
     "PipelineError",
-    "PromptManager",
     "RFGridSearch",
     "RFLangChainRagSpec",
     "RFOpenAIAPIModelConfig",

@@ -64,8 +64,12 @@ def _format_example(template: Any, example: Mapping[str, Any]) -> str:
     )
 
 
-class PromptManager(Configurable):
+class FewShotPromptManager(Configurable):
     """Instructions (text or file) and few-shot examples selected per user query.
+
+    RapidFire calls it `RFPromptManager` (and `PromptManager` without knobs); both names are
+    aliases of this class. Not to be confused with `assay.PromptManager`, which assembles
+    benchmark prompts.
 
     examples: list of dicts (e.g. question / answer); embedding_cfg: ``{"class": ..., **kwargs}``;
     example_selector_cls: SemanticSimilarityExampleSelector / MaxMarginalRelevanceExampleSelector
@@ -177,4 +181,6 @@ class PromptManager(Configurable):
         ]
 
 
-RFPromptManager = PromptManager
+RFPromptManager = FewShotPromptManager
+PromptManager = FewShotPromptManager
+"""RapidFire's names for the same class."""

@@ -1,1 +1,14 @@
 """Results: results.json, samples files and tables in lm-eval layout."""
+
+# Modules, imported by name (from assay.results import <module>).
+__all__ = [
+    "compare",
+    "compare_table",
+    "readers",
+    "rerun",
+    "schema",
+    "summary",
+    "table",
+    "task_config",
+    "writer",
+]

@@ -1,1 +1,6 @@
 """OpenAI-compatible API backends (`--model openai-completions`, `--model openai-chat`)."""
+
+from assay.models.api.openai import APISettings, OpenAIChatLM, OpenAICompletionsLM
+from assay.models.api.runner import APIRequestError
+
+__all__ = ["APIRequestError", "APISettings", "OpenAIChatLM", "OpenAICompletionsLM"]

@@ -1,1 +1,6 @@
-"""The vLLM backend (`--model vllm`)."""
+"""The vLLM backend (`--model vllm`); vllm itself is imported only when an engine starts."""
+
+from assay.models.vllm.model import VLLMLM, Engine
+from assay.models.vllm.requests import VLLMArgs, parse_vllm_args
+
+__all__ = ["VLLMLM", "Engine", "VLLMArgs", "parse_vllm_args"]
