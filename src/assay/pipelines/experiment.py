@@ -365,9 +365,9 @@ class Experiment:
             metrics.end_shard()
         self._records[cid] = [r.record for r in scored]
         self._seconds[cid] = self._store.shard_seconds(cid)
-        failed = next((r for r in rows if r.error is not None), None)
+        failed = next(((r.row_index, r.error) for r in rows if r.error is not None), None)
         if failed is not None:
-            self._first_error[cid] = (failed.row_index, failed.error)
+            self._first_error[cid] = failed
 
     def _ensure_built(self, config: EvalConfig) -> None:
         if config.config_id in self._built:
@@ -409,9 +409,9 @@ class Experiment:
                     )
                     for i, row_index in enumerate(outcome.row_indices)
                 ]
-                failed = next((r for r in stored if r.error is not None), None)
+                failed = next(((r.row_index, r.error) for r in stored if r.error), None)
                 if failed is not None and cid not in self._first_error:
-                    self._first_error[cid] = (failed.row_index, failed.error)
+                    self._first_error[cid] = failed
                 entries = batch_entries(outcome.metrics, len(outcome.scored))
                 self._store.write_batch(cid, shard, b, stored, entries)
                 n_errors = len(indices) - len(outcome.scored)
