@@ -477,3 +477,112 @@ def test_provenance_names_the_weights_tokenizer_and_template(lm, tiny_model_dir)
     assert p["chat_template_sha256"] == hashlib.sha256(template.encode()).hexdigest()
     assert p["max_length"] == 512 and p["add_bos_token"] is None
     assert tied is not True  # otherwise the stored tensors would undercount the parameters
+
+
+# -- lm-eval's hf model args: think_end_token, parallelize / device_map, quantization ----------
+
+
+@pytest.mark.slow
+def test_think_end_token_keeps_what_follows_the_thinking_as_lm_eval(lm, tiny_model_dir):
+    from lm_eval.models.utils import postprocess_generated_text
+
+    params = GenParams(until=(), max_gen_toks=12)
+    free = lm.generate_until([GenerateRequest(p, params) for p in PROMPTS])
+    marker = next(t[4:6] for t in free if len(t) > 8 and t[4:6].strip())
+    thinking = hf(pretrained=str(tiny_model_dir), dtype="float32", think_end_token=marker)
+    got = thinking.generate_until([GenerateRequest(p, params) for p in PROMPTS])
+    assert got == [postprocess_generated_text(t, [], marker) for t in free]
+    assert any(marker in t for t in free) and all(marker not in g for g in got)
+    assert thinking.identity()["think_end_token"] == marker
+    assert "think_end_token" not in lm.identity()  # caches of runs without it stay valid
+
+
+def test_think_end_token_as_a_token_id_cuts_after_its_last_occurrence():
+    from assay.models.hf.generate import Generator
+
+    class View:
+        def decode(self, ids):
+            return "".join(f" t{i}" for i in ids)
+
+    generator = Generator.__new__(Generator)
+    generator.view = View()
+    generator.think_end = (7, None)
+    assert generator._answer([1, 7, 2, 7, 3, 4]) == "t3 t4"
+    assert generator._answer([1, 2]) == "t1 t2"  # left-stripped even without the token
+
+
+@pytest.mark.slow
+def test_parallelize_places_the_model_through_accelerate_with_the_same_scores(
+    lm, tiny_model_dir, monkeypatch
+):
+    import transformers
+
+    seen = {}
+    original = transformers.AutoModelForCausalLM.from_pretrained
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", spy)
+    sharded = hf(pretrained=str(tiny_model_dir), dtype="float32", parallelize=True)
+    assert seen["device_map"] == "auto"  # accelerate places the layers (one CPU here)
+    requests = [
+        LoglikelihoodRequest(CONTEXT_A, " the bread"),
+        LoglikelihoodRequest(CONTEXT_B, " 72"),
+    ]
+    for got, want in zip(sharded.loglikelihood(requests), lm.loglikelihood(requests), strict=True):
+        assert got.logprob == pytest.approx(want.logprob, abs=TOLERANCE)
+        assert got.is_greedy == want.is_greedy
+
+
+def test_placement_kwargs_follow_lm_evals_parallelize_and_device_map():
+    import torch
+
+    from assay.models.hf.args import parse_hf_args
+    from assay.models.hf.load import placement_kwargs
+
+    cpu = torch.device("cpu")
+    assert placement_kwargs(parse_hf_args({"pretrained": "m", "parallelize": "true"}), cpu) == {
+        "device_map": "auto"
+    }
+    args = parse_hf_args({"pretrained": "m", "device_map": "sequential"})
+    assert placement_kwargs(args, cpu) == {"device_map": "sequential"}
+    assert placement_kwargs(parse_hf_args({"pretrained": "m"}), cpu) == {}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"device": "cpu", "parallelize": "true"}, "device=cpu and parallelize=true"),
+        ({"device": "cpu", "device_map": "auto"}, "device=cpu and device_map=auto"),
+        ({"device_map": "everywhere"}, "device_map"),
+        ({"load_in_4bit": "true", "load_in_8bit": "true"}, "load_in_4bit and load_in_8bit"),
+        ({"quantization_config": "[1]"}, "quantization_config"),
+    ],
+)
+def test_conflicting_or_bad_placement_args_are_refused(args, message):
+    from assay.models.hf.args import parse_hf_args
+
+    with pytest.raises(ConfigError) as refused:
+        parse_hf_args({"pretrained": "m", **args})
+    assert message in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"load_in_4bit": "true"},
+        {"load_in_8bit": "true"},
+        {"quantization_config": '{"load_in_4bit": true}'},
+    ],
+)
+def test_bitsandbytes_quantization_is_refused_clearly_without_a_gpu(tiny_model_dir, args):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: quantization is allowed there")
+    with pytest.raises(ConfigError) as refused:
+        hf(pretrained=str(tiny_model_dir), **args)
+    message = str(refused.value)
+    assert next(iter(args)) in message and "bitsandbytes" in message and "CUDA" in message

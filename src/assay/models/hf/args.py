@@ -10,6 +10,7 @@ from assay.errors import ConfigError
 from assay.models.args import REQUIRED, Arg, AutoOrCount, BatchSize, typed_args
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +42,38 @@ class HFArgs:
     """Rows per forward pass, or "auto" to size batches from free memory."""
     max_batch_size: int = 64
     """Upper bound for automatically sized batches."""
+    parallelize: bool = False
+    """Shard the model over every visible GPU through accelerate (device_map="auto"), as
+    lm-eval's parallelize=True."""
+    device_map: str | None = None
+    """accelerate's placement (auto, balanced, balanced_low_0, sequential); implies sharding."""
+    load_in_4bit: bool = False
+    """Quantize the weights to 4 bits with bitsandbytes (CUDA only)."""
+    load_in_8bit: bool = False
+    """Quantize the weights to 8 bits with bitsandbytes (CUDA only)."""
+    quantization_config: dict[str, Any] | None = None
+    """transformers quantization settings (JSON), e.g. {"load_in_4bit": true,
+    "bnb_4bit_compute_dtype": "bfloat16"}; a "quant_method" key picks another method."""
+    think_end_token: str | int | None = None
+    """End of a reasoning model's thinking (text or token id): generated text up to and
+    including its last occurrence is dropped before stop strings, filters and metrics."""
+
+    @property
+    def quantized(self) -> str | None:
+        """The model arg that asks for quantization, if any."""
+        for name in ("load_in_4bit", "load_in_8bit", "quantization_config"):
+            if getattr(self, name):
+                return name
+        return None
 
 
 def _dtype(value: str) -> str:
     return value.strip().lower().removeprefix("torch.")
+
+
+def _token(value: str) -> str | int:
+    """A token id given as digits (lm-eval's rule), else the token's text."""
+    return int(value) if value.strip().isdigit() else value
 
 
 def _device(value: str) -> str:
@@ -68,6 +97,12 @@ HF_ARGS: dict[str, Arg] = {
     "attn_implementation": Arg(str, None, nullable=True),
     "batch_size": Arg(AutoOrCount, 1),
     "max_batch_size": Arg(int, 64, minimum=1),
+    "parallelize": Arg(bool, False),
+    "device_map": Arg(str, None, nullable=True, choices=DEVICE_MAPS),
+    "load_in_4bit": Arg(bool, False),
+    "load_in_8bit": Arg(bool, False),
+    "quantization_config": Arg(dict, None, nullable=True),
+    "think_end_token": Arg(str, None, nullable=True, normalise=_token),
 }
 
 
@@ -88,5 +123,18 @@ def parse_hf_args(raw: Mapping[str, Any]) -> HFArgs:
             f"--model hf: batch_size={args.batch_size} is larger than max_batch_size="
             f"{args.max_batch_size}; max_batch_size only bounds batch_size=auto, so drop it or "
             "raise it."
+        )
+    sharded = args.parallelize or args.device_map is not None
+    if sharded and args.device is not None:
+        raise ConfigError(
+            f"--model hf: device={args.device} and "
+            f"{'parallelize=true' if args.parallelize else 'device_map=' + str(args.device_map)} "
+            "both place the model; sharding puts it on every visible GPU, so drop one of them."
+        )
+    chosen = [n for n in ("load_in_4bit", "load_in_8bit", "quantization_config") if given.get(n)]
+    if len(chosen) > 1:
+        raise ConfigError(
+            f"--model hf: {' and '.join(chosen)} both ask for quantization; give one "
+            "(quantization_config can carry load_in_4bit or load_in_8bit)."
         )
     return args

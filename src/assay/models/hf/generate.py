@@ -65,8 +65,10 @@ class Generator:
         eos_token_ids: set[int],
         eos_text: str,
         pad_token_id: int,
+        think_end: tuple[int | None, str | None] = (None, None),
     ) -> None:
         self.model = model
+        self.think_end = think_end
         self.view = view
         self.device = device
         self.sizer = sizer
@@ -189,7 +191,20 @@ class Generator:
                     use_cache=True,
                 ).logits[:, -1, :]
                 next_position = next_position + 1
-        return [cut_at_stops(self.view.decode(tokens), stops) for tokens in generated]
+        return [cut_at_stops(self._answer(tokens), stops) for tokens in generated]
+
+    def _answer(self, tokens: list[int]) -> str:
+        """The generated text, without a reasoning model's thinking when think_end is set: what
+        follows the last think-end token id, then the last think-end text, left-stripped (as
+        lm-eval does for an id and for a text)."""
+        think_id, think_text = self.think_end
+        ends = [i for i, token in enumerate(tokens) if token == think_id]
+        text = self.view.decode(tokens[ends[-1] + 1 :] if ends else tokens)
+        if think_id is not None:
+            text = text.lstrip()
+        if think_text:
+            text = text.split(think_text)[-1].lstrip()
+        return text
 
     @contextmanager
     def _threads_for(self, macs: float) -> Iterator[None]:

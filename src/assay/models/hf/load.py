@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.errors import ModelError
+from assay.errors import ConfigError, ModelError
 from assay.models.hf.args import HFArgs
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,7 @@ def load(args: HFArgs) -> Loaded:
     import torch
 
     device = _pick_device(args.device)
+    check_quantization(args)
     _check_source(args.pretrained, "pretrained")
     if args.tokenizer:
         _check_source(args.tokenizer, "tokenizer")
@@ -60,6 +61,9 @@ def load(args: HFArgs) -> Loaded:
     model = _guarded(
         "load the weights of", args.pretrained, _load_model, args.pretrained, args, dtype, device
     )
+    if args.parallelize or args.device_map or args.quantized:
+        # accelerate placed the weights: inputs go where the first layers are.
+        device = model.device
     if args.peft:
         model = _guarded("apply the PEFT adapter", args.peft, _apply_peft, model, tokenizer, args)
     model.eval()
@@ -200,10 +204,54 @@ def _load_model(source: str, args: HFArgs, dtype: Any, device: Any) -> Any:
     }
     if args.attn_implementation is not None:
         kwargs["attn_implementation"] = args.attn_implementation
-    if device.type != "cpu":
-        kwargs["device_map"] = {"": str(device)}
+    kwargs.update(placement_kwargs(args, device))
     model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
-    return model if device.type != "cpu" else model.to(device)
+    return model if "device_map" in kwargs else model.to(device)
+
+
+def placement_kwargs(args: HFArgs, device: Any) -> dict[str, Any]:
+    """from_pretrained's device_map and quantization_config for the model args.
+
+    parallelize=true shards over every visible GPU as lm-eval does (accelerate's "auto");
+    device_map names another accelerate strategy; otherwise the whole model goes to `device`.
+    """
+    kwargs: dict[str, Any] = {}
+    if args.parallelize or args.device_map:
+        kwargs["device_map"] = args.device_map or "auto"
+    elif device.type != "cpu" or args.quantized:
+        kwargs["device_map"] = {"": str(device)}
+    if args.quantized:
+        from transformers import AutoQuantizationConfig, BitsAndBytesConfig
+
+        settings = dict(args.quantization_config or {args.quantized: True})
+        kwargs["quantization_config"] = (
+            AutoQuantizationConfig.from_dict(settings)
+            if "quant_method" in settings
+            else BitsAndBytesConfig(**settings)
+        )
+    return kwargs
+
+
+def check_quantization(args: HFArgs) -> None:
+    """bitsandbytes quantization needs a CUDA GPU and the package: refuse before loading."""
+    name = args.quantized
+    if name is None or (args.quantization_config or {}).get("quant_method", "bitsandbytes") != (
+        "bitsandbytes"
+    ):
+        return
+    import importlib.util
+
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError(
+            f"--model hf: {name} quantizes with bitsandbytes, which needs a CUDA GPU; this "
+            "machine has none. Drop it (dtype=bfloat16 halves memory on CPU)."
+        )
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise ConfigError(
+            f"--model hf: {name} needs the bitsandbytes package: pip install bitsandbytes."
+        )
 
 
 def _apply_peft(model: Any, tokenizer: Any, args: HFArgs) -> Any:

@@ -63,6 +63,7 @@ class HuggingFaceLM(LM):
             if self.tokenizer.eos_token_id is not None
             else "",
             pad_token_id=self.scorer.pad_id,
+            think_end=self._think_end(args.think_end_token),
         )
 
     @property
@@ -167,7 +168,17 @@ class HuggingFaceLM(LM):
             "add_bos_token": self.args.add_bos_token,
             "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
             "weights": self._fingerprint,
+            # Only when set, so caches written before the argument existed stay valid.
+            **({"think_end_token": self.args.think_end_token} if self.args.think_end_token else {}),
         }
+
+    def _think_end(self, token: str | int | None) -> tuple[int | None, str | None]:
+        """The think-end marker as (token id, text): a text the tokenizer holds as one token is
+        also looked for by id, so a special token (which decoding drops) is still found."""
+        if token is None or isinstance(token, int):
+            return token, None
+        ids = self.tokenizer.encode(token, add_special_tokens=False)
+        return (ids[0] if len(ids) == 1 else None), token
 
     def _dtype(self) -> Any:
         return next(self.model.parameters()).dtype
