@@ -192,3 +192,13 @@ def test_a_broken_task_plugin_is_named(site):
 
     with pytest.raises(TaskConfigError, match=r"task plugin 'bad'.*shout-badtasks"):
         Registry().names()
+
+
+def test_a_lazy_name_whose_module_fails_to_import_stays_known(site):
+    (site / "shout_broken.py").write_text("raise ImportError('needs the shout extra')\n")
+    registry: ComponentRegistry[object] = ComponentRegistry("thing")
+    registry.lazy("broken", "shout_broken")
+    for _ in range(2):  # the second use must say why again, not "unknown thing"
+        with pytest.raises(ImportError, match="shout extra"):
+            registry.get("broken")
+    assert "broken" in registry

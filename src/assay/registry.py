@@ -61,7 +61,10 @@ class ComponentRegistry(Generic[T]):
     def get(self, name: str) -> T:
         """The factory for `name`, or an UnknownNameError listing close matches."""
         if name not in self._entries and name in self._lazy:
-            importlib.import_module(self._lazy.pop(name))
+            # Forget the lazy entry only once its module imported: a failed import (a missing
+            # optional dependency) must leave the name known, so the next use says why again.
+            importlib.import_module(self._lazy[name])
+            self._lazy.pop(name, None)
         if name not in self._entries and name in self._plugin_entry_points():
             self._load_plugin(name)
         if name not in self._entries:

@@ -63,8 +63,9 @@ class EchoKeyLM(LM):
 
 
 def test_api_keys_never_reach_tables_store_or_exports(tmp_path: Path) -> None:
-    from assay.models.base import register_model
+    from assay.models.base import MODELS, register_model
 
+    real_backend = MODELS.get("openai-chat")
     register_model("openai-chat")(lambda **kw: EchoKeyLM(**kw))
     try:
         config = {
@@ -87,7 +88,4 @@ def test_api_keys_never_reach_tables_store_or_exports(tmp_path: Path) -> None:
         assert all(SECRET not in t for t in texts)
         assert "***" in (tmp_path / "rows.jsonl").read_text()
     finally:
-        from assay.models.base import MODELS
-
-        MODELS._entries.pop("openai-chat", None)
-        MODELS.lazy("openai-chat", "assay.models.api.openai")
+        register_model("openai-chat")(real_backend)
