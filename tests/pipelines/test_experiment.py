@@ -619,12 +619,13 @@ def test_a_config_whose_rows_all_fail_fails_with_the_first_error(
         gsm8k_config(preprocess_fn=List([sample_preprocess_fn, lambda b, r, p: fail_all(b, r, p)]))
     )
     exp = experiment(tmp_path, "one")
-    with caplog.at_level(logging.ERROR):
+    with caplog.at_level(logging.WARNING):
         results = exp.run_evals(both, rows, num_shards=2)
     assert sorted(results) == [1, 3]  # temperature 0.0 and 0.8 of the healthy preprocess
     assert [r.status for r in exp.status_rows()] == ["completed", "failed"] * 2
     assert "every row failed (4 of 4 so far)" in exp.errors()[2]
     assert "config 2: every row failed" in caplog.text
+    assert "2 of 4 configs failed (2, 4)" in caplog.text
     stored = {c["config_id"]: c for c in exp._store.configs()}
     assert stored[2]["status"] == "failed" and "backend refused" in stored[2]["error"]
     # Failed rows are still recorded; the failed shard is not marked complete.

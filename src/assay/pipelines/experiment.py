@@ -213,8 +213,19 @@ class Experiment:
         finally:
             self._running = False
             view.close()
-        if self._configs and all(s == Status.FAILED for s in self._statuses().values()):
+        statuses = self._statuses()
+        if self._configs and all(s == Status.FAILED for s in statuses.values()):
             raise self._failures[min(self._failures)]
+        failed = sorted(cid for cid, s in statuses.items() if s == Status.FAILED)
+        if failed:
+            log.warning(
+                "experiment %r: %d of %d configs failed (%s) and are left out of the results; "
+                "experiment.errors() says why",
+                self.name,
+                len(failed),
+                len(statuses),
+                ", ".join(map(str, failed)),
+            )
         return self.results()
 
     def _prepare(
