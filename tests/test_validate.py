@@ -140,3 +140,34 @@ def test_run_of_such_a_task_fails_before_the_model_loads(tree, monkeypatch, caps
     err = capsys.readouterr().err
     assert code == 2
     assert "assay[lm-eval-tasks]" in err and "/nonexistent" not in err
+
+
+def test_pass_through_metrics_on_generated_text_give_the_aggregation_gold_and_prediction(tree):
+    from assay.doc import OutputType
+    from assay.metrics.base import SampleInput
+    from assay.scoring import build_metrics
+
+    (tree / "utils.py").write_text(
+        "def agreement(items):\n    return sum(g == p for g, p in items) / len(items)\n"
+    )
+    gen = BODY.replace("output_type: multiple_choice", "output_type: generate_until")
+    gen = gen.replace('doc_to_choice: ["a", "b"]\ndoc_to_target: 0\n', 'doc_to_target: "{{a}}"\n')
+    (tree / "t.yaml").write_text(
+        "task: t\n" + gen + "metric_list:\n  - metric: acc\n"
+        "    aggregation: !function utils.agreement\n    ignore_case: true\n",
+        encoding="utf-8",
+    )
+    config = Registry([tree], builtins=False).get("t")
+    (scored,) = build_metrics(config)
+    doc = config.prompt_function({"q": "2+2", "a": "4"}, "t")
+    values = [
+        scored.metric.sample_fn(SampleInput(doc, OutputType.GENERATE_UNTIL, answer))
+        for answer in ("4", "5")
+    ]
+    assert values == [["4", "4"], ["4", "5"]]
+    assert scored.aggregation.fn(values) == 0.5
+    (tree / "t.yaml").write_text(
+        "task: t\n" + gen + "metric_list:\n  - metric: f1\n", encoding="utf-8"
+    )
+    with pytest.raises(TaskConfigError, match="aggregation: !function"):
+        Registry([tree], builtins=False).get("t")

@@ -291,6 +291,14 @@ def _metric_specs(raw: dict[str, Any], output_type: OutputType, where: str) -> l
                 output_type.value,
             )
             entry = {}
+        if (
+            isinstance(metric, str)
+            and metric in _PASSTHROUGH
+            and output_type == OutputType.GENERATE_UNTIL
+            and raw.get("process_results") is None
+        ):
+            specs.append(_passthrough_spec(metric, entry, aggregation, higher, where, i))
+            continue
         if entry.pop("hf_evaluate", False):
             raise TaskConfigError(
                 f"{where}: metric_list[{i}] uses hf_evaluate, which downloads metric code at run time; use a built-in metric or !function."
@@ -323,6 +331,38 @@ def _metric_specs(raw: dict[str, Any], output_type: OutputType, where: str) -> l
                 f"{where}: metric_list[{i}].metric must be a name or !function, got {metric!r}."
             )
     return specs
+
+
+# lm-eval registers these as pass-through functions of (gold, prediction) pairs; on generated
+# text it calls them with the pair alone (its keyword call fails), so the task's aggregation
+# receives the pairs and every option is dropped.
+_PASSTHROUGH = {"acc", "acc_norm", "acc_mutual_info", "acc_bytes", "f1", "mcc", "brier_score"}
+
+
+def _gold_and_prediction(references: list[Any], predictions: list[Any], **_: Any) -> list[Any]:
+    """lm-eval's pass-through metric on a generated answer: [gold, prediction]."""
+    return [references[0], predictions[0]]
+
+
+def _passthrough_spec(
+    metric: str, options: dict[str, Any], aggregation: Any, higher: Any, where: str, i: int
+) -> MetricSpec:
+    if aggregation is None or aggregation == "mean":
+        raise TaskConfigError(
+            f"{where}: metric_list[{i}] ({metric}) on a generate_until task gives lm-eval's "
+            "(gold, prediction) pairs, which only an aggregation function can score; set "
+            "'aggregation: !function ...', or use exact_match."
+        )
+    if options:
+        log.warning(
+            "%s: metric_list[%d] (%s): option(s) %s are ignored on generate_until tasks, as "
+            "lm-eval ignores them; the aggregation receives (gold, prediction) pairs.",
+            where,
+            i,
+            metric,
+            ", ".join(sorted(options)),
+        )
+    return MetricSpec(metric, {}, aggregation, higher, _gold_and_prediction)
 
 
 def _filter_specs(
