@@ -171,3 +171,28 @@ def test_pass_through_metrics_on_generated_text_give_the_aggregation_gold_and_pr
     )
     with pytest.raises(TaskConfigError, match="aggregation: !function"):
         Registry([tree], builtins=False).get("t")
+
+
+def test_a_group_aggregation_function_is_called_on_its_leaf_tasks(tree, tmp_path):
+    from assay.evaluator import Evaluation, RunSettings
+
+    rows = "".join(json.dumps({"q": f"q{i}", "a": "x"}) + "\n" for i in range(7))
+    (tree / "data.jsonl").write_text(rows, encoding="utf-8")
+    (tree / "other.yaml").write_text(
+        "task: other\n" + BODY.replace("doc_to_target: 0", "doc_to_target: 1"), encoding="utf-8"
+    )
+    (tree / "script.py").write_text(
+        "def delta(scores, sizes, weight_by_size):\n    return scores[0] - scores[1]\n"
+    )
+    (tree / "delta.yaml").write_text(
+        "group: delta\ntask: [good, other]\naggregate_metric_list:\n  - metric: acc\n"
+        "    aggregation: !function script.delta\n    weight_by_size: false\n",
+        encoding="utf-8",
+    )
+    resolved = Registry([tree], builtins=False).resolve(["delta"])
+    settings = RunSettings(model="dummy", show_progress=False)
+    results = Evaluation(resolved, settings).run()
+    good, other = results["results"]["good"]["acc,none"], results["results"]["other"]["acc,none"]
+    assert good + other == pytest.approx(1.0)  # two choices, gold 0 vs gold 1
+    assert results["groups"]["delta"]["acc,none"] == pytest.approx(good - other)
+    assert results["groups"]["delta"]["acc_stderr,none"] == "N/A"

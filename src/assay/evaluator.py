@@ -643,7 +643,10 @@ class Evaluation:
                 continue
             specs = [
                 GroupSpec(
-                    a["metric"], _as_list(a.get("filter_list")), bool(a.get("weight_by_size", True))
+                    a["metric"],
+                    _as_list(a.get("filter_list")),
+                    bool(a.get("weight_by_size", True)),
+                    a["aggregation"] if callable(a.get("aggregation")) else None,
                 )
                 for a in cfg.aggregate_metric_list
             ]

@@ -74,7 +74,9 @@ def test_yaml_task_configs_equal_lm_evals_results_file():
 def test_generative_yaml_configs_equal_lm_evals_with_gen_kwargs_merged(tmp_path, shape, gen_kwargs):
     (tmp_path / "task.yaml").write_text(GENERATIVE[shape], encoding="utf-8")
     (tmp_path / "rows.jsonl").write_text('{"q": "1+1", "a": "2"}\n', encoding="utf-8")
-    config = next(iter(Registry([tmp_path], builtins=False).yaml_configs().values()))
+    registry = Registry([tmp_path], builtins=False)
+    (name,) = registry.yaml_names()
+    config = registry.get(name)
     ours = config_dump(Task(config), gen_kwargs)
     ours["metadata"].pop("config_source")
     theirs = _lm_eval_dump(GENERATIVE[shape], 0, gen_kwargs)

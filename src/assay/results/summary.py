@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,6 +93,8 @@ class GroupSpec:
     metric: str
     filters: list[str] | None
     weight_by_size: bool = True
+    function: Callable[[list[Any], list[int], bool], Any] | None = None
+    """A group's own aggregation (`!function`): fn(values, sizes, weight_by_size); no stderr."""
 
 
 def group_entry(
@@ -122,7 +124,10 @@ def group_entry(
             values = [c[key] for c in present]
             sizes = [c.get("sample_len", 0) for c in present]
             stderrs = [c.get(f"{spec.metric}_stderr,{flt}", "N/A") for c in present]
-            value, stderr = group_aggregate(values, sizes, stderrs, spec.weight_by_size)
+            if spec.function is not None:
+                value, stderr = spec.function(values, sizes, spec.weight_by_size), "N/A"
+            else:
+                value, stderr = group_aggregate(values, sizes, stderrs, spec.weight_by_size)
             entry[key] = value
             entry[f"{spec.metric}_stderr,{flt}"] = stderr
             counts[key] = sum(sizes)

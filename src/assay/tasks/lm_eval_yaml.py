@@ -588,14 +588,29 @@ def group_config_from_yaml(raw: dict[str, Any], path: Path) -> GroupConfig:
     aggregate = raw.get("aggregate_metric_list") or []
     if isinstance(aggregate, dict):
         aggregate = [aggregate]
+    aggregate = list(aggregate)
     for i, entry in enumerate(aggregate):
         if not isinstance(entry, dict) or "metric" not in entry:
             raise TaskConfigError(
                 f"{path} (group {name!r}): aggregate_metric_list[{i}] needs a 'metric'."
             )
-        if entry.get("aggregation", "mean") != "mean":
+        function = _function_or(entry.get("aggregation", "mean"))
+        if callable(function):
+            # lm-eval 0.4.13 accepts the function and then reports the mean anyway; assay calls
+            # it, as written: fn(metric values, sizes, weight_by_size) of the leaf tasks.
+            log.warning(
+                "%s (group %r): aggregate_metric_list[%d] aggregates with %s; lm-eval 0.4.13 "
+                "ignores such a function and reports the mean, so its number will differ.",
+                path,
+                name,
+                i,
+                getattr(function, "__name__", function),
+            )
+            aggregate[i] = {**entry, "aggregation": function}
+        elif function != "mean":
             raise TaskConfigError(
-                f"{path} (group {name!r}): only 'mean' aggregation is supported for groups (as in lm-eval)."
+                f"{path} (group {name!r}): aggregate_metric_list[{i}] aggregation is "
+                f"{function!r}; a group aggregates with 'mean' or a !function (as in lm-eval)."
             )
     overrides = {
         k: v
