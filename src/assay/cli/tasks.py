@@ -28,11 +28,29 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         if name == "show":
             p.add_argument("name")
             p.add_argument("--num-fewshot", type=int, default=None)
+            p.add_argument(
+                "--apply-chat-template",
+                action="store_true",
+                help="render with the chat template of --model-args tokenizer=...",
+            )
+            p.add_argument("--system-instruction", default=None, help="system prompt, as in run")
+            p.add_argument(
+                "--fewshot-as-multiturn",
+                action="store_true",
+                default=None,
+                help="few-shot examples as chat turns",
+            )
+            p.add_argument(
+                "--model-args",
+                default="",
+                help="tokenizer=DIR_OR_ID (or pretrained=...): whose chat template renders",
+            )
     tasks.set_defaults(handler=main)
 
 
 def main(args: argparse.Namespace) -> int:
     """Print the listing, the shown task or the dump."""
+    from assay.models.args import parse_kv
     from assay.tasks import listing
     from assay.tasks.registry import Registry
 
@@ -40,7 +58,15 @@ def main(args: argparse.Namespace) -> int:
     if args.tasks_command == "list":
         print(listing.list_table(registry, args.pattern))
     elif args.tasks_command == "show":
-        print(listing.show(registry, args.name, args.num_fewshot))
+        model_args = parse_kv(args.model_args, "--model-args")
+        settings = listing.ShowSettings(
+            num_fewshot=args.num_fewshot,
+            apply_chat_template=args.apply_chat_template,
+            system_instruction=args.system_instruction,
+            fewshot_as_multiturn=args.fewshot_as_multiturn,
+            tokenizer=model_args.get("tokenizer") or model_args.get("pretrained"),
+        )
+        print(listing.show(registry, args.name, settings))
     else:
         errors: list[str] = []
         print(listing.dump(registry, errors))

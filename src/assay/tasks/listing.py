@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from assay.errors import AssayError
+from assay.errors import AssayError, ConfigError
 from assay.tasks.config import TaskConfig
 from assay.tasks.lm_eval_yaml import GroupConfig
 from assay.tasks.registry import Registry
 from assay.tasks.task import Task
+
+log = logging.getLogger(__name__)
 
 
 def _family(config: TaskConfig) -> str:
@@ -50,11 +56,25 @@ def list_table(registry: Registry, pattern: str | None = None) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
-def show(registry: Registry, name: str, num_fewshot: int | None) -> str:
-    """A task's settings and one rendered prompt (from bundled example rows when it has them).
+@dataclass(frozen=True)
+class ShowSettings:
+    """The run settings `tasks show` previews a prompt with (those of `assay run`)."""
 
-    The requests are built as a run builds them (generation settings included), so what is
-    shown is what the model would get.
+    num_fewshot: int | None = None
+    apply_chat_template: bool = False
+    system_instruction: str | None = None
+    fewshot_as_multiturn: bool | None = None
+    tokenizer: str | None = None
+    """The tokenizer whose chat template renders the prompt (--model-args tokenizer=...)."""
+
+
+def show(registry: Registry, name: str, settings: ShowSettings | None = None) -> str:
+    """A task's settings and its first doc's requests, built as a run builds them (prompt
+    settings and generation settings included), so what is shown is what the model gets.
+
+    The doc comes from the task's real data when it is at hand (local files, or the hub cache:
+    nothing is downloaded for a task that bundles example rows); otherwise from the bundled
+    example rows, and the output says so.
     """
     from assay.doc import OutputType
     from assay.evaluator import Evaluation
@@ -62,25 +82,38 @@ def show(registry: Registry, name: str, num_fewshot: int | None) -> str:
     from assay.settings import RunSettings
     from assay.tasks.registry import Resolved, TaskRequest
 
+    s = settings or ShowSettings()
     found = registry.get(name)
     if isinstance(found, GroupConfig):
         return f"group {found.name}: {', '.join(map(str, found.tasks))}"
-    config = _offline_copy(found) if found.example_rows else found
-    # Showing a task runs none of its model-written code, so unsafe tasks may be shown.
-    evaluation = Evaluation(
-        Resolved([TaskRequest(config, num_fewshot)]), RunSettings(confirm_run_unsafe_code=True)
+    if s.apply_chat_template and not s.tokenizer:
+        raise ConfigError(
+            "tasks show --apply-chat-template renders with a tokenizer's chat template: add "
+            "--model-args tokenizer=<directory or hub id> (or pretrained=...)."
+        )
+    if s.fewshot_as_multiturn and not s.apply_chat_template:
+        raise ConfigError("--fewshot-as-multiturn needs --apply-chat-template.")
+    config, origin = _data_for_show(found)
+    run = RunSettings(
+        # Showing a task runs none of its model-written code, so unsafe tasks may be shown.
+        confirm_run_unsafe_code=True,
+        apply_chat_template=s.apply_chat_template,
+        system_instruction=s.system_instruction,
+        fewshot_as_multiturn=s.fewshot_as_multiturn,
     )
+    evaluation = Evaluation(Resolved([TaskRequest(config, s.num_fewshot)]), run)
     (task,) = evaluation.tasks
     lines = [
         f"task: {config.name}",
         f"source: {config.source}",
         f"output type: {task.output_type.value}",
         f"shots: {task.shots}",
-        f"metrics: {', '.join(m.name for m in config.metrics)}",
-    ]  # type: ignore[union-attr]
+        f"metrics: {', '.join(m.name for m in config.metrics)}",  # type: ignore[union-attr]
+        f"doc 0: {origin}",
+    ]
     _, doc = next(task.docs([0]))
-    # The run's own prompt settings (no model: --apply-chat-template is not set here).
-    prompts = evaluation._prompt_manager(task, model=None)  # type: ignore[arg-type]
+    model = _TokenizerOnly(s.tokenizer) if s.tokenizer else None
+    prompts = evaluation._prompt_manager(task, model=model)  # type: ignore[arg-type]
     prompt: Any = (
         prompts.contexts(doc, doc.fewshot_samples)
         if doc.shared_continuation is not None
@@ -100,6 +133,77 @@ def show(registry: Registry, name: str, num_fewshot: int | None) -> str:
         lines.append("--- request " + str(inst.index))
         lines.append(json.dumps(inst.arguments(), ensure_ascii=False, indent=1))
     return "\n".join(lines)
+
+
+def _data_for_show(config: TaskConfig) -> tuple[TaskConfig, str]:
+    """The config to show a doc of, and where that doc comes from."""
+    if not config.example_rows:
+        return config, "the task's dataset"
+    try:
+        with _cache_only():
+            Task(config).load()
+    except AssayError as exc:
+        log.info("tasks show %s: the dataset is not at hand (%s)", config.name, exc)
+        return _offline_copy(config), (
+            "a bundled EXAMPLE row (the dataset is not in the local cache: this shows the prompt "
+            "format, not a real question)"
+        )
+    return config, "the task's dataset"
+
+
+@contextmanager
+def _cache_only() -> Iterator[None]:
+    """Hub datasets from the local cache only: showing a prompt downloads nothing."""
+    import os
+
+    names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    saved = {n: os.environ.get(n) for n in names}
+    os.environ.update(dict.fromkeys(names, "1"))
+    patched = []
+    # The libraries read the variables when imported; patch them when they already are.
+    for module, attr in (("huggingface_hub.constants", "HF_HUB_OFFLINE"),
+                         ("datasets.config", "HF_HUB_OFFLINE"),
+                         ("datasets.config", "HF_DATASETS_OFFLINE")):  # fmt: skip
+        loaded = sys.modules.get(module)
+        if loaded is not None and hasattr(loaded, attr):
+            patched.append((loaded, attr, getattr(loaded, attr)))
+            setattr(loaded, attr, True)
+    try:
+        yield
+    finally:
+        for loaded, attr, value in patched:
+            setattr(loaded, attr, value)
+        for n, value in saved.items():
+            if value is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = value
+
+
+class _TokenizerOnly:
+    """The part of a model `tasks show` needs: the chat template of a tokenizer."""
+
+    accepts_messages = False
+
+    def __init__(self, name: str) -> None:
+        try:
+            from transformers import AutoTokenizer
+
+            self.tokenizer = AutoTokenizer.from_pretrained(name)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"--model-args tokenizer={name}: cannot load this tokenizer ({exc}). Give a "
+                "local directory or a hub id in the local cache."
+            ) from None
+        self.name = name
+
+    def chat_template(self) -> Any:
+        from assay.prompts.chat import TokenizerChatTemplate
+
+        return TokenizerChatTemplate(
+            self.tokenizer,
+            missing=f"--model-args tokenizer={self.name}: this tokenizer has no chat template.",
+        )
 
 
 def _offline_copy(config: TaskConfig) -> TaskConfig:
