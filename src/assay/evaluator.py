@@ -32,7 +32,9 @@ from assay.requests.types import (
     normalize_gen_kwargs,
     set_max_gen_toks,
 )
+from assay.results.provenance import backend_identity, run_provenance, task_provenance
 from assay.results.rerun import check_folder, clear_folder, run_key
+from assay.results.schema import TaskProvenance
 from assay.results.summary import GroupSpec, MetricValues, group_entry, task_entry
 from assay.results.table import make_table
 from assay.results.task_config import config_dump
@@ -42,6 +44,7 @@ from assay.scoring import (
     apply_filters,
     build_filters,
     build_metrics,
+    doc_hash,
     dumps,
     sample_record,
     score,
@@ -248,6 +251,8 @@ class Evaluation:
     def __init__(self, resolved: Resolved, settings: RunSettings) -> None:
         _check_settings(settings)
         self.resolved, self.settings = resolved, settings
+        self._doc_hashes: dict[str, list[tuple[int, str]]] = {}
+        """Per task being run: (doc id, doc_hash) of every doc scored (its fingerprint)."""
         self.tasks = [
             Task(
                 _configured(r.config, settings),
@@ -334,6 +339,8 @@ class Evaluation:
         }
         assay_extra: dict[str, Any] = {"timings": {}, "requests": {}}
         batch_sizes: list[int] = []
+        self._backend = backend_identity(model)
+        self._provenance: dict[str, TaskProvenance] = {}
         for task in self.tasks:
             t0 = time.perf_counter()
             chosen_before = len(_chosen_batch_sizes(model))
@@ -345,6 +352,9 @@ class Evaluation:
             cfg = task.config
             results["results"][task.name] = entry
             results["configs"][task.name] = config_dump(task, self.settings.gen_kwargs)
+            self._provenance[task.name] = task_provenance(
+                task, results["configs"][task.name], self._doc_hashes.pop(task.name)
+            )
             results["versions"][task.name] = cfg.version
             results["n-shot"][task.name] = task.shots
             results["higher_is_better"][task.name] = {
@@ -446,6 +456,7 @@ class Evaluation:
         with_uncond = any(m.metric.needs_unconditioned for m in metrics)
         indices = self._doc_indices(task)
         columns: dict[tuple[str, str], MetricValues] = {}
+        hashes = self._doc_hashes[task.name] = []
         parts = {
             f.name: (out.path / f".samples_{task.name}.{i}.part") if out else None
             for i, f in enumerate(filters)
@@ -471,6 +482,7 @@ class Evaluation:
                 )
                 apply_filters(results, filters)
                 score(results, cfg, metrics, filters)
+                hashes += [(r.doc_id, doc_hash(r.doc.row or {})) for r in results]
                 clusters = {r.doc_id: cluster_of(task, r.doc, r.doc_id) for r in results}
                 n_docs += len(results)
                 for ensemble in filters:
@@ -713,6 +725,7 @@ class Evaluation:
         final["system_instruction"] = s.system_instruction
         final["fewshot_as_multiturn"] = bool(s.fewshot_as_multiturn)
         final["chat_template_applied"] = s.apply_chat_template
+        final["provenance"] = run_provenance(self._backend, s, self._provenance)
         final["assay"] = {**extra, "executor": self.executor.describe(), "run": self._run_key()}
         final["total_evaluation_time_seconds"] = str(time.perf_counter() - started)
         return final

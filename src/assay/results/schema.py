@@ -130,6 +130,8 @@ class BackendIdentity(TypedDict, total=False):
     max_length: int | None
     """Context length the backend truncates to."""
     add_bos_token: bool | None
+    identity: dict[str, Any]
+    """The backend's full identity: everything its response cache keys on."""
 
 
 class TaskProvenance(TypedDict):
