@@ -204,7 +204,8 @@ class ResultsFile(TypedDict, total=False):
     provenance: Provenance
     """assay only."""
     assay: dict[str, Any]
-    """assay only: timings, request and token counts, executor description."""
+    """assay only: timings, request and token counts, executor description, and `run` (the
+    tasks and settings that make two runs the same run; see results/rerun.py)."""
     total_evaluation_time_seconds: str
 
 
