@@ -57,6 +57,12 @@ class HFArgs:
     think_end_token: str | int | None = None
     """End of a reasoning model's thinking (text or token id): generated text up to and
     including its last occurrence is dropped before stop strings, filters and metrics."""
+    prefix_cache: bool = True
+    """Compute a token prefix shared by several docs (few-shot examples, a description) once
+    and continue every doc from its key/value cache; false recomputes it for every doc."""
+    prefix_cache_mb: float = 1024.0
+    """Memory (MiB, on the model's device) that cached prefixes may hold; the least recently
+    used are dropped beyond it."""
 
     @property
     def quantized(self) -> str | None:
@@ -103,6 +109,8 @@ HF_ARGS: dict[str, Arg] = {
     "load_in_8bit": Arg(bool, False),
     "quantization_config": Arg(dict, None, nullable=True),
     "think_end_token": Arg(str, None, nullable=True, normalise=_token),
+    "prefix_cache": Arg(bool, True),
+    "prefix_cache_mb": Arg(float, 1024.0, minimum=0),
 }
 
 

@@ -62,9 +62,18 @@ class ModelShape:
         """Key/value cache of one row holding `tokens` tokens."""
         return 2 * self.layers * self.kv_heads * self.head_dim * tokens * self.dtype_bytes
 
-    def scoring_row_bytes(self, length: int) -> int:
-        """One packed loglikelihood row: activations, mask and float32 log-probs of its positions."""
-        return self.activation_bytes(length, length) + length * length + 3 * length * self.vocab * 4
+    def scoring_row_bytes(self, length: int, past: int = 0) -> int:
+        """One packed loglikelihood row: activations, mask and float32 log-probs of its positions.
+
+        `past` cached prefix positions add their keys and values (copied per row as the row's
+        own are appended) and the attention to them.
+        """
+        return (
+            self.activation_bytes(length, past + length)
+            + length * (past + length)
+            + 3 * length * self.vocab * 4
+            + self.kv_bytes(past + length) * (past > 0)
+        )
 
     def generation_row_bytes(self, context: int, new_tokens: int) -> int:
         """One generation row: prefill activations plus the KV cache at its full length."""

@@ -52,7 +52,14 @@ class HuggingFaceLM(LM):
         self._view = TokenizerView(self.tokenizer, args.add_bos_token)
         self._sizer = BatchSizer(args.batch_size, args.max_batch_size, self.device)
         pad_id = self.tokenizer.pad_token_id
-        self.scorer = Scorer(self.model, self.device, self.max_length, self._sizer, pad_id)
+        self.scorer = Scorer(
+            self.model,
+            self.device,
+            self.max_length,
+            self._sizer,
+            pad_id,
+            prefix_budget_bytes=int(args.prefix_cache_mb * 2**20) if args.prefix_cache else None,
+        )
         self._generator = Generator(
             self.model,
             self._view,

@@ -23,6 +23,7 @@ from typing import Any
 
 from assay.errors import ModelError
 from assay.models.hf.memory import BatchSizer, ModelShape, run_with_backoff
+from assay.models.hf.prefix import Prefix, PrefixCache
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class Scorer:
         sizer: BatchSizer,
         pad_token_id: int | None,
         share_prefixes: bool = True,
+        prefix_budget_bytes: int | None = None,
     ) -> None:
         self.model = model
         self.device = device
@@ -68,7 +70,13 @@ class Scorer:
         self.mask_style = _MASK_STYLES.get(attn)
         self.keep_logits = True
         self.share_prefixes = share_prefixes and self.mask_style is not None
+        self.prefixes: PrefixCache | None = None
         self._probe()
+        if prefix_budget_bytes is not None:
+            self.prefixes = PrefixCache(
+                model, device, prefix_budget_bytes, keep_logits=self.keep_logits
+            )
+            self._probe_prefixes()
 
     def score(self, pairs: Sequence[tuple[Tokens, Tokens]]) -> list[tuple[float, bool]]:
         """(log P(continuation | context), greedy?) per (context tokens, continuation tokens).
@@ -77,28 +85,45 @@ class Scorer:
         continuation scores (0.0, True).
         """
         results: list[tuple[float, bool]] = [(0.0, True)] * len(pairs)
-        groups: dict[tuple[int, ...], dict[tuple[int, ...], list[tuple[int, Tokens]]]] = {}
-        for i, (context, continuation) in enumerate(pairs):
-            if not continuation:
-                continue
-            base, segment = self._place(i, context, continuation)
-            groups.setdefault(base, {}).setdefault(segment, []).append((i, continuation))
-        rows = [row for base, segments in groups.items() for row in self._rows(base, segments)]
-        scored = run_with_backoff(
-            rows,
-            self._run_rows,
-            length=lambda row: len(row.tokens),
-            row_bytes=self.shape.scoring_row_bytes,
-            sizer=self.sizer,
-        )
-        for row, row_scores in zip(rows, scored, strict=True):
-            for (slots, _, _), value in zip(row.targets, row_scores, strict=True):
-                for slot in slots:  # type: ignore[union-attr]
-                    results[slot] = value
+        placed = [
+            (i, *self._truncate(i, context, continuation))
+            for i, (context, continuation) in enumerate(pairs)
+            if continuation
+        ]
+        if self.prefixes is not None:
+            assigned = self.prefixes.assign([context for _, context, _ in placed])
+        else:
+            assigned = [(None, 0)] * len(placed)
+        # Per cross-doc prefix (and how much of it a row uses): bases, then their segments.
+        groups: dict[tuple[int, int], dict[tuple, dict[tuple, list[tuple[int, Tokens]]]]] = {}
+        starts: dict[tuple[int, int], tuple[Prefix | None, int]] = {}
+        for (i, context, continuation), (prefix, length) in zip(placed, assigned, strict=True):
+            start = (id(prefix), length)
+            starts[start] = (prefix, length)
+            if self.share_prefixes:
+                base, segment = tuple(context[length:]), tuple(continuation[:-1])
+            else:
+                base, segment = tuple([*context, *continuation][length:-1]), ()
+            bases = groups.setdefault(start, {})
+            bases.setdefault(base, {}).setdefault(segment, []).append((i, continuation))
+        for start, bases in groups.items():
+            prefix, length = starts[start]
+            rows = [row for base, segments in bases.items() for row in self._rows(base, segments)]
+            scored = run_with_backoff(
+                rows,
+                lambda batch, p=prefix, n=length: self._run_rows(batch, p, n),  # type: ignore[misc]
+                length=lambda row: len(row.tokens),
+                row_bytes=lambda n, m=length: self.shape.scoring_row_bytes(n, past=m),
+                sizer=self.sizer,
+            )
+            for row, row_scores in zip(rows, scored, strict=True):
+                for (slots, _, _), value in zip(row.targets, row_scores, strict=True):
+                    for slot in slots:  # type: ignore[union-attr]
+                        results[slot] = value
         return results
 
-    def _place(self, index: int, context: Tokens, continuation: Tokens) -> tuple[tuple, tuple]:
-        """(base, segment): the model reads base + segment and predicts the continuation last."""
+    def _truncate(self, index: int, context: Tokens, continuation: Tokens) -> tuple[Tokens, Tokens]:
+        """(context, continuation) after lm-eval's left truncation to max_length + 1 tokens."""
         if len(continuation) > self.max_length:
             raise ModelError(
                 f"--model hf: request {index} has a continuation of {len(continuation)} tokens, "
@@ -107,10 +132,7 @@ class Scorer:
         whole = [*context, *continuation]
         if len(whole) > self.max_length + 1:
             whole = whole[-(self.max_length + 1) :]
-        context = whole[: len(whole) - len(continuation)]
-        if self.share_prefixes:
-            return tuple(context), tuple(continuation[:-1])
-        return tuple(whole[:-1]), ()
+        return whole[: len(whole) - len(continuation)], continuation
 
     def _rows(self, base: tuple[int, ...], segments: dict) -> list[_Row]:
         """Pack a base and its segments into as few rows as keep attention cost reasonable."""
@@ -138,7 +160,10 @@ class Scorer:
                 row.targets.append((slots, indices, continuation))  # type: ignore[arg-type]
         return rows
 
-    def _run_rows(self, rows: Sequence[_Row]) -> list[list[tuple[float, bool]]]:
+    def _run_rows(
+        self, rows: Sequence[_Row], prefix: Prefix | None = None, past: int = 0
+    ) -> list[list[tuple[float, bool]]]:
+        """Scores of each row's targets; rows continue the first `past` tokens of `prefix`."""
         import torch
 
         width = max(len(row.tokens) for row in rows)
@@ -160,7 +185,12 @@ class Scorer:
 
         kwargs: dict[str, Any] = {}
         if any(row.n_segments > 1 for row in rows):
-            kwargs = self._packing_inputs(rows, width)
+            kwargs = self._packing_inputs(rows, width, past)
+        if prefix is not None:
+            kwargs["past_key_values"] = self.prefixes.past(prefix, past, len(rows))  # type: ignore[union-attr]
+            if "position_ids" not in kwargs:
+                positions = torch.arange(past, past + width, device=self.device)
+                kwargs["position_ids"] = positions[None].expand(len(rows), -1)
         logits = self._forward(ids, keep, kwargs)
 
         device = logits.device
@@ -180,8 +210,11 @@ class Scorer:
             start += len(row.targets)
         return out
 
-    def _packing_inputs(self, rows: Sequence[_Row], width: int) -> dict[str, Any]:
-        """4-D mask (causal, each segment sees the base and itself) and restarting positions."""
+    def _packing_inputs(self, rows: Sequence[_Row], width: int, past: int = 0) -> dict[str, Any]:
+        """4-D mask (causal, each segment sees the base and itself) and restarting positions.
+
+        With `past` cached prefix positions in front, every row sees all of them.
+        """
         import torch
 
         segments = torch.tensor([r.segment_ids + [-1] * (width - len(r.tokens)) for r in rows])
@@ -190,6 +223,10 @@ class Scorer:
         visible = (segments[:, :, None] == segments[:, None, :]) | (segments[:, None, :] == 0)
         # Padding queries see the base (never nothing), so no row of the softmax is all -inf.
         mask = (visible & causal)[:, None]
+        if past:
+            seen = torch.ones(len(rows), 1, width, past, dtype=torch.bool)
+            mask = torch.cat([seen, mask], dim=-1)
+            positions = positions + past
         if self.mask_style == "additive":
             dtype = next(self.model.parameters()).dtype
             mask = torch.zeros(mask.shape, dtype=dtype).masked_fill_(~mask, torch.finfo(dtype).min)
@@ -199,16 +236,15 @@ class Scorer:
         """Logits at the kept positions, shape [kept, vocab]."""
         import torch
 
+        # Rows continuing a cached prefix need the cache; otherwise none is built.
+        kwargs = {"use_cache": "past_key_values" in kwargs, **kwargs}
         with torch.inference_mode():
             if self.keep_logits:
                 out = self.model(
-                    input_ids=ids.to(self.device),
-                    use_cache=False,
-                    logits_to_keep=keep.to(self.device),
-                    **kwargs,
+                    input_ids=ids.to(self.device), logits_to_keep=keep.to(self.device), **kwargs
                 )
                 return out.logits
-            out = self.model(input_ids=ids.to(self.device), use_cache=False, **kwargs)
+            out = self.model(input_ids=ids.to(self.device), **kwargs)
             return out.logits[keep.to(out.logits.device)]
 
     def _probe(self) -> None:
@@ -243,6 +279,37 @@ class Scorer:
             self.share_prefixes = False
             log.info("model does not honour custom attention masks; prefix sharing is off")
         self.sizer = sizer
+
+    def _probe_prefixes(self) -> None:
+        """Check rows continuing a cached prefix against one plain row per request."""
+        import torch
+
+        prefixes = self.prefixes
+        if prefixes is None or not prefixes.enabled:
+            return
+        generator = torch.Generator().manual_seed(1)
+        high = min(self.shape.vocab, 30000)
+        draw = lambda n: torch.randint(3, high, (n,), generator=generator).tolist()  # noqa: E731
+        shared = draw(5)
+        pairs = [([*shared, *draw(3)], draw(2)), ([*shared, *draw(2)], draw(1))]
+        pairs.append((pairs[0][0], draw(3)))
+        reference = [self._alone(ctx, cont) for ctx, cont in pairs]
+        tolerance = 1e-3 if self.shape.dtype_bytes >= 4 else 0.1
+        sizer, self.sizer = self.sizer, BatchSizer(len(pairs), len(pairs), self.device)
+        min_tokens, prefixes.min_tokens = prefixes.min_tokens, 4
+        try:
+            got = self.score(pairs)
+            agrees = all(abs(g[0] - r) <= tolerance for g, r in zip(got, reference, strict=True))
+            used = prefixes.stats.inputs_reusing > 0
+        except (TypeError, ValueError, RuntimeError, IndexError) as exc:
+            log.debug("prefix probe failed: %s", exc)
+            agrees = used = False
+        finally:
+            self.sizer, prefixes.min_tokens = sizer, min_tokens
+            prefixes.reset()
+        if not (agrees and used):
+            prefixes.enabled = False
+            log.info("the model does not continue cached prefixes exactly; prefix reuse is off")
 
     def _alone(self, context: Tokens, continuation: Tokens) -> float:
         """log P(continuation | context) from a plain forward pass of one unpadded row."""

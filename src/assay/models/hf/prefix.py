@@ -1,0 +1,283 @@
+"""Key/value caches of token prefixes shared by many docs, computed once and kept across batches.
+
+Few-shot tasks put the same description and solved examples in front of every doc of a task (or
+of a subject, or of a class's few-shot set). The backend tokenises each request as lm-eval does,
+then looks for the longest *token* prefix its input shares with others: a prefix of every
+member's own token ids, so a shared text that ends mid-word or splits differently under BPE is
+simply shared up to the last token all members agree on, never re-tokenised.
+
+Two tries over token ids find the prefixes:
+- `PrefixStore` keeps the key/value cache of prefixes already computed (least recently used
+  evicted beyond a memory budget). A request matching a stored prefix for `k` tokens reuses its
+  first `k` positions: in a causal model the keys and values of position `i` depend on tokens
+  `0..i` only, so a cropped prefix is exact.
+- `shared_cuts` finds new prefixes among a batch's inputs: a trie node visited by two or more
+  distinct inputs is a shared prefix; a deeper node becomes a cut of its own only when it adds at
+  least `min_tokens` tokens to the cut above it, so per-subset prefixes (a description shared by
+  all docs, then each subject's examples) each get their cache without splitting batches over
+  prefixes a few tokens apart.
+
+Every input keeps at least one token of its own after the prefix: the last input position
+predicts the first continuation (or generated) token, so it must run with the batch.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+MIN_SHARED_TOKENS = 32
+"""Shorter shared prefixes are recomputed: their saving does not pay for a separate pass."""
+
+
+class _Node:
+    """A trie node: how many inputs pass through it, its children by token id, and a label."""
+
+    __slots__ = ("children", "count", "label")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.children: dict[int, _Node] = {}
+        self.label: Any = None
+
+
+def shared_cuts(inputs: Sequence[Sequence[int]], min_tokens: int = MIN_SHARED_TOKENS) -> list[int]:
+    """Per input, the length of the prefix it shares with other inputs (0: none).
+
+    Equal inputs count once. A cut is the end of a run of tokens that two or more distinct
+    inputs share; it is kept when it lies at least `min_tokens` below the kept cut above it.
+    Each input takes the deepest kept cut on its path, capped to leave it one token of its own.
+    """
+    root = _Node()
+    distinct = list(dict.fromkeys(tuple(tokens) for tokens in inputs))
+    for tokens in distinct:
+        node = root
+        for token in tokens:
+            child = node.children.get(token)
+            if child is None:
+                child = node.children[token] = _Node()
+            child.count += 1
+            node = child
+    cut_of: dict[tuple[int, ...], int] = {}
+    for tokens in distinct:
+        node, kept = root, 0
+        for depth, token in enumerate(tokens, start=1):
+            node = node.children[token]
+            if node.count < 2:
+                break
+            # The end of a shared run: the next node is visited by fewer inputs, or it ends here.
+            ends_run = depth == len(tokens) or node.children[tokens[depth]].count < node.count
+            if ends_run and depth - kept >= min_tokens:
+                kept = depth
+        cut_of[tokens] = min(kept, len(tokens) - 1) if kept >= min_tokens else 0
+    return [cut_of[tuple(tokens)] for tokens in inputs]
+
+
+@dataclass
+class Prefix:
+    """A computed prefix: its tokens and per-layer (keys, values), each [1, heads, len, dim]."""
+
+    tokens: tuple[int, ...]
+    layers: list[tuple[Any, Any]]
+    nbytes: int
+
+
+@dataclass
+class PrefixStats:
+    """What the prefix cache saved, for a run's record."""
+
+    prefixes_computed: int = 0
+    """Prefix passes run (a prefix extending a stored one counts once, for its new tokens)."""
+    prefix_tokens_computed: int = 0
+    """Tokens run through those passes."""
+    inputs_reusing: int = 0
+    """Distinct inputs (contexts, prompts) continued from a cached prefix."""
+    tokens_reused: int = 0
+    """Prefix tokens those inputs did not recompute."""
+    evictions: int = 0
+    """Prefixes dropped from the store to stay within the memory budget."""
+
+    def as_dict(self) -> dict[str, int]:
+        """Plain numbers for results.json."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass
+class PrefixStore:
+    """Computed prefixes by token ids, least recently used first out beyond `budget_bytes`."""
+
+    budget_bytes: int
+    stats: PrefixStats = field(default_factory=PrefixStats)
+    _entries: OrderedDict[tuple[int, ...], Prefix] = field(default_factory=OrderedDict)
+    _root: _Node = field(default_factory=_Node)
+
+    def match(self, tokens: Sequence[int]) -> tuple[Prefix | None, int]:
+        """The stored prefix sharing the most leading tokens with `tokens`, and how many."""
+        node, depth = self._root, 0
+        for token in tokens:
+            child = node.children.get(token)
+            if child is None:
+                break
+            node, depth = child, depth + 1
+        if depth == 0:
+            return None, 0
+        prefix = self._entries[node.label]
+        self._entries.move_to_end(prefix.tokens)
+        return prefix, depth
+
+    def add(self, prefix: Prefix) -> None:
+        """Keep `prefix` (if it fits the budget at all), evicting the least recently used."""
+        if prefix.nbytes > self.budget_bytes or prefix.tokens in self._entries:
+            return
+        self._entries[prefix.tokens] = prefix
+        while sum(p.nbytes for p in self._entries.values()) > self.budget_bytes:
+            self._entries.popitem(last=False)
+            self.stats.evictions += 1
+        self._index()
+
+    def clear(self) -> None:
+        """Drop every stored prefix (the statistics stay)."""
+        self._entries.clear()
+        self._index()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the stored prefixes."""
+        return sum(p.nbytes for p in self._entries.values())
+
+    def _index(self) -> None:
+        """Rebuild the trie: each node is labelled with a stored prefix that passes through it."""
+        self._root = _Node()
+        for key in self._entries:
+            node = self._root
+            for token in key:
+                node = node.children.setdefault(token, _Node())
+                node.label = key
+
+
+Assignment = tuple[Prefix | None, int]
+"""The prefix an input starts from and how many of its tokens it covers ((None, 0): none)."""
+
+
+class PrefixCache:
+    """Finds, computes and hands out shared prefixes for one causal language model."""
+
+    def __init__(
+        self,
+        model: Any,
+        device: Any,
+        budget_bytes: int,
+        min_tokens: int = MIN_SHARED_TOKENS,
+        keep_logits: bool = True,
+    ) -> None:
+        self.model = model
+        self.device = device
+        self.min_tokens = min_tokens
+        self.keep_logits = keep_logits
+        self.store = PrefixStore(budget_bytes)
+        self.enabled = reusable_cache(model)
+
+    @property
+    def stats(self) -> PrefixStats:
+        """What the cache saved so far."""
+        return self.store.stats
+
+    def assign(self, inputs: Sequence[Sequence[int]]) -> list[Assignment]:
+        """Per input (token ids), the prefix to start from; new shared prefixes are computed."""
+        if not self.enabled:
+            return [(None, 0)] * len(inputs)
+        distinct = list(dict.fromkeys(tuple(tokens) for tokens in inputs))
+        cuts = shared_cuts(distinct, self.min_tokens)
+        fresh: dict[tuple[int, ...], Prefix] = {}
+        chosen: dict[tuple[int, ...], Assignment] = {}
+        for tokens, cut in zip(distinct, cuts, strict=True):
+            stored, matched = self.store.match(tokens[: len(tokens) - 1])
+            if matched < self.min_tokens:
+                stored, matched = None, 0
+            # A stored prefix wins unless this batch shares markedly more than it covers.
+            if cut - matched < self.min_tokens:
+                chosen[tokens] = (stored, matched)
+            else:
+                key = tokens[:cut]
+                if key not in fresh:
+                    fresh[key] = self._compute(key)
+                chosen[tokens] = (fresh[key], cut)
+            if chosen[tokens][0] is not None:
+                self.stats.inputs_reusing += 1
+                self.stats.tokens_reused += chosen[tokens][1]
+        return [chosen[tuple(tokens)] for tokens in inputs]
+
+    def past(self, prefix: Prefix, length: int, batch: int) -> Any:
+        """A fresh DynamicCache holding the first `length` prefix positions for `batch` rows.
+
+        Rows share the prefix tensors (an expanded view); the model's update concatenates new
+        positions onto them without writing into the stored prefix.
+        """
+        from transformers import DynamicCache
+
+        cache = DynamicCache(
+            ddp_cache_data=[(k[:, :, :length], v[:, :, :length]) for k, v in prefix.layers]
+        )
+        if batch > 1:
+            for layer in cache.layers:
+                layer.keys = layer.keys.expand(batch, -1, -1, -1)
+                layer.values = layer.values.expand(batch, -1, -1, -1)
+        return cache
+
+    def reset(self) -> None:
+        """Forget every stored prefix and what was saved so far."""
+        self.store.clear()
+        self.store.stats = PrefixStats()
+
+    def _compute(self, tokens: tuple[int, ...]) -> Prefix:
+        """Run the prefix through the model, starting from the longest stored part of it."""
+        import torch
+
+        base, start = self.store.match(tokens)
+        if base is None or start < self.min_tokens:
+            base, start = None, 0
+        start = min(start, len(tokens) - 1)
+        cache = self.past(base, start, 1) if base is not None else None
+        ids = torch.tensor([list(tokens[start:])], device=self.device)
+        positions = torch.arange(start, len(tokens), device=self.device)[None]
+        kwargs: dict[str, Any] = {"logits_to_keep": 1} if self.keep_logits else {}
+        if cache is None:
+            from transformers import DynamicCache
+
+            cache = DynamicCache()
+        with torch.inference_mode():
+            self.model(
+                input_ids=ids,
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+                **kwargs,
+            )
+        layers = [(layer.keys, layer.values) for layer in cache.layers]
+        nbytes = sum(k.nbytes + v.nbytes for k, v in layers)
+        prefix = Prefix(tokens, layers, nbytes)
+        self.stats.prefixes_computed += 1
+        self.stats.prefix_tokens_computed += len(tokens) - start
+        self.store.add(prefix)
+        return prefix
+
+
+def reusable_cache(model: Any) -> bool:
+    """Whether the model's KV cache is plain full attention in every layer.
+
+    Sliding-window, recurrent or hybrid layers keep state a prefix cannot be cropped or shared
+    by, so such models recompute every prefix.
+    """
+    try:
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
+
+        cache = DynamicCache(config=model.config)
+    except Exception:  # noqa: BLE001 - any failure means the cache API is not the one we know
+        return False
+    return bool(cache.layers) and all(type(layer) is DynamicLayer for layer in cache.layers)
