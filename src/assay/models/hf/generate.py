@@ -24,6 +24,7 @@ from typing import Any
 from assay.errors import ModelError
 from assay.models.base import cut_at_stops
 from assay.models.hf.memory import BatchSizer, ModelShape, run_with_backoff
+from assay.models.hf.prefix import Prefix, PrefixCache
 from assay.models.tokens import TokenizerView
 from assay.requests.types import GenParams
 
@@ -66,6 +67,7 @@ class Generator:
         eos_text: str,
         pad_token_id: int,
         think_end: tuple[int | None, str | None] = (None, None),
+        prefixes: PrefixCache | None = None,
     ) -> None:
         self.model = model
         self.think_end = think_end
@@ -75,6 +77,7 @@ class Generator:
         self.eos_token_ids = eos_token_ids
         self.eos_text = eos_text
         self.pad_id = pad_token_id
+        self.prefixes = prefixes
         self.shape = ModelShape.of(model)
         self.n_params = sum(p.numel() for p in model.parameters())
 
@@ -98,13 +101,31 @@ class Generator:
         ]
         if params.max_gen_toks < 1:
             return [""] * len(rows)
-        return run_with_backoff(
-            rows,
-            lambda batch: self._decode(batch, params.max_gen_toks, sampling, stops),
-            length=lambda row: len(row.prompt),
-            row_bytes=lambda n: self.shape.generation_row_bytes(n, params.max_gen_toks),
-            sizer=self.sizer,
-        )
+        if self.prefixes is not None:
+            assigned = self.prefixes.assign([row.prompt for row in rows])
+        else:
+            assigned = [(None, 0)] * len(rows)
+        # Rows continuing the same cached prefix decode together.
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i, (prefix, length) in enumerate(assigned):
+            groups.setdefault((id(prefix), length), []).append(i)
+        out = [""] * len(rows)
+        for members in groups.values():
+            prefix, past = assigned[members[0]]
+            texts_out = run_with_backoff(
+                [rows[i] for i in members],
+                lambda batch, p=prefix, m=past: self._decode(  # type: ignore[misc]
+                    batch, params.max_gen_toks, sampling, stops, p, m
+                ),
+                length=lambda row, m=past: len(row.prompt) - m,  # type: ignore[misc]
+                row_bytes=lambda n, m=past: self.shape.generation_row_bytes(  # type: ignore[misc]
+                    m + n, params.max_gen_toks
+                ),
+                sizer=self.sizer,
+            )
+            for i, text in zip(members, texts_out, strict=True):
+                out[i] = text
+        return out
 
     def sampling(self, params: GenParams) -> Sampling:
         """Decoding settings; unset top-k / top-p come from the model's generation config."""
@@ -127,17 +148,25 @@ class Generator:
         )
 
     def _decode(
-        self, rows: Sequence[_Row], max_new: int, sampling: Sampling, stops: list[str]
+        self,
+        rows: Sequence[_Row],
+        max_new: int,
+        sampling: Sampling,
+        stops: list[str],
+        prefix: Prefix | None = None,
+        past: int = 0,
     ) -> list[str]:
+        """Decode a batch; with a prefix, rows continue its first `past` cached positions."""
         import torch
         from transformers import DynamicCache
 
-        width = max(len(row.prompt) for row in rows)
-        ids = torch.tensor([[self.pad_id] * (width - len(r.prompt)) + r.prompt for r in rows])
-        attention = torch.tensor(
-            [[0] * (width - len(r.prompt)) + [1] * len(r.prompt) for r in rows]
-        )
-        positions = (attention.cumsum(-1) - 1).masked_fill_(attention == 0, 1)
+        # Left padding sits between the cached prefix and each row's own tokens, masked out.
+        prompts = [r.prompt[past:] for r in rows]
+        width = max(len(p) for p in prompts)
+        ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts])
+        own = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+        positions = (own.cumsum(-1) - 1 + past).masked_fill_(own == 0, 1)
+        attention = torch.cat([own.new_ones(len(rows), past), own], dim=1)
         ids, attention, positions = (t.to(self.device) for t in (ids, attention, positions))
         generators = [
             torch.Generator(device=self.device).manual_seed(r.seed) if r.seed is not None else None
@@ -146,11 +175,18 @@ class Generator:
         window = max((len(s.encode()) for s in stops), default=0) + 2
         generated: list[list[int]] = [[] for _ in rows]
         active = list(range(len(rows)))
-        cache = DynamicCache(config=self.model.config)
+        if prefix is not None:
+            cache = self.prefixes.past(prefix, past, len(rows))  # type: ignore[union-attr]
+        else:
+            cache = DynamicCache(config=self.model.config)
         next_position = positions[:, -1:] + 1
         step_macs = len(rows) * (
             self.n_params
-            + 2 * self.shape.layers * self.shape.kv_heads * self.shape.head_dim * (width + max_new)
+            + 2
+            * self.shape.layers
+            * self.shape.kv_heads
+            * self.shape.head_dim
+            * (past + width + max_new)
         )
         with torch.inference_mode():
             logits = self.model(

@@ -71,6 +71,7 @@ class HuggingFaceLM(LM):
             else "",
             pad_token_id=self.scorer.pad_id,
             think_end=self._think_end(args.think_end_token),
+            prefixes=self.scorer.prefixes,
         )
 
     @property
