@@ -292,13 +292,16 @@ class Scorer:
         draw = lambda n: torch.randint(3, high, (n,), generator=generator).tolist()  # noqa: E731
         shared = draw(5)
         pairs = [([*shared, *draw(3)], draw(2)), ([*shared, *draw(2)], draw(1))]
-        pairs.append((pairs[0][0], draw(3)))
+        pairs.append((pairs[0][0], draw(3)))  # packed with the first: a 4-D mask
         reference = [self._alone(ctx, cont) for ctx, cont in pairs]
         tolerance = 1e-3 if self.shape.dtype_bytes >= 4 else 0.1
         sizer, self.sizer = self.sizer, BatchSizer(len(pairs), len(pairs), self.device)
         min_tokens, prefixes.min_tokens = prefixes.min_tokens, 4
         try:
-            got = self.score(pairs)
+            # Plain rows (one continuation each), then packed rows, each after a cached prefix.
+            got = self.score(pairs[:2])
+            prefixes.reset()
+            got += self.score(pairs)[2:]
             agrees = all(abs(g[0] - r) <= tolerance for g, r in zip(got, reference, strict=True))
             used = prefixes.stats.inputs_reusing > 0
         except (TypeError, ValueError, RuntimeError, IndexError) as exc:
