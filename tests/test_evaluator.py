@@ -331,8 +331,33 @@ def test_requests_a_backend_gave_up_on_are_named_by_doc_and_arrived_answers_kept
     assert "re-run" in str(err.value)
     # The six answers that arrived were saved: a re-run asks only for doc 3.
     lm = RecordingLM()
-    run([gen_task()], model=lm, cache=cache_path)
+    results, _ = run([gen_task()], model=lm, cache=cache_path)
     assert [r.prompt for r in lm.generate] == ["q3"]
+    counts = results["assay"]["requests"]["gen"]
+    assert (counts["from_cache"], counts["computed"]) == (len(ROWS) - 1, 1)
+
+
+def test_results_say_per_task_what_the_cache_answered_and_what_was_computed(tmp_path):
+    cache_path = tmp_path / "cache.sqlite"
+    lm = RecordingLM()
+    results, _ = run([gen_task()], model=lm, cache=cache_path, limit=4)
+    counts = results["assay"]["requests"]["gen"]
+    assert (counts["from_cache"], counts["computed"]) == (0, 4) and len(lm.generate) == 4
+    # A longer run over the same cache computes only the docs the first one did not reach.
+    lm = RecordingLM()
+    results, _ = run([gen_task()], model=lm, cache=cache_path)
+    counts = results["assay"]["requests"]["gen"]
+    assert (counts["from_cache"], counts["computed"]) == (4, len(ROWS) - 4)
+    assert sorted(r.prompt for r in lm.generate) == [f"q{i}" for i in range(4, len(ROWS))]
+    # Resumed once more: nothing is recomputed, and the results say so.
+    lm = RecordingLM()
+    results, _ = run([gen_task()], model=lm, cache=cache_path)
+    counts = results["assay"]["requests"]["gen"]
+    assert (counts["from_cache"], counts["computed"]) == (len(ROWS), 0) and lm.generate == []
+    # Without a cache everything distinct is computed.
+    results, _ = run([gen_task(num_samples=3)])
+    counts = results["assay"]["requests"]["gen"]
+    assert (counts["from_cache"], counts["computed"]) == (0, counts["unique_requests"])
 
 
 def test_results_count_the_tokens_sent_and_generated_per_task():

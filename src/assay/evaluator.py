@@ -466,7 +466,12 @@ class Evaluation:
             for name, p in parts.items()
             if p and self._logs_samples
         }
-        counts: dict[str, Any] = {"requests": 0, "unique_requests": 0}
+        counts: dict[str, Any] = {
+            "requests": 0,
+            "unique_requests": 0,
+            "from_cache": 0,
+            "computed": 0,
+        }
         progress = _Progress(
             f"{task.name}", enabled=self.settings.show_progress and self.executor.primary
         )
@@ -589,6 +594,7 @@ class Evaluation:
                     flat.append((result, i, request))
             results.append(result)
         progress.add_total(len(flat))
+        hits_before = cache.hits if cache is not None else 0
         try:
             answers = self.executor.run(
                 [r for _, _, r in flat], cache=cache, progress=progress.advance
@@ -600,6 +606,10 @@ class Evaluation:
         computed = dict(zip((r for _, _, r in flat), answers, strict=True))
         counts["requests"] += len(flat)
         counts["unique_requests"] += len(computed)
+        # Distinct requests the response cache answered; the rest went to the model.
+        from_cache = cache.hits - hits_before if cache is not None else 0
+        counts["from_cache"] += from_cache
+        counts["computed"] += len(computed) - from_cache
         self._count_tokens(counts, model, computed)
         for (result, i, _), answer in zip(flat, answers, strict=True):
             result.resps[i].append(answer)
