@@ -10,6 +10,13 @@ Cases (settings of the peer figures):
 - gsm8k: benchmarks/tasks/gsm8k.yaml, first 40 test docs, 5-shot, greedy, llama-2m, batch size 8,
   max_gen_toks 32. Target: <= 0.7x; >= 95% identical generations; exact_match differing on at
   most one doc.
+- mmlu_shaped: benchmarks/tasks/hellaswag_mmlu.yaml, an MMLU-shaped task (constant description,
+  5-shot first_n, lettered choices, ~600 tokens shared by every doc), first 200 docs, llama-38m,
+  batch size 16. Target: <= 0.25x; identical request arguments; loglikelihoods within 1e-3;
+  identical acc. assay also runs with prefix_cache=false: the speed-up of prefix reuse.
+- mmlu_builtin: the built-in mmlu subject tasks over local MMLU-shaped rows
+  (benchmarks/tasks/mmlu_local.py: 4 subjects x 50 docs, 5-shot), assay with and without
+  prefix reuse (lm-eval has no local copy of these rows): the speed-up on the real MMLU prompts.
 
 Each command runs as a whole (`assay run` from the project venv, `python -m lm_eval` from the
 side venv when it exists), rounds interleaved, median reported: wall time, docs/s and the peak
@@ -65,11 +72,34 @@ class Case:
     batch_size: int
     target: float
     aim: float
+    shared_prefix: bool = False
+    """Also time assay with prefix_cache=false (the unshared path)."""
+    with_lmeval: bool = True
+    assay_flags: tuple[str, ...] = ()
 
+
+_MMLU_LOCAL = ",".join(
+    f"mmlu_local_{s}" for s in ("anatomy", "astronomy", "marketing", "sociology")
+)
 
 CASES = {
     "hellaswag": Case("hellaswag", "hellaswag_local", "llama-38m", 300, 16, 0.5, 0.35),
     "gsm8k": Case("gsm8k", "gsm8k_local", "llama-2m", 40, 8, 0.7, 0.7),
+    "mmlu_shaped": Case(
+        "mmlu_shaped", "hellaswag_mmlu_local", "llama-38m", 200, 16, 0.25, 0.25, True
+    ),
+    "mmlu_builtin": Case(
+        "mmlu_builtin",
+        _MMLU_LOCAL,
+        "llama-38m",
+        200,
+        16,
+        1.0,
+        1.0,
+        shared_prefix=True,
+        with_lmeval=False,
+        assay_flags=("--custom-tasks", str(TASKS / "mmlu_local.py"), "--num-fewshot", "5"),
+    ),
 }
 
 
@@ -89,13 +119,17 @@ class Side:
         return statistics.median(getattr(r, attr) for r in self.runs)
 
 
-def assay_command(case: Case, out: Path) -> list[str]:
+def assay_command(case: Case, out: Path, prefix_cache: bool = True) -> list[str]:
     model_args = f"pretrained={MODELS / case.model},dtype=float32"
+    if not prefix_cache:
+        model_args += ",prefix_cache=false"
+    # --limit is per task: the built-in MMLU case spreads its docs over its subjects.
+    limit = case.docs // len(case.task.split(","))
     return [
         str(ASSAY), "run", "--model", "hf", "--model-args", model_args,
-        "--tasks", case.task, "--include-path", str(TASKS), "--limit", str(case.docs),
+        "--tasks", case.task, "--include-path", str(TASKS), "--limit", str(limit),
         "--batch-size", str(case.batch_size), "--output-dir", str(out), "--log-samples",
-        "--no-cache", "--no-progress",
+        "--no-cache", "--no-progress", *case.assay_flags,
     ]  # fmt: skip
 
 
@@ -137,23 +171,26 @@ def metrics(out: Path, task: str) -> dict[str, float]:
     return json.loads(path.read_text())["results"][task]
 
 
-def loglikelihood_parity(a: dict, b: dict) -> list[str]:
-    worst, greedy_differ, acc_differ, choices = 0.0, 0, 0, 0
+def loglikelihood_parity(a: dict, b: dict, tolerance: float = 1e-3) -> list[str]:
+    worst, greedy_differ, acc_differ, args_differ, choices = 0.0, 0, 0, 0, 0
     for key in sorted(set(a) | set(b)):
         if key not in a or key not in b:
             return [f"parity: doc {key} is in only one samples file: FAIL"]
+        args_differ += a[key]["arguments"] != b[key]["arguments"]
         for ra, rb in zip(a[key]["resps"], b[key]["resps"], strict=True):
             (lp_a, greedy_a), (lp_b, greedy_b) = ra[0], rb[0]
             worst = max(worst, abs(float(lp_a) - float(lp_b)))
             greedy_differ += str(greedy_a) != str(greedy_b)
             choices += 1
-        acc_differ += any(a[key][m] != b[key][m] for m in ("acc", "acc_norm"))
-    verdict = "ok" if worst <= 1e-3 else "FAIL"
+        acc_differ += any(a[key].get(m) != b[key].get(m) for m in ("acc", "acc_norm"))
+    verdict = "ok" if worst <= tolerance else "FAIL"
     return [
+        f"parity: docs whose request arguments differ: {args_differ} "
+        f"({'ok' if args_differ == 0 else 'FAIL'})",
         f"parity: per-choice loglikelihood max |diff| {worst:.2e} over {choices} choices "
-        f"(<= 1e-3): {verdict}",
-        f"parity: docs whose acc/acc_norm differ: {acc_differ}; is_greedy differs on "
-        f"{greedy_differ} choices",
+        f"(<= {tolerance:g}): {verdict}",
+        f"parity: docs whose acc/acc_norm differ: {acc_differ} "
+        f"({'ok' if acc_differ == 0 else 'FAIL'}); is_greedy differs on {greedy_differ} choices",
     ]
 
 
@@ -176,36 +213,45 @@ def generation_parity(a: dict, b: dict) -> list[str]:
     return lines
 
 
-def metric_line(case: Case, assay: Side, lmeval: Side | None) -> list[str]:
-    ma = metrics(assay.runs[-1].out, case.task)
-    names = sorted(k for k in ma if "," in k and "stderr" not in k)
+def metric_line(case: Case, sides: dict[str, Side]) -> list[str]:
     lines = []
-    for name in names:
-        text = f"{name}: assay {ma[name]:.4f}"
-        if lmeval is not None:
-            mb = metrics(lmeval.runs[-1].out, case.task)
-            equal = math.isclose(ma[name], mb.get(name, math.nan), abs_tol=1e-12)
-            text += f", lm-eval {mb.get(name, math.nan):.4f} ({'equal' if equal else 'DIFFER'})"
-        lines.append(text)
+    for task in case.task.split(","):
+        values = {label: metrics(side.runs[-1].out, task) for label, side in sides.items()}
+        first = values["assay"]
+        for name in sorted(k for k in first if "," in k and "stderr" not in k):
+            shown = ", ".join(f"{label} {v.get(name, math.nan):.4f}" for label, v in values.items())
+            equal = all(
+                math.isclose(first[name], v.get(name, math.nan), abs_tol=1e-12)
+                for v in values.values()
+            )
+            lines.append(f"{task} {name}: {shown} ({'equal' if equal else 'DIFFER'})")
     return lines
 
 
-def report(case: Case, assay: Side, lmeval: Side | None) -> None:
+def report(case: Case, sides: dict[str, Side]) -> None:
     print(f"\n== {case.name}: {case.docs} docs, {case.model}, batch size {case.batch_size}")
-    for label, side in (("assay", assay), ("lm-eval", lmeval)):
-        if side is None:
-            continue
+    for label, side in sides.items():
         seconds = side.median("seconds")
         walls = ", ".join(f"{r.seconds:.1f}" for r in side.runs)
         print(
-            f"{label:8s} wall {seconds:6.2f} s (rounds: {walls}), {case.docs / seconds:6.1f} "
+            f"{label:14s} wall {seconds:6.2f} s (rounds: {walls}), {case.docs / seconds:6.1f} "
             f"docs/s, CPU {side.median('cpu_seconds'):6.2f} s, "
             f"peak RSS {side.median('peak_rss_mb'):.0f} MB"
         )
-    for line in metric_line(case, assay, lmeval):
+    for line in metric_line(case, sides):
         print(line)
+    assay, unshared, lmeval = sides["assay"], sides.get("assay unshared"), sides.get("lm-eval")
+    if unshared is not None:
+        wall = unshared.median("seconds") / assay.median("seconds")
+        cpu = unshared.median("cpu_seconds") / assay.median("cpu_seconds")
+        print(f"prefix reuse speed-up over prefix_cache=false: {wall:.2f}x wall, {cpu:.2f}x CPU")
+        for task in case.task.split(","):
+            on, off = samples(assay.runs[-1].out, task), samples(unshared.runs[-1].out, task)
+            for line in loglikelihood_parity(on, off, tolerance=1e-4):
+                print(f"{task} shared vs unshared {line}")
     if lmeval is None:
-        print("lm-eval: not run (no side venv); no ratio or parity")
+        if case.with_lmeval:
+            print("lm-eval: not run (no side venv); no ratio or parity")
         return
     ratio = assay.median("seconds") / lmeval.median("seconds")
     verdict = "ok" if ratio <= case.target else "MISSED"
@@ -216,7 +262,7 @@ def report(case: Case, assay: Side, lmeval: Side | None) -> None:
     print(f"CPU-time ratio assay/lm-eval {cpu_ratio:.2f}x (steadier on a busy machine)")
     a = samples(assay.runs[-1].out, case.task)
     b = samples(lmeval.runs[-1].out, case.task)
-    parity = loglikelihood_parity if case.name == "hellaswag" else generation_parity
+    parity = generation_parity if case.name == "gsm8k" else loglikelihood_parity
     for line in parity(a, b):
         print(line)
 
@@ -320,22 +366,33 @@ def main() -> None:
     if not use_lmeval:
         print(f"{args.lmeval_python} not found: timing assay alone")
     work = args.keep or Path(tempfile.mkdtemp(prefix="assay-vs-lmeval-"))
-    sides = {case.name: (Side(), Side() if use_lmeval else None) for case in cases}
+    sides: dict[str, dict[str, Side]] = {}
+    for case in cases:
+        sides[case.name] = {"assay": Side()}
+        if case.shared_prefix:
+            sides[case.name]["assay unshared"] = Side()
+        if use_lmeval and case.with_lmeval:
+            sides[case.name]["lm-eval"] = Side()
     for round_ in range(args.rounds):
         for case in cases:
-            assay, lmeval = sides[case.name]
             base = work / f"{case.name}-{round_}"
-            assay.runs.append(measure(assay_command(case, base / "assay"), base / "assay"))
-            if lmeval is not None:
-                command = lmeval_command(args.lmeval_python, case, base / "lmeval")
-                lmeval.runs.append(measure(command, base / "lmeval"))
+            for label, side in sides[case.name].items():
+                out = base / label.replace(" ", "-")
+                if label == "lm-eval":
+                    command = lmeval_command(args.lmeval_python, case, out)
+                else:
+                    command = assay_command(case, out, prefix_cache=label == "assay")
+                side.runs.append(measure(command, out))
             print(f"round {round_ + 1}/{args.rounds} {case.name} done", file=sys.stderr)
     for case in cases:
-        report(case, *sides[case.name])
+        report(case, sides[case.name])
     hellaswag = sides.get("hellaswag")
     if hellaswag and not args.no_limit_figure:
         physical_limit(
-            hellaswag[0].runs[-1].out, CASES["hellaswag"].task, args.limit_docs, args.limit_threads
+            hellaswag["assay"].runs[-1].out,
+            CASES["hellaswag"].task,
+            args.limit_docs,
+            args.limit_threads,
         )
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)

@@ -41,7 +41,7 @@ def seq(start: int, n: int) -> list[int]:
 
 def test_inputs_sharing_a_run_of_tokens_cut_at_its_end():
     shared = seq(100, 40)
-    inputs = [shared + [1, 2, 3], shared + [4, 5], shared + [1, 2, 3]]
+    inputs = [[*shared, 1, 2, 3], [*shared, 4, 5], [*shared, 1, 2, 3]]
     assert shared_cuts(inputs, min_tokens=32) == [40, 40, 40]
 
 
@@ -49,26 +49,26 @@ def test_equal_inputs_count_once_and_short_runs_are_not_shared():
     alone = seq(100, 50)
     assert shared_cuts([alone, alone], min_tokens=8) == [0, 0]
     short = seq(100, 10)
-    assert shared_cuts([short + [1], short + [2]], min_tokens=32) == [0, 0]
+    assert shared_cuts([[*short, 1], [*short, 2]], min_tokens=32) == [0, 0]
 
 
 def test_subsets_get_their_own_cut_below_a_common_one():
     description, shots_a, shots_b = seq(100, 40), seq(300, 40), seq(500, 40)
     a1, a2 = description + shots_a + [1], description + shots_a + [2]
     b1, b2 = description + shots_b + [1], description + shots_b + [2]
-    lone = description + [7, 8, 9]
+    lone = [*description, 7, 8, 9]
     assert shared_cuts([a1, b1, a2, b2, lone], min_tokens=32) == [80, 80, 80, 80, 40]
 
 
 def test_a_few_more_shared_tokens_do_not_make_a_new_cut():
     base = seq(100, 40)
-    inputs = [base + [1, 2, 3, 4], base + [1, 2, 3, 5], base + [9]]
+    inputs = [[*base, 1, 2, 3, 4], [*base, 1, 2, 3, 5], [*base, 9]]
     assert shared_cuts(inputs, min_tokens=32) == [40, 40, 40]
 
 
 def test_a_cut_leaves_each_input_one_token_of_its_own():
     shared = seq(100, 40)
-    assert shared_cuts([shared, shared + [5]], min_tokens=32) == [39, 40]
+    assert shared_cuts([shared, [*shared, 5]], min_tokens=32) == [39, 40]
 
 
 def test_store_matches_partial_prefixes_and_evicts_least_recently_used():
@@ -116,9 +116,10 @@ def naive_loglikelihood(lm, context: str, continuation: str, max_length=None) ->
 
 
 def questions(description: str, n: int, offset: int = 0) -> list[str]:
-    return [f"{description}Question {i}: what is {i} times {i * 7}?\nAnswer:" for i in range(
-        offset, offset + n
-    )]
+    return [
+        f"{description}Question {i}: what is {i} times {i * 7}?\nAnswer:"
+        for i in range(offset, offset + n)
+    ]
 
 
 def mc_requests(contexts: list[str]) -> list[LoglikelihoodRequest]:
@@ -220,7 +221,7 @@ def test_prefix_longer_than_max_length_is_left_truncated_as_unshared(tiny_model_
     )
     description = KITCHEN + VILLAGE  # far more than 40 tokens
     assert len(shared.tokenizer(description)["input_ids"]) > 40
-    contexts = questions(description, 4) + [description + "er.", description + "ed."]
+    contexts = [*questions(description, 4), description + "er.", description + "ed."]
     requests = mc_requests(contexts)
     got = shared.loglikelihood(requests)
     assert_same_scores(got, unshared.loglikelihood(requests))
@@ -232,7 +233,7 @@ def test_prefix_longer_than_max_length_is_left_truncated_as_unshared(tiny_model_
 def test_greedy_generation_from_a_cached_prefix_is_identical(tiny_model_dir, unshared_lm):
     shared = hf(pretrained=str(tiny_model_dir), dtype="float32", batch_size=3)
     params = GenParams(until=("\n\n",), max_gen_toks=10)
-    prompts = questions(KITCHEN, 5) + [KITCHEN + "Natalia sold cli"]
+    prompts = [*questions(KITCHEN, 5), KITCHEN + "Natalia sold cli"]
     requests = [GenerateRequest(p, params) for p in prompts]
     got = shared.generate_until(requests)
     assert got == unshared_lm.generate_until(requests)
@@ -243,9 +244,7 @@ def test_greedy_generation_from_a_cached_prefix_is_identical(tiny_model_dir, uns
 def test_memory_budget_evicts_prefixes_and_scores_stay_the_same(tiny_model_dir, unshared_lm):
     # One prefix of ~70 tokens holds about 70 * 2 layers * 2 (k, v) * 2 heads * 16 * 4 bytes
     # (36 KB): a 0.05 MiB budget keeps one, so alternating subjects evicts every time.
-    shared = hf(
-        pretrained=str(tiny_model_dir), dtype="float32", batch_size=4, prefix_cache_mb=0.05
-    )
+    shared = hf(pretrained=str(tiny_model_dir), dtype="float32", batch_size=4, prefix_cache_mb=0.05)
     stats = shared.scorer.prefixes.stats
     subjects = [VILLAGE + "ia.\n\n", KITCHEN, VILLAGE + "ia.\n\n", KITCHEN]
     for round_, description in enumerate(subjects):

@@ -278,6 +278,6 @@ def reusable_cache(model: Any) -> bool:
         from transformers.cache_utils import DynamicLayer
 
         cache = DynamicCache(config=model.config)
-    except Exception:  # noqa: BLE001 - any failure means the cache API is not the one we know
+    except Exception:  # any failure means the cache API is not the one we know
         return False
     return bool(cache.layers) and all(type(layer) is DynamicLayer for layer in cache.layers)
