@@ -1,9 +1,9 @@
 """`--model hf`: transformers causal language models, scored exactly as lm-eval's HF backend.
 
 Numbers match lm-eval (same tokenisation, truncation and rolling windows), while the work is
-smaller: contexts shared by several continuations run once (see `_hf_score`), only continuation
+smaller: contexts shared by several continuations run once (see `hf.score`), only continuation
 positions reach the vocabulary projection, and generation drops finished rows (see
-`_hf_generate`). This module is imported only when a run asks for `--model hf`.
+`hf.generate`). This module is imported only when a run asks for `--model hf`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cross-doc prefix reuse in the transformers backend (assay/models/_hf_prefix.py).
+"""Cross-doc prefix reuse in the transformers backend (assay/models/hf/prefix.py).
 
 The trie rules are checked on token lists built here. The backend is checked on the tiny model
 three ways: against the same backend with `prefix_cache=false` (the unshared path), against a
@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 from assay.errors import ConfigError
-from assay.models._hf_prefix import Prefix, PrefixStore, shared_cuts
-from assay.models.huggingface import hf
-from assay.requests import GenerateRequest, GenParams, LoglikelihoodRequest
+from assay.models.hf.model import hf
+from assay.models.hf.prefix import Prefix, PrefixStore, shared_cuts
+from assay.requests.types import GenerateRequest, GenParams, LoglikelihoodRequest
 
 TOLERANCE = 1e-4
 """Shared against unshared loglikelihoods (float noise only)."""
