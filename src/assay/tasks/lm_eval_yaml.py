@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import ast
+import functools
 import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from assay.doc import Doc, OutputType
 from assay.errors import DataError, TaskConfigError
 from assay.tasks._yaml_io import FunctionRef
 from assay.tasks.config import MetricSpec, TaskConfig
+
+if TYPE_CHECKING:
+    import jinja2
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +54,21 @@ def _regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
     return re.sub(pattern, repl, string, count=count)
 
 
-_ENV = jinja2.Environment(
-    loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
-)
-_ENV.filters["regex_replace"] = _regex_replace
+@functools.cache
+def _environment() -> jinja2.Environment:
+    import jinja2  # lazily: listing tasks renders nothing
+
+    env = jinja2.Environment(
+        loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
+    )
+    env.filters["regex_replace"] = _regex_replace
+    return env
+
+
+@functools.lru_cache(maxsize=4096)
+def _template(source: str) -> jinja2.Template:
+    """A compiled template; lm-eval trees repeat the same template across many tasks."""
+    return _environment().from_string(source)
 
 
 @dataclass
@@ -87,8 +100,10 @@ class _Field:
         if isinstance(value, FunctionRef):
             self.value = value.resolve()
         elif isinstance(value, str):
+            import jinja2
+
             try:
-                self.template = _ENV.from_string(value)
+                self.template = _template(value)
             except jinja2.TemplateSyntaxError as exc:
                 raise TaskConfigError(
                     f"{where}: '{key}' is not a valid Jinja template: {exc.message} (line {exc.lineno})."
@@ -103,6 +118,8 @@ class _Field:
                 return row[value]
             if self.variable is not None and self.variable in row:
                 return str(row[self.variable])
+            import jinja2
+
             try:
                 return self.template.render(**row)  # type: ignore[union-attr]
             except jinja2.UndefinedError as exc:
