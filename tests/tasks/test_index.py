@@ -227,3 +227,17 @@ def test_lm_eval_indexes_the_miniature_tree_the_same_way(tree, tmp_path):
         assert record["file"] == reg.source(name), name
         if record["members"] is not None:
             assert record["members"] == reg.members(name), name
+
+
+def test_the_lm_eval_include_path_without_lm_eval_names_the_extra(monkeypatch, tmp_path):
+    import importlib.util
+
+    from assay.errors import TaskConfigError
+
+    monkeypatch.chdir(tmp_path)  # no folder called lm-eval here
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "lm_eval" else real(name, *a)
+    )
+    with pytest.raises(TaskConfigError, match=r"assay\[lm-eval-tasks\]"):
+        Registry(["lm-eval"])

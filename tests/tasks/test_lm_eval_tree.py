@@ -61,3 +61,12 @@ def test_every_name_of_lm_evals_tree_is_known_with_the_same_kind_file_and_member
         if members != set(ref["members"]):
             wrong[name] = sorted(members ^ set(ref["members"]))[:10]
     assert not wrong
+
+
+def test_the_include_path_lm_eval_names_the_installed_tree():
+    import lm_eval
+
+    reg = Registry(["lm-eval"])
+    tree = (Path(lm_eval.__file__).parent / "tasks").resolve()
+    assert reg.source("arc_easy") == str(tree / "arc" / "arc_easy.yaml")
+    assert reg.kind("mmlu") == "group" and len(reg.members("mmlu")) == 57

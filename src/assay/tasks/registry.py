@@ -74,10 +74,7 @@ class Registry:
         *,
         builtins: bool = True,
     ) -> None:
-        self.include_paths = [Path(p) for p in include_paths]
-        for path in self.include_paths:
-            if not path.exists():
-                raise TaskConfigError(f"--include-path {path}: no such directory.")
+        self.include_paths = [_include_path(p) for p in include_paths]
         self._builtins = builtins
         self._custom_files = [Path(p) for p in custom_tasks]
         self._python: dict[str, TaskConfig] | None = None
@@ -430,6 +427,31 @@ def _with_overrides(config: TaskConfig, overrides: dict[str, Any]) -> TaskConfig
                 f"{config.where()}: a group sets '{key}' on it, which assay cannot push down to subtasks; set it in the task's own YAML."
             )
     return replace(config, **changes)
+
+
+LM_EVAL_TREE = "lm-eval"
+"""The --include-path value naming lm-eval's installed task tree (when no such folder exists)."""
+
+
+def _include_path(value: str | Path) -> Path:
+    """An include folder; `lm-eval` names the task tree of the installed lm-eval package."""
+    path = Path(value)
+    if path.exists():
+        return path
+    if str(value) == LM_EVAL_TREE:
+        spec = importlib.util.find_spec("lm_eval")
+        if spec is None or not spec.submodule_search_locations:
+            raise TaskConfigError(
+                f"--include-path {LM_EVAL_TREE}: lm-eval's task tree needs the lm-eval package, "
+                "which is not installed; install it with pip install 'assay[lm-eval-tasks]'."
+            )
+        tree = Path(next(iter(spec.submodule_search_locations))) / "tasks"
+        log.info("--include-path %s: lm-eval's installed task tree, %s", LM_EVAL_TREE, tree)
+        return tree
+    raise TaskConfigError(
+        f"--include-path {value}: no such directory (or `{LM_EVAL_TREE}` for lm-eval's installed "
+        "task tree)."
+    )
 
 
 def _parse_task_string(text: str) -> tuple[str, int | None]:
