@@ -196,3 +196,56 @@ def test_a_group_aggregation_function_is_called_on_its_leaf_tasks(tree, tmp_path
     assert good + other == pytest.approx(1.0)  # two choices, gold 0 vs gold 1
     assert results["groups"]["delta"]["acc,none"] == pytest.approx(good - other)
     assert results["groups"]["delta"]["acc_stderr,none"] == "N/A"
+
+
+GEN = BODY.replace("output_type: multiple_choice", "output_type: generate_until").replace(
+    'doc_to_choice: ["a", "b"]\ndoc_to_target: 0\n', 'doc_to_target: "{{a}}"\n'
+)
+HF_EVALUATE = "metric_list:\n  - metric: sacre\n    hf_evaluate: true\n    lowercase: true\n"
+
+
+class FakeEvaluate:
+    """Stands in for the evaluate package: records what is loaded and computed."""
+
+    def __init__(self, offline: bool) -> None:
+        self.offline, self.calls = offline, []
+
+    def load(self, name):
+        if self.offline:
+            raise FileNotFoundError(f"Couldn't find a module script at ./{name}/{name}.py")
+        outer = self
+
+        class Module:
+            def compute(self, references, predictions, **kwargs):
+                outer.calls.append((references, predictions, kwargs))
+                return {name: float(references[0] == predictions[0]), "other": 7}
+
+        return Module()
+
+
+def test_hf_evaluate_metrics_go_through_the_evaluate_package(tree, monkeypatch):
+    from assay.doc import OutputType
+    from assay.metrics.base import SampleInput
+    from assay.scoring import build_metrics
+
+    fake = FakeEvaluate(offline=False)
+    monkeypatch.setitem(sys.modules, "evaluate", fake)
+    (tree / "t.yaml").write_text("task: t\n" + GEN + HF_EVALUATE, encoding="utf-8")
+    config = Registry([tree], builtins=False).get("t")
+    (scored,) = build_metrics(config)
+    doc = config.prompt_function({"q": "2+2", "a": "4"}, "t")
+    assert scored.metric.sample_fn(SampleInput(doc, OutputType.GENERATE_UNTIL, "4")) == 1.0
+    assert fake.calls == [(["4"], ["4"], {"lowercase": True})]
+
+
+def test_hf_evaluate_offline_fails_before_the_model_naming_the_metric(tree, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "evaluate", FakeEvaluate(offline=True))
+    (tree / "t.yaml").write_text("task: t\n" + GEN + HF_EVALUATE, encoding="utf-8")
+    (tree / "data.jsonl").write_text(json.dumps({"q": "2+2", "a": "4"}) + "\n")
+    code = main(["run", "--model", "hf", "--model-args", "pretrained=/nonexistent", "--include-path", str(tree), "--tasks", "t"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "'sacre'" in err and "evaluate.load('sacre')" in err and "/nonexistent" not in err
+    # validate --no-data names it without fetching it
+    assert main(["validate", "--no-data", "--include-path", str(tree), "-t", "t"]) == 0
+    assert capsys.readouterr().out.startswith("ok")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +51,11 @@ def build_metrics(config: TaskConfig) -> list[ScoredMetric]:
     for spec in config.metrics:
         assert isinstance(spec, MetricSpec)
         try:
-            if spec.function:
+            if spec.hf_evaluate and config.process_results is None:
+                from assay.metrics.hf_evaluate import load_evaluate_metric
+
+                metric = _user_metric(spec, config, load_evaluate_metric(spec.name))
+            elif spec.function:
                 metric = _user_metric(spec, config)
             elif config.process_results is not None and spec.name not in METRICS:
                 metric = _process_results_metric(spec)
@@ -100,9 +104,12 @@ def _process_results_metric(spec: MetricSpec) -> Metric:
     return Metric(spec.name, computed_by_process_results, "mean", True, frozenset(), spec.kwargs)
 
 
-def _user_metric(spec: MetricSpec, config: TaskConfig) -> Metric:
-    """A `!function` metric, called as lm-eval calls it: fn(references=[gold], predictions=[pred])."""
-    fn = spec.function
+def _user_metric(
+    spec: MetricSpec, config: TaskConfig, function: Callable[..., Any] | None = None
+) -> Metric:
+    """A `!function` (or `evaluate`) metric, called as lm-eval calls it:
+    fn(references=[gold], predictions=[pred])."""
+    fn = function or spec.function
     assert fn is not None
     kwargs = dict(spec.kwargs)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from assay.errors import AssayError
@@ -56,15 +56,16 @@ def check_config(config: TaskConfig) -> list[str]:
     """Build what a run builds before loading data; the downloads a run would still need."""
     config.validate()
     build_filters(config)
-    metrics = build_metrics(config)
-    notes = []
+    # `evaluate` metrics are code on the hub: named, not fetched.
+    remote = [m.name for m in config.metrics if getattr(m, "hf_evaluate", False)]
+    local = [m for m in config.metrics if not getattr(m, "hf_evaluate", False)]
+    build_metrics(replace(config, metrics=local) if remote else config)
+    notes = [
+        f"evaluate metric {name!r} is loaded from the hub cache at run time" for name in remote
+    ]
     if config.dataset_loader is None and needs_hub(config.hf_repo):
         subset = f" ({config.hf_subset})" if config.hf_subset else ""
         notes.append(f"dataset {config.hf_repo}{subset} is downloaded at run time")
-    for metric in metrics:
-        script = getattr(metric.metric, "evaluate_script", None)
-        if script:
-            notes.append(f"evaluate metric {script!r} is downloaded at run time")
     return notes
 
 

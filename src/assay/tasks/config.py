@@ -43,6 +43,8 @@ class MetricSpec:
     higher_is_better: bool | None = None
     function: Callable[..., Any] | None = None
     """A user metric function (lm-eval `!function`): fn(references, predictions, **kwargs)."""
+    hf_evaluate: bool = False
+    """The metric is `evaluate.load(name)` (lm-eval's `hf_evaluate: true`), called per doc."""
 
 
 @dataclass

@@ -316,9 +316,11 @@ def _metric_specs(raw: dict[str, Any], output_type: OutputType, where: str) -> l
         ):
             specs.append(_passthrough_spec(metric, entry, aggregation, higher, where, i))
             continue
-        if entry.pop("hf_evaluate", False):
+        hf_evaluate = bool(entry.pop("hf_evaluate", False))
+        if hf_evaluate and not isinstance(metric, str):
             raise TaskConfigError(
-                f"{where}: metric_list[{i}] uses hf_evaluate, which downloads metric code at run time; use a built-in metric or !function."
+                f"{where}: metric_list[{i}] has hf_evaluate: true, so 'metric' must be the name "
+                f"of an evaluate metric, got {metric!r}."
             )
         for flag in ("ignore_case", "ignore_punctuation", "ignore_numbers"):
             value = entry.get(flag)
@@ -342,7 +344,7 @@ def _metric_specs(raw: dict[str, Any], output_type: OutputType, where: str) -> l
                 )
             )
         elif isinstance(metric, str):
-            specs.append(MetricSpec(metric, entry, aggregation, higher))
+            specs.append(MetricSpec(metric, entry, aggregation, higher, hf_evaluate=hf_evaluate))
         else:
             raise TaskConfigError(
                 f"{where}: metric_list[{i}].metric must be a name or !function, got {metric!r}."
