@@ -24,7 +24,7 @@ from assay.pipelines import (
     exact_match,
     mean_of_rows,
 )
-from assay.stats.anytime import confidence_sequence
+from assay.stats.anytime import confidence_sequence, paired_confidence_sequence
 from assay.stats.online import OnlineSettings, mean_interval, total_interval
 
 # -- the user functions of the GSM8K use case, written as the source document writes them ------
@@ -708,17 +708,36 @@ def test_anytime_strategy_reads_the_sequence_at_every_shard(tmp_path: Path) -> N
         accumulate_metrics_fn=mean_of_rows,
         online_strategy_kwargs={"strategy": "anytime", "confidence_level": 0.9},
     )
-    per_row["pipeline"] = per_row["pipeline"].replace(sampling_params={})
+    per_row["pipeline"] = per_row["pipeline"].replace(
+        sampling_params={"temperature": List([0.0, 0.8])}  # sampling adds one: never right
+    )
     exp = experiment(tmp_path, "rows")
-    exp.run_evals(per_row, rows, num_shards=4, seed=3)
+
+    def stop_second(e: Experiment, config_id: int, shard: int) -> None:
+        if config_id == 2 and shard == 1:
+            e.stop(2)  # half the rows: the comparison is not a census
+
+    exp.run_evals(GridSearch(per_row), rows, num_shards=4, seed=3, on_shard_complete=stop_second)
     first = exp.metrics_history(1)[1]["metrics"]["Accuracy"]  # after two shards
-    scores = [r["score:Accuracy"] for r in exp.results_table()]
-    expected = confidence_sequence(scores[:20], population=40, looks=[10, 20], confidence_level=0.9)
+    table = exp.results_table()
+    scores = {c: [r["score:Accuracy"] for r in table if r["config_id"] == c] for c in (1, 2)}
+    expected = confidence_sequence(
+        scores[1][:20], population=40, looks=[10, 20], confidence_level=0.9
+    )
     assert (first["lower_bound"], first["upper_bound"]) == pytest.approx(
         (expected.lower[-1], expected.upper[-1])
     )
-    diff = exp.compare(1, 1, "Accuracy")
-    assert diff.method.startswith("anytime") and diff.lower == diff.upper == 0.0
+    # The paired comparison runs over the rows in the order they were scored.
+    order = [r["row_index"] for r in table if r["config_id"] == 1]
+    assert order != sorted(order)
+    diff = exp.compare(1, 2, "Accuracy")
+    paired = paired_confidence_sequence(
+        scores[1][:20], scores[2], population=40, confidence_level=0.9
+    )
+    assert diff.method.startswith("anytime") and diff.n == 20
+    assert (diff.value, diff.lower, diff.upper) == pytest.approx(
+        (sum(scores[1][:20]) / 20, paired.lower[-1], paired.upper[-1])
+    )
 
 
 def test_resumed_anytime_intervals_equal_uninterrupted_ones(tmp_path: Path) -> None:

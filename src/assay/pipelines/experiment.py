@@ -700,7 +700,9 @@ class Experiment:
             scores.append(
                 {r.row_index: r.scores[metric] for r in self._store.rows(cid) if metric in r.scores}
             )
-        shared = sorted(set(scores[0]) & set(scores[1]))
+        # In the order config_a scored them (the run's shuffle): the anytime strategy's
+        # guarantee holds for rows in the order they were drawn.
+        shared = [i for i in scores[0] if i in scores[1]]
         if not shared:
             raise ConfigError(
                 f"compare: configs {config_a} and {config_b} share no rows with per-row {metric!r} "
