@@ -34,7 +34,7 @@ from assay.requests.types import (
 )
 from assay.results.provenance import backend_identity, run_provenance, task_provenance
 from assay.results.rerun import check_folder, clear_folder, run_key
-from assay.results.schema import TaskProvenance
+from assay.results.schema import TaskProvenance, cluster_label
 from assay.results.summary import GroupSpec, MetricValues, group_entry, task_entry
 from assay.results.table import make_table
 from assay.results.task_config import config_dump
@@ -232,7 +232,8 @@ def _check_cluster_field(task: Task, doc: Doc | None) -> None:
 
 
 def cluster_of(task: Task, doc: Doc, doc_id: int) -> Any:
-    """The doc's value of its task's cluster field (None when the task has none)."""
+    """The doc's cluster label: its value of the task's cluster field, long texts hashed
+    (None when the task has none)."""
     key = task.config.cluster_key
     if key is None:
         return None
@@ -242,7 +243,7 @@ def cluster_of(task: Task, doc: Doc, doc_id: int) -> Any:
             f"{task.config.where()}: cluster field {key!r} (cluster_key / --cluster-by) is not a "
             f"field of doc {doc_id}; its fields are {sorted(row)}. Name a field every doc has."
         )
-    return row[key]
+    return cluster_label(row[key])
 
 
 class Evaluation:

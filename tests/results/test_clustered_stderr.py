@@ -3,6 +3,7 @@ with --cluster-by; recorded in results.json beside lm-eval's stderr and in every
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from assay.cli.main import main
 from assay.errors import ConfigError, DataError, TaskConfigError
 from assay.evaluator import evaluate
+from assay.results.schema import cluster_label
 from assay.settings import parse_cluster_by
 from assay.tasks.registry import Registry
 
@@ -114,3 +116,19 @@ def test_a_cluster_key_that_is_not_a_field_name_is_refused(tmp_path):
     (tmp_path / "bad.yaml").write_text(text.replace("yesno.jsonl", str(TASKS / "yesno.jsonl")))
     with pytest.raises(TaskConfigError, match=r"'metadata.cluster_key' must name a dataset"):
         Registry([tmp_path]).resolve(["fxc_yesno"])
+
+
+def test_built_ins_whose_questions_share_a_context_declare_their_cluster_key():
+    resolved = Registry().resolve(["drop", "leaderboard_musr", "race", "mmlu_anatomy"])
+    keys = {t.config.name: t.config.cluster_key for t in resolved.tasks}
+    assert keys["drop"] == "passage"
+    for split in ("murder_mysteries", "object_placements", "team_allocation"):
+        assert keys[f"leaderboard_musr_{split}"] == "narrative"
+    assert keys["race"] is None and keys["mmlu_anatomy"] is None
+
+
+def test_long_cluster_values_are_recorded_by_their_hash():
+    story = "A long story. " * 20
+    label = cluster_label(story)
+    assert label == "sha256:" + hashlib.sha256(story.encode()).hexdigest()[:16]
+    assert cluster_label("p3") == "p3" and cluster_label(7) == 7

@@ -253,7 +253,8 @@ class SampleRecord(TypedDict, total=False):
     target_hash: str
     """sha256 of target."""
     cluster: Any
-    """assay only, when the task has a cluster key: the doc's value of that field."""
+    """assay only, when the task has a cluster key: the doc's value of that field, as
+    `cluster_label` writes it."""
 
 
 # ------------------------------------------------------------------ metric keys
@@ -297,6 +298,15 @@ def sample_metric_values(record: SampleRecord) -> dict[str, Any]:
     """A samples record's per-metric values, by metric name."""
     values: dict[str, Any] = record  # type: ignore[assignment]
     return {name: values[name] for name in record.get("metrics", []) if name in values}
+
+
+def cluster_label(value: Any) -> Any:
+    """A doc's cluster value as samples record it: as is, except a text longer than 100
+    characters (a passage, a story: already in the doc) which becomes "sha256:" and its first
+    16 hex digits. Equal values give equal labels, so docs cluster the same either way."""
+    if isinstance(value, str) and len(value) > 100:
+        return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:16]
+    return value
 
 
 def docs_fingerprint(doc_hashes: Iterable[tuple[int, str]]) -> str:

@@ -162,6 +162,8 @@ TASKS_TABLE = [
         metrics=computed_metrics("em", "f1"),
         process_docs=map_rows(_processed),
         process_results=drop_results,
+        # Each passage carries several questions: they share its context.
+        cluster_key="passage",
         evaluation_splits=("validation",),
         few_shots_split="train",
         # lm-eval sets neither fewshot_split nor test_split here, which its sampler treats

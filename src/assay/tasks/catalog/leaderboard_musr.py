@@ -85,6 +85,8 @@ def _musr(split: str) -> TaskConfig:
         few_shots_split=split,
         fewshot_drop_equal=False,  # lm-eval samples this pool without dropping the doc
         output_type=OutputType.MULTIPLE_CHOICE,
+        # Several questions are asked about each story: they share its context.
+        cluster_key="narrative",
         version=1.0,
         example_rows=[_EXAMPLES[split]],
         **LM_EVAL_DEFAULTS,
