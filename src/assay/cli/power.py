@@ -155,7 +155,7 @@ def _scores(path: str, args: argparse.Namespace) -> dict[int, float]:
             f"--filter {flt!r}: task {task} has filters {', '.join(samples.by_filter)}."
         )
     docs = samples.by_filter[flt]
-    first = next(iter(docs.values()), {})
+    first: dict[str, Any] = dict(next(iter(docs.values()), {}))
     metric = args.metric or next(iter(first.get("metrics", [])), None)
     values: dict[int, float] = {}
     for doc_id, record in docs.items():

@@ -489,17 +489,15 @@ def _weighted_by_size(run: Run, group: str, metric: str, flt: str, tasks: list[s
     entries = [run.entry(t) or {} for t in tasks]
     values = [e.get(key) for e in entries]
     sizes = [e.get("sample_len", 0) for e in entries]
-    if not isinstance(recorded, int | float) or not all(isinstance(v, int | float) for v in values):
+    numbers = [float(v) for v in values if isinstance(v, int | float)]
+    if not isinstance(recorded, int | float) or len(numbers) != len(values):
         return True
-    weighted = sum(v * n for v, n in zip(values, sizes)) / max(sum(sizes), 1)
-    plain = sum(values) / len(values)
+    weighted = sum(v * n for v, n in zip(numbers, sizes)) / max(sum(sizes), 1)
+    plain = sum(numbers) / len(numbers)
     return abs(recorded - weighted) <= abs(recorded - plain)
 
 
 # ---------------------------------------------------------------------- provenance
-_NOT_COMPARED = ("settings.output_dir", "settings.show_progress", "settings.cache")
-
-
 def what_differs(a: Run, b: Run) -> list[tuple[str, Any, Any]]:
     """Provenance entries (model, settings, dataset fingerprints, chat template, versions)
     whose values differ between two runs; an entry one run lacks shows as None."""
@@ -508,5 +506,5 @@ def what_differs(a: Run, b: Run) -> list[tuple[str, Any, Any]]:
     return [
         (key, facts_a.get(key), facts_b.get(key))
         for key in keys
-        if key not in _NOT_COMPARED and facts_a.get(key) != facts_b.get(key)
+        if facts_a.get(key) != facts_b.get(key)
     ]
