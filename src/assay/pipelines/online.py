@@ -229,15 +229,15 @@ class ConfigMetrics:
                 return {**out, **self._anytime(name, out, bool(algebraic)).as_dict()}
             value_range = tuple(out.get("value_range") or (0.0, 1.0))
             variance = self._observed_variance(name, out)
-            common = {"value_range": value_range, "variance": variance, "settings": self.settings}
-            if algebraic:
-                est = mean_interval(
-                    float(out["value"]), self.samples, population=self.population, **common
-                )
-            else:
-                est = total_interval(
-                    float(out["value"]), self.samples, population=self.population, **common
-                )
+            interval = mean_interval if algebraic else total_interval
+            est = interval(
+                float(out["value"]),
+                self.samples,
+                population=self.population,
+                value_range=value_range,
+                variance=variance,
+                settings=self.settings,
+            )
         except ConfigError as exc:
             raise PipelineError(f"{self.where}: metric {name!r}: {exc}") from None
         return {**out, **est.as_dict()}
