@@ -175,3 +175,14 @@ def test_running_estimate_matches_statistics(xs: list[float], ys: list[float]) -
         assert both.variance == pytest.approx(statistics.variance(data), rel=1e-6, abs=1e-6)
     else:
         assert both.variance is None
+
+
+def test_the_anytime_strategy_needs_the_scores_in_order():
+    settings = OnlineSettings.from_kwargs({"strategy": "anytime"})
+    assert settings.strategy == "anytime"
+    with pytest.raises(ValueError, match=r"assay\.stats\.anytime"):
+        mean_interval(0.5, 10, population=100, settings=settings)
+    with pytest.raises(ConfigError, match="population size"):
+        paired_difference([1.0, 0.0], [0.0, 0.0], settings=settings)
+    diff = paired_difference([1.0, 0.0, 1.0], [0.0, 0.0, 1.0], population=3, settings=settings)
+    assert diff.lower == diff.upper == pytest.approx(1 / 3)  # every row: the exact difference
