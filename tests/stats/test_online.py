@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from assay.errors import ConfigError
+from assay.stats.normal import two_sided_z
 from assay.stats.online import (
     OnlineSettings,
     RunningEstimate,
@@ -20,13 +21,12 @@ from assay.stats.online import (
     paired_difference,
     total_interval,
     wilson_interval,
-    z_score,
 )
 
 
-def test_z_score_matches_scipy() -> None:
+def test_z_matches_scipy() -> None:
     for level in (0.8, 0.9, 0.95, 0.99):
-        assert z_score(level) == pytest.approx(stats.norm.ppf(0.5 + level / 2), rel=1e-9)
+        assert two_sided_z(level) == pytest.approx(stats.norm.ppf(0.5 + level / 2), rel=1e-9)
 
 
 def test_fpc_limits() -> None:
@@ -48,7 +48,7 @@ def test_normal_bound_variance_accuracy_after_64_of_256() -> None:
 def test_bound_variance_on_other_ranges_is_not_uniform_assumption() -> None:
     # Mean 4 on [0, 5]: bound variance (4 - 0) * (5 - 4) = 4, not the uniform 25 / 12.
     est = mean_interval(4.0, 100, value_range=(0, 5), settings=OnlineSettings(use_fpc=False))
-    assert est.margin == pytest.approx(z_score(0.95) * math.sqrt(4.0 / 100))
+    assert est.margin == pytest.approx(two_sided_z(0.95) * math.sqrt(4.0 / 100))
 
 
 def test_observed_variance_is_used_when_given() -> None:
@@ -72,13 +72,13 @@ def test_wilson_matches_scipy_binomtest() -> None:
     ci = stats.binomtest(7, 10).proportion_ci(confidence_level=0.95, method="wilson")
     assert (est.lower, est.upper) == pytest.approx((ci.low, ci.high), rel=1e-9)
     assert est.value == 0.7  # point value is the observed mean, not the Wilson centre
-    assert wilson_interval(0.0, 20, z_score(0.95))[1] > 0.0  # unlike Wald, not degenerate at 0
+    assert wilson_interval(0.0, 20, two_sided_z(0.95))[1] > 0.0  # unlike Wald, not degenerate at 0
 
 
 def test_wilson_with_fpc_uses_effective_sample_size() -> None:
     est = mean_interval(0.7, 64, population=256, settings=OnlineSettings(strategy="wilson"))
     n_eff = 64 / (192 / 255)
-    lo, hi = wilson_interval(0.7, n_eff, z_score(0.95))
+    lo, hi = wilson_interval(0.7, n_eff, two_sided_z(0.95))
     assert (est.lower, est.upper) == pytest.approx((lo, hi))
     assert est.upper - est.lower < 2 * 0.0974 * 1.3
 

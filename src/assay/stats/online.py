@@ -30,10 +30,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any, Literal
 
 from assay.errors import ConfigError
+from assay.stats.normal import two_sided_z
 
 Strategy = Literal["normal", "wilson", "hoeffding", "anytime"]
 STRATEGIES: tuple[str, ...] = ("normal", "wilson", "hoeffding", "anytime")
@@ -156,11 +156,6 @@ class RunningEstimate:
         return self.mean * self.n
 
 
-def z_score(confidence_level: float) -> float:
-    """Two-sided standard normal quantile: 1.959964 for 0.95."""
-    return NormalDist().inv_cdf(0.5 + confidence_level / 2.0)
-
-
 def finite_population_factor(n: int, population: int | None) -> float:
     """sqrt((N - n) / (N - 1)): the SE factor for sampling n of N rows without replacement."""
     if population is None:
@@ -238,7 +233,7 @@ def mean_interval(
         return Estimate(mean, low, high, math.inf, 0, population, level, settings.strategy)
     pop = population if settings.use_fpc else None
     fpc = finite_population_factor(n, pop)
-    z = z_score(level)
+    z = two_sided_z(level)
     if settings.strategy == "hoeffding":
         margin = hoeffding_margin(high - low, n, level, pop)
         lower, upper, method = mean - margin, mean + margin, "hoeffding"
