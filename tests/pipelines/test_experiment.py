@@ -840,3 +840,37 @@ def test_dict_valued_api_settings_reach_the_server_and_rows_succeed(
     assert len(server.bodies) == 4
     assert all(b["response_format"] == {"type": "json_object"} for b in server.bodies)
     assert all(b["logit_bias"] == {"7": -100} for b in server.bodies)
+
+
+def test_anytime_strategy_without_accumulate_uses_the_rows_at_the_end(tmp_path: Path) -> None:
+    rows = arithmetic_rows(40)
+    for row in rows[::3]:
+        row["answer"] = "#### -1"
+    config = gsm8k_config(
+        compute_metrics_fn=exact_match("model_answer", "ground_truth"),
+        accumulate_metrics_fn=None,
+        online_strategy_kwargs={"strategy": "anytime"},
+    )
+    config["pipeline"] = config["pipeline"].replace(sampling_params={})
+    exp = experiment(tmp_path)
+
+    def stop_half_way(e: Experiment, config_id: int, shard: int) -> None:
+        if shard == 1:
+            e.stop(config_id)
+
+    results = exp.run_evals(config, rows, num_shards=4, on_shard_complete=stop_half_way)
+    accuracy = results[1][1]["Accuracy"]
+    scores = [
+        float(
+            extract_solution(r["generated_text"])
+            == extract_solution(rows[r["row_index"]]["answer"])
+        )
+        for r in exp.results_table()
+    ]
+    assert len(scores) == 20
+    expected = confidence_sequence(scores, population=40)
+    assert accuracy["value"] == pytest.approx(sum(scores) / 20)
+    assert (accuracy["lower_bound"], accuracy["upper_bound"]) == pytest.approx(
+        (expected.lower[-1], expected.upper[-1])
+    )
+    assert accuracy["ci_method"].startswith("anytime")
