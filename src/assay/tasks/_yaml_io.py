@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -152,36 +153,41 @@ def _function_refs(value: Any) -> Iterator[FunctionRef]:
             yield from _function_refs(item)
 
 
-def _loader_for(yaml_file: Path) -> type[yaml.SafeLoader]:
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The loader of task files: `!function x.y` becomes a FunctionRef to the file being read."""
 
-    class Loader(base):  # type: ignore[misc, valid-type]
-        pass
-
-    def function(loader: yaml.Loader, node: yaml.Node) -> FunctionRef:
-        return FunctionRef(loader.construct_scalar(node), yaml_file)  # type: ignore[arg-type]
-
-    Loader.add_constructor("!function", function)
-    return Loader
+    yaml_file: str
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
+def _function(loader: _Loader, node: yaml.Node) -> FunctionRef:
+    return FunctionRef(loader.construct_scalar(node), Path(loader.yaml_file))  # type: ignore[arg-type]
+
+
+_Loader.add_constructor("!function", _function)
+
+
+def read_yaml(path: Path | str) -> dict[str, Any]:
     """Parse one YAML file (no include resolution)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
     except OSError as exc:
         raise TaskConfigError(f"{path}: cannot read the task file: {exc.strerror}.") from None
     except UnicodeDecodeError as exc:
         raise TaskConfigError(
             f"{path}: not UTF-8 text (byte {exc.start}); save the task file as UTF-8."
         ) from None
+    loader = _Loader(text)
+    loader.yaml_file = str(path)
     try:
-        data = yaml.load(text, Loader=_loader_for(path))
+        data = loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise TaskConfigError(f"{path}:{where}: YAML syntax error: {problem}.") from None
+    finally:
+        loader.dispose()
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -193,48 +199,62 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 def load_with_includes(path: Path) -> dict[str, Any]:
     """The YAML at `path` merged over its `include`s (local keys win), as lm-eval does."""
-    merged, _ = load_with_includes_memo(path, {})
+    merged, _ = load_with_includes_memo(path, Memo())
     return merged
 
 
-Memo = dict[Path, tuple[dict[str, Any], tuple[Path, ...]]]
-"""Merged mappings by resolved path, with the files each one was read from."""
+@dataclass
+class Memo:
+    """What one pass over a tree parses once: merged mappings, and the real path of folders."""
+
+    merged: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = field(default_factory=dict)
+    """Merged mapping by real path, with the files it was read from."""
+    real_dirs: dict[str, str] = field(default_factory=dict)
+
+    def real(self, path: str) -> str:
+        """os.path.realpath(path), each folder resolved once (it is most of a cold index)."""
+        folder, name = os.path.split(os.path.abspath(path))
+        real_dir = self.real_dirs.get(folder)
+        if real_dir is None:
+            real_dir = self.real_dirs[folder] = os.path.realpath(folder)
+        full = os.path.join(real_dir, name)
+        return os.path.realpath(full) if os.path.islink(full) else full
 
 
 def load_with_includes_memo(
-    path: Path, memo: Memo, _stack: tuple[Path, ...] = ()
-) -> tuple[dict[str, Any], tuple[Path, ...]]:
+    path: Path | str, memo: Memo, _stack: tuple[str, ...] = ()
+) -> tuple[dict[str, Any], tuple[str, ...]]:
     """`load_with_includes`, plus every file read (the YAML, then its includes, recursively).
 
     `memo` is shared by the calls of one pass over a tree, so an include used by thousands of
     YAMLs (lm-eval's `_default_template_yaml`) is parsed once. Callers must not mutate the
     mappings it returns.
     """
-    path = path.resolve()
-    if path in _stack:
-        chain = " -> ".join(str(p) for p in (*_stack, path))
-        raise TaskConfigError(f"{path}: include cycle: {chain}. Remove one of the includes.")
-    if path in memo:
-        return memo[path]
-    data = read_yaml(path)
+    real = memo.real(str(path))
+    if real in _stack:
+        chain = " -> ".join((*_stack, real))
+        raise TaskConfigError(f"{real}: include cycle: {chain}. Remove one of the includes.")
+    if real in memo.merged:
+        return memo.merged[real]
+    data = read_yaml(real)
     includes = data.pop("include", None)
-    files: tuple[Path, ...] = (path,)
+    files: tuple[str, ...] = (real,)
     if includes is not None:
         merged: dict[str, Any] = {}
         for name in [includes] if isinstance(includes, str) else list(includes):
             if not isinstance(name, str):
                 raise TaskConfigError(
-                    f"{path}: 'include' entries must be file names, got {name!r}."
+                    f"{real}: 'include' entries must be file names, got {name!r}."
                 )
-            target = Path(name) if Path(name).is_absolute() else path.parent / name
-            if not target.is_file():
+            target = name if os.path.isabs(name) else os.path.join(os.path.dirname(real), name)
+            if not os.path.isfile(target):
                 raise TaskConfigError(
-                    f"{path}: included file {name!r} not found (looked at {target})."
+                    f"{real}: included file {name!r} not found (looked at {target})."
                 )
-            base, base_files = load_with_includes_memo(target, memo, (*_stack, path))
+            base, base_files = load_with_includes_memo(target, memo, (*_stack, real))
             merged.update({k: v for k, v in base.items() if k != "task_list"})
             files += base_files
         merged.update(data)
         data = merged
-    memo[path] = (data, files)
+    memo.merged[real] = (data, files)
     return data, files

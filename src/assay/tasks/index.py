@@ -113,10 +113,10 @@ def _member_names(value: Any) -> list[Any]:
 
 def _record(path: str, stat: tuple[int, int], memo: Memo) -> _FileRecord:
     try:
-        raw, files = load_with_includes_memo(Path(path), memo)
+        raw, files = load_with_includes_memo(path, memo)
     except TaskConfigError as exc:
         return _FileRecord(*stat, [], error=str(exc))
-    deps = [[str(dep), *(_stat(str(dep)) or (0, 0))] for dep in files[1:]]
+    deps = [[dep, *(_stat(dep) or (0, 0))] for dep in files[1:]]
     kind = name = output_type = None
     tags: list[str] = []
     members: list[Any] = []
@@ -194,7 +194,7 @@ def build_folder_index(root: Path, *, use_cache: bool = True) -> FolderIndex:
     cached = _read_cache(real_root) if use_cache else {}
     stats: dict[str, Any] = {}
     records: dict[str, _FileRecord] = {}
-    memo: Memo = {}
+    memo = Memo()
     changed = len(files) != len(cached)
     for path in files:
         stat = _stat(path)

@@ -84,7 +84,7 @@ class Registry:
         self._yaml_index: dict[str, IndexEntry] | None = None
         self._origin: dict[str, Path] = {}
         self._parsed: dict[Path, dict[str, Any]] = {}
-        self._includes: Memo = {}
+        self._includes = Memo()
         self._configs: dict[Path, TaskConfig] = {}
         self._announced: set[str] = set()
 
