@@ -16,14 +16,7 @@ from typing import Any
 from assay.pipelines.batch import PipelineError
 from assay.pipelines.early_stop import EarlyStop
 from assay.pipelines.experiment import Experiment, run_evals
-from assay.pipelines.knobs import (
-    GridSearch,
-    List,
-    RandomSearch,
-    Range,
-    RFGridSearch,
-    RFRandomSearch,
-)
+from assay.pipelines.knobs import List, Range
 from assay.pipelines.model_configs import (
     HFModelConfig,
     ModelConfig,
@@ -32,6 +25,7 @@ from assay.pipelines.model_configs import (
     RFvLLMModelConfig,
     VLLMModelConfig,
 )
+from assay.pipelines.search import GridSearch, RandomSearch, RFGridSearch, RFRandomSearch
 
 _LAZY = {
     "RagSpec": "assay.pipelines.rag",

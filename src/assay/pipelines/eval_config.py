@@ -14,9 +14,10 @@ from typing import Any
 
 from assay.errors import ConfigError
 from assay.pipelines.fingerprint import fingerprint
-from assay.pipelines.knobs import GridSearch, RandomSearch, flatten_knobs
+from assay.pipelines.knobs import flatten_knobs
 from assay.pipelines.model_configs import ModelConfig
 from assay.pipelines.redact import find_secrets, redact, scrub
+from assay.pipelines.search import GridSearch, RandomSearch
 from assay.requests.types import GenParams
 from assay.stats.online import OnlineSettings
 

@@ -1,10 +1,10 @@
-"""Knobs (`List`, `Range`) anywhere in an eval config, and the searches that expand them.
+"""Knobs (`List`, `Range`) anywhere in an eval config, and how they expand (`grid`, `draw`).
 
 A knob may sit at any depth: in the eval config dict, in a nested dict (``sampling_params``), in
 a plain list, or in the constructor arguments of a `Configurable` object (model configs, RAG spec,
 prompt manager). Grid search takes the cartesian product of every `List`; random search draws
 each `List` and `Range` from a generator seeded by the run seed, so the same seed explores the
-same configs.
+same configs. The searches themselves are in `pipelines.search`.
 """
 
 from __future__ import annotations
@@ -182,57 +182,3 @@ def flatten_knobs(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]
 
 
 ConfigFilter = Callable[[dict[str, Any]], bool]
-
-
-class GridSearch:
-    """Cartesian product of every `List` in one config dict or a list of them."""
-
-    def __init__(self, configs: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> None:
-        self.configs = [configs] if isinstance(configs, Mapping) else list(configs)
-        if not self.configs:
-            raise ConfigError("GridSearch needs at least one config dict")
-
-    def get_runs(self, seed: int = 42) -> list[dict[str, Any]]:
-        """The leaf configs, in a deterministic order (the seed is unused by a grid)."""
-        return [dict(leaf) for config in self.configs for leaf in grid(config)]
-
-
-class RandomSearch:
-    """`num_runs` distinct configs drawn from one config dict or a list of them."""
-
-    def __init__(
-        self,
-        configs: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        num_runs: int = 1,
-        seed: int | None = None,
-    ) -> None:
-        self.configs = [configs] if isinstance(configs, Mapping) else list(configs)
-        if not self.configs:
-            raise ConfigError("RandomSearch needs at least one config dict")
-        if isinstance(num_runs, bool) or not isinstance(num_runs, int) or num_runs < 1:
-            raise ConfigError(f"RandomSearch num_runs must be a positive integer, got {num_runs!r}")
-        self.num_runs = num_runs
-        self.seed = seed
-        """Overrides the run seed when given."""
-
-    def get_runs(self, seed: int = 42) -> list[dict[str, Any]]:
-        """Up to `num_runs` distinct leaf configs (fewer if the space is smaller)."""
-        # The fingerprint encodes knobs, so it imports this module: imported here, not above.
-        from assay.pipelines.fingerprint import fingerprint
-
-        rng = random.Random(self.seed if self.seed is not None else seed)
-        runs: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        for _ in range(self.num_runs * 20):
-            if len(runs) == self.num_runs:
-                break
-            leaf = draw(rng.choice(self.configs), rng)
-            key = fingerprint(leaf)
-            if key not in seen:
-                seen.add(key)
-                runs.append(dict(leaf))
-        return runs
-
-
-RFGridSearch = GridSearch
-RFRandomSearch = RandomSearch
