@@ -16,22 +16,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from assay.doc import Doc, OutputType
+from assay.doc import Doc
 from assay.errors import ConfigError, DataError, FailedRequests, ModelError
 from assay.execution.cache import ResponseCache
 from assay.execution.executor import Executor, char_lengths, request_texts, token_measure
 from assay.execution.local import LocalExecutor
 from assay.models.base import LM, checked_backend, load_model
-from assay.prompts.manager import PromptManager
-from assay.requests.instances import doc_instances
-from assay.requests.types import (
-    GenerateRequest,
-    GenParams,
-    lm_eval_gen_kwargs,
-    merge_gen_kwargs,
-    normalize_gen_kwargs,
-    set_max_gen_toks,
-)
+from assay.plan import TaskPlan, check_task
+from assay.requests.build import build_requests
+from assay.requests.plan import Capabilities, GenerationPolicy, PromptSettings, RequestPlan
+from assay.requests.types import GenerateRequest, normalize_gen_kwargs
 from assay.results.provenance import backend_identity, run_provenance, task_provenance
 from assay.results.rerun import check_folder, clear_folder, run_key
 from assay.results.schema import TaskProvenance, cluster_label
@@ -39,16 +33,7 @@ from assay.results.summary import GroupSpec, MetricValues, group_entry, task_ent
 from assay.results.table import make_table
 from assay.results.task_config import config_dump
 from assay.results.writer import OutputDir
-from assay.scoring import (
-    DocResult,
-    apply_filters,
-    build_filters,
-    build_metrics,
-    doc_hash,
-    dumps,
-    sample_record,
-    score,
-)
+from assay.scoring import DocResult, apply_filters, doc_hash, dumps, sample_record, score
 from assay.settings import RunSettings, parse_cluster_by, parse_samples, setting_names
 from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.names import split_csv
@@ -265,19 +250,13 @@ class Evaluation:
         if settings.samples is not None:
             _check_samples(settings.samples, self.tasks)
         _check_cluster_by(settings.cluster_by, self.tasks)
-        self.plans = {}
-        for task in self.tasks:
-            cfg = task.config
-            cfg.validate()
-            if cfg.unsafe_code and not settings.confirm_run_unsafe_code:
-                raise ConfigError(
-                    f"{cfg.where()} executes model-written code. Re-run with "
-                    "--confirm-run-unsafe-code if you accept that. assay's built-in code metrics "
-                    "(humaneval, mbpp) run each program in a subprocess with time and memory "
-                    "limits (no network or file isolation); a task's own scoring code (a "
-                    "'!function' metric, process_results) runs in this process, not sandboxed."
-                )
-            self.plans[task.name] = (build_filters(cfg), build_metrics(cfg))
+        # Every task is checked, and its filters and metrics built, before any model is.
+        self.scorers = {
+            task.name: check_task(
+                task.config, confirm_run_unsafe_code=settings.confirm_run_unsafe_code
+            )
+            for task in self.tasks
+        }
 
     @property
     def _logs_samples(self) -> bool:
@@ -327,6 +306,8 @@ class Evaluation:
             clear_folder(s.output_dir)
         out = OutputDir(s.output_dir) if writes else None
         cache = self._cache(model, out)
+        self.capabilities = Capabilities.of(model)
+        plans = [self.plan(task, self.capabilities) for task in self.tasks]
         results: dict[str, Any] = {
             "results": {},
             "groups": {},
@@ -342,10 +323,11 @@ class Evaluation:
         batch_sizes: list[int] = []
         self._backend = backend_identity(model)
         self._provenance: dict[str, TaskProvenance] = {}
-        for task in self.tasks:
+        for plan in plans:
+            task = plan.task
             t0 = time.perf_counter()
             chosen_before = len(_chosen_batch_sizes(model))
-            entry, counts, n_docs = self._run_task(task, model, cache, out)
+            entry, counts, n_docs = self._run_task(plan, model, cache, out)
             chosen = _chosen_batch_sizes(model)[chosen_before:]
             batch_sizes = _collapse_repeats(
                 [*batch_sizes, *_task_batch_sizes(task.name, chosen, cache)]
@@ -359,7 +341,7 @@ class Evaluation:
             results["versions"][task.name] = cfg.version
             results["n-shot"][task.name] = task.shots
             results["higher_is_better"][task.name] = {
-                m.metric.name: m.higher_is_better for m in self.plans[task.name][1]
+                m.metric.name: m.higher_is_better for m in self.scorers[task.name].metrics
             }
             results["n-samples"][task.name] = {
                 "original": len(task.eval_rows()),
@@ -396,65 +378,24 @@ class Evaluation:
         )
         return ResponseCache(path, model.identity()) if path else None
 
-    def _prompt_manager(self, task: Task, model: LM) -> PromptManager:
-        cfg, s = task.config, self.settings
-        # A chat API takes the messages themselves; other backends render them with a template.
-        api_messages = s.apply_chat_template and model.accepts_messages
-        chat = None
-        if s.apply_chat_template and not api_messages:
-            chat = model.chat_template()
-            if chat is None:
-                raise ConfigError(
-                    f"--apply-chat-template: the {type(model).__name__} backend has no chat template."
-                )
-        multiturn = (
-            s.fewshot_as_multiturn if s.fewshot_as_multiturn is not None else s.apply_chat_template
+    def plan(self, task: Task, capabilities: Capabilities) -> TaskPlan:
+        """What the run does for `task`, with a backend of `capabilities`."""
+        s, config, scorers = self.settings, task.config, self.scorers[task.name]
+        requests = RequestPlan.for_task(
+            config,
+            PromptSettings(s.apply_chat_template, s.system_instruction, s.fewshot_as_multiturn),
+            capabilities,
+            GenerationPolicy.for_task(config, s.gen_kwargs, s.seed),
+            with_unconditioned=scorers.with_unconditioned,
         )
-        return PromptManager(
-            target_delimiter=cfg.target_delimiter,
-            fewshot_delimiter=cfg.fewshot_delimiter,
-            fewshot_target_delimiter=cfg.fewshot_target_delimiter,
-            fewshot_fewshot_delimiter=cfg.fewshot_fewshot_delimiter,
-            system_instruction=s.system_instruction,
-            chat_template=chat,
-            fewshot_as_multiturn=multiturn,
-            api_messages=api_messages,
-            strip_instruction=cfg.instruction_in_query,
-            layout=cfg.prompt_layout,
-        )
-
-    def _gen_kwargs(self, task: Task, doc: Doc) -> dict[str, Any]:
-        """The doc's generation settings as samples files record them (lm-eval's dict)."""
-        cfg = task.config
-        kwargs = lm_eval_gen_kwargs(cfg.generation_kwargs, cfg.fewshot_delimiter)
-        # Per-doc values win over the task's; the command line wins over both.
-        if doc.generation_size is not None:
-            set_max_gen_toks(kwargs, doc.generation_size)
-        if doc.stop_sequences is not None:
-            kwargs["until"] = list(doc.stop_sequences)
-        return merge_gen_kwargs(kwargs, self.settings.gen_kwargs)
-
-    def _gen_params(self, task: Task, doc: Doc, kwargs: dict[str, Any] | None = None) -> GenParams:
-        cfg = task.config
-        if kwargs is None:
-            kwargs = self._gen_kwargs(task, doc)
-        params = normalize_gen_kwargs(
-            kwargs, default_until=[cfg.fewshot_delimiter], source=f"{cfg.where()}: gen_kwargs"
-        )
-        # Sampling is seeded by --seed unless the task or the command line sets a seed (also when
-        # sampling is implied by temperature > 0 rather than do_sample).
-        if params.do_sample and params.seed is None:
-            params = replace(params, seed=self.settings.seed)
-        return params
+        return TaskPlan(task, requests, scorers)
 
     def _run_task(
-        self, task: Task, model: LM, cache: ResponseCache | None, out: OutputDir | None
+        self, plan: TaskPlan, model: LM, cache: ResponseCache | None, out: OutputDir | None
     ) -> tuple[dict[str, Any], dict[str, int], int]:
-        cfg = task.config
-        filters, metrics = self.plans[task.name]
+        task, cfg = plan.task, plan.task.config
+        filters, metrics = plan.scorers.filters, plan.scorers.metrics
         output_type = task.output_type
-        prompts = self._prompt_manager(task, model)
-        with_uncond = any(m.metric.needs_unconditioned for m in metrics)
         indices = self._doc_indices(task)
         columns: dict[tuple[str, str], MetricValues] = {}
         hashes = self._doc_hashes[task.name] = []
@@ -483,9 +424,7 @@ class Evaluation:
                 shard = [d for _, d in zip(range(SHARD_DOCS), docs_iter)]
                 if not shard:
                     break
-                results = self._run_shard(
-                    task, shard, model, cache, prompts, output_type, with_uncond, counts, progress
-                )
+                results = self._run_shard(plan, shard, model, cache, counts, progress)
                 apply_filters(results, filters)
                 score(results, cfg, metrics, filters)
                 hashes += [(r.doc_id, doc_hash(r.doc.row or {})) for r in results]
@@ -552,39 +491,18 @@ class Evaluation:
 
     def _run_shard(
         self,
-        task: Task,
+        plan: TaskPlan,
         shard: list[tuple[int, Doc]],
         model: LM,
         cache: ResponseCache | None,
-        prompts: PromptManager,
-        output_type: OutputType,
-        with_uncond: bool,
         counts: dict[str, int],
         progress: _Progress,
     ) -> list[DocResult]:
+        task = plan.task
         results: list[DocResult] = []
         flat: list[Any] = []
         for doc_id, doc in shard:
-            if task.config.truncate_fewshots and doc.fewshot_samples:
-                self._fit_fewshots(task, doc, model, prompts)
-            if output_type == OutputType.MULTIPLE_CHOICE and doc.shared_continuation is not None:
-                prompt: Any = prompts.contexts(doc, doc.fewshot_samples)
-            elif output_type == OutputType.LOGLIKELIHOOD_ROLLING:
-                prompt = None
-            else:
-                prompt = prompts.render(doc, doc.fewshot_samples)
-            gen_kwargs = (
-                self._gen_kwargs(task, doc) if output_type == OutputType.GENERATE_UNTIL else None
-            )
-            instances = doc_instances(
-                doc,
-                output_type,
-                prompt,
-                continuation_delimiter=prompts.continuation_delimiter(doc),
-                params=self._gen_params(task, doc, gen_kwargs) if gen_kwargs is not None else None,
-                with_unconditioned=with_uncond,
-                gen_kwargs=gen_kwargs,
-            )
+            instances = build_requests(plan.requests, doc, self.capabilities)
             repeats = doc.num_samples or 1
             result = DocResult(doc_id, doc, instances, [[] for _ in instances])
             for i, inst in enumerate(instances):
@@ -627,31 +545,6 @@ class Evaluation:
             ("generated_tokens", [a for a in computed.values() if isinstance(a, str)]),
         ):
             counts[name] = counts.get(name, 0) + (sum(measure(texts)) if texts else 0)
-
-    def _fit_fewshots(self, task: Task, doc: Doc, model: LM, prompts: PromptManager) -> None:
-        """truncate_fewshots: drop examples from the end until the prompt fits the model."""
-        counter, max_length = model.token_counter(), model.max_length
-        if counter is None or max_length is None:
-            raise ConfigError(
-                f"{task.config.where()}: truncate_fewshots needs a backend that counts tokens "
-                f"(hf, vllm, or an API backend with a tokenizer); {type(model).__name__} does not."
-            )
-
-        def count(text: str) -> int:
-            return counter([text])[0]
-
-        reserve = max((count(c) for c in doc.choices), default=0)
-        if task.output_type == OutputType.GENERATE_UNTIL:
-            reserve = self._gen_params(task, doc).max_gen_toks
-        while doc.fewshot_samples:
-            prompt = prompts.render(doc, doc.fewshot_samples)
-            if (
-                count(prompt if isinstance(prompt, str) else " ".join(c for _, c in prompt))
-                + reserve
-                <= max_length
-            ):
-                return
-            doc.fewshot_samples = doc.fewshot_samples[:-1]
 
     def _groups(self, results: dict[str, Any]) -> None:
         done = results["results"]

@@ -8,14 +8,17 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import AssayError, ConfigError
 from assay.tasks.config import TaskConfig
 from assay.tasks.lm_eval_yaml import GroupConfig
 from assay.tasks.registry import Registry
 from assay.tasks.task import Task
+
+if TYPE_CHECKING:
+    from assay.requests.plan import Capabilities
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +79,9 @@ def show(registry: Registry, name: str, settings: ShowSettings | None = None) ->
     nothing is downloaded for a task that bundles example rows); otherwise from the bundled
     example rows, and the output says so.
     """
-    from assay.doc import OutputType
-    from assay.evaluator import Evaluation
-    from assay.requests.instances import doc_instances
-    from assay.settings import RunSettings
-    from assay.tasks.registry import Resolved, TaskRequest
+    from assay.plan import check_task
+    from assay.requests.build import build_requests
+    from assay.requests.plan import Capabilities, GenerationPolicy, PromptSettings, RequestPlan
 
     s = settings or ShowSettings()
     found = registry.get(name)
@@ -94,15 +95,9 @@ def show(registry: Registry, name: str, settings: ShowSettings | None = None) ->
     if s.fewshot_as_multiturn and not s.apply_chat_template:
         raise ConfigError("--fewshot-as-multiturn needs --apply-chat-template.")
     config, origin = _data_for_show(found)
-    run = RunSettings(
-        # Showing a task runs none of its model-written code, so unsafe tasks may be shown.
-        confirm_run_unsafe_code=True,
-        apply_chat_template=s.apply_chat_template,
-        system_instruction=s.system_instruction,
-        fewshot_as_multiturn=s.fewshot_as_multiturn,
-    )
-    evaluation = Evaluation(Resolved([TaskRequest(config, s.num_fewshot)]), run)
-    (task,) = evaluation.tasks
+    # Showing a task runs none of its model-written code, so unsafe tasks may be shown.
+    check_task(config, confirm_run_unsafe_code=True)
+    task = Task(config, num_fewshot=s.num_fewshot)
     lines = [
         f"task: {config.name}",
         f"source: {config.source}",
@@ -112,24 +107,15 @@ def show(registry: Registry, name: str, settings: ShowSettings | None = None) ->
         f"doc 0: {origin}",
     ]
     _, doc = next(task.docs([0]))
-    model = _TokenizerOnly(s.tokenizer) if s.tokenizer else None
-    prompts = evaluation._prompt_manager(task, model=model)  # type: ignore[arg-type]
-    prompt: Any = (
-        prompts.contexts(doc, doc.fewshot_samples)
-        if doc.shared_continuation is not None
-        else prompts.render(doc, doc.fewshot_samples)
+    capabilities = _tokenizer_capabilities(s.tokenizer) if s.tokenizer else Capabilities()
+    plan = RequestPlan.for_task(
+        config,
+        PromptSettings(s.apply_chat_template, s.system_instruction, s.fewshot_as_multiturn),
+        capabilities,
+        GenerationPolicy.for_task(config),
     )
-    generative = task.output_type == OutputType.GENERATE_UNTIL
-    gen_kwargs = evaluation._gen_kwargs(task, doc) if generative else None
-    for inst in doc_instances(
-        doc,
-        task.output_type,
-        prompt,
-        continuation_delimiter=prompts.continuation_delimiter(doc),
-        params=evaluation._gen_params(task, doc, gen_kwargs) if generative else None,
-        with_unconditioned=False,
-        gen_kwargs=gen_kwargs,
-    ):
+    # No model counts tokens here: the prompt keeps all its few-shot examples.
+    for inst in build_requests(replace(plan, truncate_fewshots=False), doc, capabilities):
         lines.append("--- request " + str(inst.index))
         lines.append(json.dumps(inst.arguments(), ensure_ascii=False, indent=1))
     return "\n".join(lines)
@@ -180,35 +166,27 @@ def _cache_only() -> Iterator[None]:
                 os.environ[n] = value
 
 
-class _TokenizerOnly:
-    """The part of a model `tasks show` needs: the chat template of a tokenizer."""
+def _tokenizer_capabilities(name: str) -> Capabilities:
+    """What `tasks show` knows of a model without loading it: its tokenizer's chat template."""
+    from assay.prompts.chat import TokenizerChatTemplate
+    from assay.requests.plan import Capabilities
 
-    accepts_messages = False
+    try:
+        from transformers import AutoTokenizer
 
-    def __init__(self, name: str) -> None:
-        try:
-            from transformers import AutoTokenizer
-
-            self.tokenizer = AutoTokenizer.from_pretrained(name)
-        except (OSError, ValueError) as exc:
-            raise ConfigError(
-                f"--model-args tokenizer={name}: cannot load this tokenizer ({exc}). Give a "
-                "local directory or a hub id in the local cache."
-            ) from None
-        self.name = name
-
-    def chat_template(self) -> Any:
-        from assay.prompts.chat import TokenizerChatTemplate
-
-        return TokenizerChatTemplate(
-            self.tokenizer,
-            missing=f"--model-args tokenizer={self.name}: this tokenizer has no chat template.",
-        )
+        tokenizer = AutoTokenizer.from_pretrained(name)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"--model-args tokenizer={name}: cannot load this tokenizer ({exc}). Give a "
+            "local directory or a hub id in the local cache."
+        ) from None
+    template = TokenizerChatTemplate(
+        tokenizer, missing=f"--model-args tokenizer={name}: this tokenizer has no chat template."
+    )
+    return Capabilities(backend=f"tokenizer {name}", chat_template=template)
 
 
 def _offline_copy(config: TaskConfig) -> TaskConfig:
-    from dataclasses import replace
-
     rows = list(config.example_rows or [])
     split = config.evaluation_splits[0]
     splits = {split: rows}

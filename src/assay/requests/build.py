@@ -1,0 +1,91 @@
+"""build_requests: the one place that decides what a model is asked for a doc.
+
+`assay run` calls it for every doc, `assay tasks show` for the first one, so what is shown is
+what runs. It is pure: the doc is not changed (few-shot examples dropped by truncate_fewshots
+are dropped from the prompt only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from assay.doc import Doc, OutputType
+from assay.errors import ConfigError
+from assay.requests.instances import Instance, doc_instances
+from assay.requests.plan import Capabilities, RequestPlan
+from assay.requests.types import GenerateRequest, Request
+
+
+def build_requests(
+    plan: RequestPlan, doc: Doc, capabilities: Capabilities | None = None
+) -> list[Instance]:
+    """The requests of `doc` under `plan`, for a backend with `capabilities`.
+
+    Multiple choice: one loglikelihood per choice (plus the unconditioned ones for PMI);
+    loglikelihood: one; loglikelihood_rolling: the doc's text; generate_until: one generation
+    with the doc's settings (`doc_instances` says which exactly).
+    """
+    caps = capabilities or Capabilities()
+    generative = plan.output_type == OutputType.GENERATE_UNTIL
+    gen_kwargs = plan.generation.gen_kwargs(doc) if generative else None
+    params = plan.generation.params(gen_kwargs) if gen_kwargs is not None else None
+    fewshots: Sequence[Doc] = doc.fewshot_samples
+    rendered = None
+    if plan.truncate_fewshots and fewshots:
+        reserve = params.max_gen_toks if params is not None else None
+        fewshots, rendered = _fit_fewshots(plan, doc, caps, reserve)
+    if plan.output_type == OutputType.MULTIPLE_CHOICE and doc.shared_continuation is not None:
+        prompt: Any = plan.prompts.contexts(doc, fewshots)
+    elif plan.output_type == OutputType.LOGLIKELIHOOD_ROLLING:
+        prompt = None
+    else:
+        prompt = rendered if rendered is not None else plan.prompts.render(doc, fewshots)
+    return doc_instances(
+        doc,
+        plan.output_type,
+        prompt,
+        continuation_delimiter=plan.prompts.continuation_delimiter(doc),
+        params=params,
+        with_unconditioned=plan.with_unconditioned,
+        gen_kwargs=gen_kwargs,
+    )
+
+
+def _fit_fewshots(
+    plan: RequestPlan, doc: Doc, caps: Capabilities, reserve: int | None
+) -> tuple[Sequence[Doc], Any]:
+    """truncate_fewshots: drop examples from the end until the prompt fits the model.
+
+    Returns the examples kept and the prompt they render to (None when none are kept). The
+    room kept free is the generation length, or the longest choice for scored requests.
+    """
+    counter, max_length = caps.token_counter, caps.max_length
+    if counter is None or max_length is None:
+        raise ConfigError(
+            f"{plan.task}: truncate_fewshots needs a backend that counts tokens "
+            f"(hf, vllm, or an API backend with a tokenizer); {caps.backend} does not."
+        )
+
+    def count(text: str) -> int:
+        return counter([text])[0]
+
+    if reserve is None:
+        reserve = max((count(c) for c in doc.choices), default=0)
+    fewshots = doc.fewshot_samples
+    while fewshots:
+        prompt = plan.prompts.render(doc, fewshots)
+        text = prompt if isinstance(prompt, str) else " ".join(c for _, c in prompt)
+        if count(text) + reserve <= max_length:
+            return fewshots, prompt
+        fewshots = fewshots[:-1]
+    return fewshots, None
+
+
+def repeated(request: Request, times: int) -> list[Request]:
+    """A request asked `times` times (a doc's num_samples): sampled generations get their repeat
+    index, so that each is its own sample; any other request is the same each time (and is
+    computed once)."""
+    if isinstance(request, GenerateRequest) and request.params.do_sample:
+        return [GenerateRequest(request.prompt, request.params, k) for k in range(times)]
+    return [request] * times
