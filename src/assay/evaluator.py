@@ -19,8 +19,9 @@ from typing import Any
 from assay.doc import Doc
 from assay.errors import ConfigError, DataError, FailedRequests, ModelError
 from assay.execution.cache import ResponseCache
-from assay.execution.executor import Executor, char_lengths, request_texts, token_measure
+from assay.execution.executor import Executor
 from assay.execution.local import LocalExecutor
+from assay.execution.stats import RunStats, collapse_repeats, task_batch_sizes
 from assay.models.base import LM, checked_backend, load_model
 from assay.plan import TaskPlan, check_task
 from assay.requests.build import build_requests
@@ -326,11 +327,9 @@ class Evaluation:
         for plan in plans:
             task = plan.task
             t0 = time.perf_counter()
-            chosen_before = len(_chosen_batch_sizes(model))
-            entry, counts, n_docs = self._run_task(plan, model, cache, out)
-            chosen = _chosen_batch_sizes(model)[chosen_before:]
-            batch_sizes = _collapse_repeats(
-                [*batch_sizes, *_task_batch_sizes(task.name, chosen, cache)]
+            entry, stats, n_docs, task_hash = self._run_task(plan, model, cache, out)
+            batch_sizes = collapse_repeats(
+                [*batch_sizes, *task_batch_sizes(task.name, stats.batch_sizes, cache)]
             )
             cfg = task.config
             results["results"][task.name] = entry
@@ -348,10 +347,9 @@ class Evaluation:
                 "effective": n_docs,
             }
             assay_extra["timings"][task.name] = round(time.perf_counter() - t0, 3)
-            task_hash = counts.pop("task_hash", None)
             if task_hash:
                 results["task_hashes"][task.name] = task_hash
-            assay_extra["requests"][task.name] = counts
+            assay_extra["requests"][task.name] = stats.counts()
             self._groups(results)
             if out:
                 out.write_results(
@@ -392,7 +390,7 @@ class Evaluation:
 
     def _run_task(
         self, plan: TaskPlan, model: LM, cache: ResponseCache | None, out: OutputDir | None
-    ) -> tuple[dict[str, Any], dict[str, int], int]:
+    ) -> tuple[dict[str, Any], RunStats, int, str | None]:
         task, cfg = plan.task, plan.task.config
         filters, metrics = plan.scorers.filters, plan.scorers.metrics
         output_type = task.output_type
@@ -408,12 +406,7 @@ class Evaluation:
             for name, p in parts.items()
             if p and self._logs_samples
         }
-        counts: dict[str, Any] = {
-            "requests": 0,
-            "unique_requests": 0,
-            "from_cache": 0,
-            "computed": 0,
-        }
+        stats = RunStats()
         progress = _Progress(
             f"{task.name}", enabled=self.settings.show_progress and self.executor.primary
         )
@@ -424,7 +417,7 @@ class Evaluation:
                 shard = [d for _, d in zip(range(SHARD_DOCS), docs_iter)]
                 if not shard:
                     break
-                results = self._run_shard(plan, shard, model, cache, counts, progress)
+                results = self._run_shard(plan, shard, cache, stats, progress)
                 apply_filters(results, filters)
                 score(results, cfg, metrics, filters)
                 hashes += [(r.doc_id, doc_hash(r.doc.row or {})) for r in results]
@@ -455,8 +448,9 @@ class Evaluation:
             progress.close()
             for handle in handles.values():
                 handle.close()
+        task_hash = None
         if out and self._logs_samples:
-            counts["task_hash"] = out.write_samples(task.name, [p for p in parts.values() if p])
+            task_hash = out.write_samples(task.name, [p for p in parts.values() if p])
         entry = task_entry(
             task.name,
             cfg.alias,
@@ -465,7 +459,7 @@ class Evaluation:
             self.settings.bootstrap_iters,
             clustered=cfg.cluster_key is not None,
         )
-        return entry, counts, n_docs
+        return entry, stats, n_docs, task_hash
 
     def _doc_indices(self, task: Task) -> list[int]:
         """The docs to run: --samples' ids for the task (in doc order), else --limit's."""
@@ -493,9 +487,8 @@ class Evaluation:
         self,
         plan: TaskPlan,
         shard: list[tuple[int, Doc]],
-        model: LM,
         cache: ResponseCache | None,
-        counts: dict[str, int],
+        stats: RunStats,
         progress: _Progress,
     ) -> list[DocResult]:
         task = plan.task
@@ -513,7 +506,6 @@ class Evaluation:
                     flat.append((result, i, request))
             results.append(result)
         progress.add_total(len(flat))
-        hits_before = cache.hits if cache is not None else 0
         try:
             answers = self.executor.run(
                 [r for _, _, r in flat], cache=cache, progress=progress.advance
@@ -522,29 +514,10 @@ class Evaluation:
             raise _name_failed_docs(
                 task.name, exc, [(res.doc_id, i) for res, i, _ in flat]
             ) from None
-        computed = dict(zip((r for _, _, r in flat), answers, strict=True))
-        counts["requests"] += len(flat)
-        counts["unique_requests"] += len(computed)
-        # Distinct requests the response cache answered; the rest went to the model.
-        from_cache = cache.hits - hits_before if cache is not None else 0
-        counts["from_cache"] += from_cache
-        counts["computed"] += len(computed) - from_cache
-        self._count_tokens(counts, model, computed)
+        stats += answers.stats
         for (result, i, _), answer in zip(flat, answers, strict=True):
             result.resps[i].append(answer)
         return results
-
-    @staticmethod
-    def _count_tokens(counts: dict[str, Any], model: LM, computed: dict[Any, Any]) -> None:
-        """Add the tokens of the distinct requests (sent) and of their generations to a task's
-        counts, in the backend's tokens when it counts them, else in characters."""
-        measure = token_measure(model)
-        counts["token_unit"] = "characters" if measure is char_lengths else "tokens"
-        for name, texts in (
-            ("input_tokens", [t for r in computed for t in request_texts(r)]),
-            ("generated_tokens", [a for a in computed.values() if isinstance(a, str)]),
-        ):
-            counts[name] = counts.get(name, 0) + (sum(measure(texts)) if texts else 0)
 
     def _groups(self, results: dict[str, Any]) -> None:
         done = results["results"]
@@ -672,35 +645,6 @@ class _Progress:
     def close(self) -> None:
         if self.bar:
             self.bar.stop()
-
-
-def _chosen_batch_sizes(model: LM) -> list[int]:
-    """The sizes the backend's automatic batch size picked so far (lm-eval's `lm.batch_sizes`);
-    backends only ever append to it."""
-    return list(model.batch_sizes)
-
-
-def _task_batch_sizes(task: str, chosen: list[int], cache: ResponseCache | None) -> list[int]:
-    """The automatic batch sizes to report for `task`: those `chosen` while computing it, or,
-    when it computed nothing new, those recorded in the cache by the run that did.
-
-    lm-eval reports the sizes its batch_size=auto search picked in `config.batch_sizes`. A
-    rerun or resume served from the response cache runs no batches, so the backend picks no
-    size; reporting [] would make its results.json differ from the run that computed the
-    answers. The sizes are therefore stored in the cache per task, next to the responses they
-    produced, and reported again whenever those responses are reused.
-    """
-    if cache is None:
-        return chosen
-    if chosen:
-        cache.record_batch_sizes(task, chosen)
-        return chosen
-    return cache.batch_sizes(task)
-
-
-def _collapse_repeats(sizes: list[int]) -> list[int]:
-    """`sizes` without consecutive repeats: a backend records a size only when it changes."""
-    return [size for i, size in enumerate(sizes) if i == 0 or size != sizes[i - 1]]
 
 
 def _as_list(value: Any) -> list[str] | None:

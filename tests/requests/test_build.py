@@ -55,7 +55,7 @@ def test_truncation_keeps_room_for_the_generation():
 
 
 def test_truncation_needs_a_backend_that_counts_tokens():
-    with pytest.raises(ConfigError, match="task t: truncate_fewshots needs .* no model does not"):
+    with pytest.raises(ConfigError, match=r"task t: truncate_fewshots needs .* no model does not"):
         build_requests(plan(OutputType.MULTIPLE_CHOICE), doc_with_examples())
     untruncated = build_requests(
         plan(OutputType.MULTIPLE_CHOICE, truncate=False), doc_with_examples()

@@ -72,8 +72,6 @@ class ResponseCache:
     def __init__(self, path: str | Path, identity: dict[str, Any]) -> None:
         self.path = Path(path)
         self.model = model_key(identity)
-        self.hits = 0
-        """Keys `get_many` found so far (a run's record of what it did not recompute)."""
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -116,7 +114,6 @@ class ResponseCache:
                     (self.model, *chunk),
                 )
                 found.update((k, _decode(v)) for k, v in rows)
-            self.hits += len(found)
         return found
 
     def put_many(self, items: Iterable[tuple[str, Result]]) -> None:

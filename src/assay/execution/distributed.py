@@ -24,6 +24,7 @@ from assay.execution.executor import (
     plan_requests,
     token_measure,
 )
+from assay.execution.stats import Answers
 from assay.models.base import LM
 from assay.requests.types import Request, Result
 
@@ -91,9 +92,10 @@ class DataParallelExecutor:
         *,
         cache: ResponseCache | None = None,
         progress: Progress | None = None,
-    ) -> list[Result]:
+    ) -> Answers:
         """Results of `requests` on every rank, each rank computing its share of the chunks."""
         size, measure = commit_chunk(self.model), token_measure(self.model)
+        chosen = len(self.model.batch_sizes)
         cache = cache if self.primary else None
         found: list[Any] = [None]
         if self.primary:
@@ -118,7 +120,7 @@ class DataParallelExecutor:
                     answered = plan.complete(round_[i], results, cache)
                     if progress:
                         progress(answered)
-        return plan.results()
+        return plan.answers(self.model.batch_sizes[chosen:])
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from assay.errors import FailedRequests, ModelError
 from assay.execution.cache import ResponseCache, request_key
+from assay.execution.stats import Answers, RunStats, TokenUnit
 from assay.models.base import LM
 from assay.requests.types import (
     LoglikelihoodRequest,
@@ -54,8 +55,10 @@ class Executor(Protocol):
         *,
         cache: ResponseCache | None = None,
         progress: Progress | None = None,
-    ) -> list[Result]:
-        """Results of `requests` (any mix of kinds), in order, computing each distinct one once."""
+    ) -> Answers:
+        """Results of `requests` (any mix of kinds), in order, computing each distinct one once,
+        with the statistics of the call (`Answers.stats`: requests, cache hits, tokens,
+        batches)."""
         ...
 
     def describe(self) -> dict[str, Any]:
@@ -65,6 +68,15 @@ class Executor(Protocol):
     def close(self) -> None:
         """Release workers (idempotent)."""
         ...
+
+
+Measure = Callable[[list[str]], list[int]]
+"""Lengths of texts: the backend's token counts when it has them, else characters."""
+
+
+def char_lengths(texts: list[str]) -> list[int]:
+    """The default Measure: characters."""
+    return [len(t) for t in texts]
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,12 @@ class WorkPlan:
     cached: int
     """Caller requests (duplicates counted) answered by the cache."""
     _uses: dict[str, int] = field(default_factory=dict)
+    token_unit: TokenUnit = "characters"
+    """Unit of `measure`: the backend's tokens, or characters."""
+    input_tokens: int = 0
+    """Length of the distinct requests' texts, measured once when the plan was made."""
+    measure: Measure = field(default=char_lengths, repr=False)
+    """How texts were measured (also measures the generations at the end)."""
 
     def complete(self, chunk: Chunk, results: Sequence[Result], cache: ResponseCache | None) -> int:
         """Record a computed chunk (committing it to the cache); the caller requests it answers."""
@@ -124,14 +142,22 @@ class WorkPlan:
         """One result per caller request, in the caller's order (after every chunk completed)."""
         return [self.done[k] for k in self.keys]
 
-
-Measure = Callable[[list[str]], list[int]]
-"""Lengths of texts: the backend's token counts when it has them, else characters."""
-
-
-def char_lengths(texts: list[str]) -> list[int]:
-    """The default Measure: characters."""
-    return [len(t) for t in texts]
+    def answers(self, batch_sizes: Sequence[int] = ()) -> Answers:
+        """`results()` with the statistics of this plan's run (after every chunk completed);
+        `batch_sizes` are those the backend's automatic batch size picked meanwhile."""
+        generated = [r for r in self.done.values() if isinstance(r, str)]
+        stats = RunStats(
+            requests=len(self.keys),
+            unique_requests=len(self._uses),
+            from_cache=len(self._uses) - sum(len(c.keys) for c in self.chunks),
+            computed=sum(len(c.keys) for c in self.chunks),
+            token_unit=self.token_unit,
+            input_tokens=self.input_tokens,
+            generated_tokens=sum(self.measure(generated)) if generated else 0,
+            batches=len(self.chunks),
+            batch_sizes=list(batch_sizes),
+        )
+        return Answers(self.results(), stats)
 
 
 def request_texts(request: Request) -> tuple[str, ...]:
@@ -143,14 +169,15 @@ def request_texts(request: Request) -> tuple[str, ...]:
     return (request.prompt if isinstance(request.prompt, str) else str(request.prompt),)
 
 
-def _groups(pending: list[str], unique: dict[str, Request], measure: Measure) -> list[list[str]]:
+def _groups(
+    pending: list[str], unique: dict[str, Request], size: dict[str, int]
+) -> list[list[str]]:
     """Pending keys in groups that must share a backend call, longest group first.
 
     A group's length is that of the row a prefix-sharing backend packs it into (one context,
-    every ending): ordering by it keeps rows of similar length together, so little is padding.
+    every ending), from the `size` of each text: ordering by it keeps rows of similar length
+    together, so little is padding.
     """
-    texts = list(dict.fromkeys(t for key in pending for t in request_texts(unique[key])))
-    size = dict(zip(texts, measure(texts), strict=True))
     groups: dict[str, list[str]] = {}
     for key in pending:
         request = unique[key]
@@ -209,8 +236,9 @@ def plan_requests(
 ) -> WorkPlan:
     """Deduplicate `requests`, look them up in `cache`, and chunk what is left.
 
-    `measure` orders requests by length; the backend's token count (`count_tokens`) makes the
-    chunks of a batch-sized plan the batches the backend would have formed itself.
+    `measure` orders requests by length; the backend's token count (`token_counter`) makes the
+    chunks of a batch-sized plan the batches the backend would have formed itself. Every
+    distinct text is measured once, which also gives the plan's input token count.
 
     `min_chunks` shrinks the chunks of each kind so that there are at least that many (when
     there are that many groups), for a pool of workers handed fewer requests than they could
@@ -221,6 +249,8 @@ def plan_requests(
     for key, request in zip(keys, requests, strict=True):
         unique.setdefault(key, request)
     done: dict[str, Result] = cache.get_many(list(unique)) if cache is not None else {}
+    texts = list(dict.fromkeys(t for r in unique.values() for t in request_texts(r)))
+    size = dict(zip(texts, measure(texts) if texts else [], strict=True))
     uses: dict[str, int] = {}
     for key in keys:
         uses[key] = uses.get(key, 0) + 1
@@ -231,10 +261,19 @@ def plan_requests(
     chunks = [
         Chunk(kind, tuple(part), tuple(unique[k] for k in part))
         for kind, pending in by_kind.items()
-        for part in _spread(_groups(pending, unique, measure), chunk_size, min_chunks)
+        for part in _spread(_groups(pending, unique, size), chunk_size, min_chunks)
     ]
     cached = sum(n for k, n in uses.items() if k in done)
-    return WorkPlan(keys, done, chunks, cached, uses)
+    return WorkPlan(
+        keys,
+        done,
+        chunks,
+        cached,
+        uses,
+        token_unit="characters" if measure is char_lengths else "tokens",
+        input_tokens=sum(size[t] for r in unique.values() for t in request_texts(r)),
+        measure=measure,
+    )
 
 
 def compute_chunk(model: LM, kind: RequestKind, requests: Sequence[Request]) -> list[Result]:

@@ -19,8 +19,9 @@ from assay.execution.executor import (
     plan_requests,
     token_measure,
 )
+from assay.execution.stats import Answers
 from assay.models.base import LM
-from assay.requests.types import Request, Result
+from assay.requests.types import Request
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +33,13 @@ def run_requests(
     cache: ResponseCache | None = None,
     chunk_size: int | None = None,
     progress: Progress | None = None,
-) -> list[Result]:
-    """Results of `requests` (any mix of kinds), in order, computing each distinct one once.
+) -> Answers:
+    """Results of `requests` (any mix of kinds), in order, computing each distinct one once,
+    with the statistics of the call.
 
     `chunk_size` defaults to `commit_chunk(model)`.
     """
+    chosen = len(model.batch_sizes)
     plan = plan_requests(
         requests, cache, chunk_size or commit_chunk(model), measure=token_measure(model)
     )
@@ -58,7 +61,7 @@ def run_requests(
         answered = plan.complete(chunk, results, cache)
         if progress:
             progress(answered)
-    return plan.results()
+    return plan.answers(model.batch_sizes[chosen:])
 
 
 class LocalExecutor:
@@ -76,7 +79,7 @@ class LocalExecutor:
         *,
         cache: ResponseCache | None = None,
         progress: Progress | None = None,
-    ) -> list[Result]:
+    ) -> Answers:
         return run_requests(self.model, requests, cache=cache, progress=progress)
 
     def describe(self) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from assay.execution.executor import (
     plan_requests,
     token_measure,
 )
+from assay.execution.stats import Answers
 from assay.models.base import LM, MODELS, ModelProvenance, TokenCounter, load_model
 from assay.prompts.chat import ChatTemplate, Message
 from assay.requests.types import (
@@ -307,9 +308,10 @@ class RayExecutor:
         *,
         cache: ResponseCache | None = None,
         progress: Progress | None = None,
-    ) -> list[Result]:
+    ) -> Answers:
         """Results of `requests`, in order: chunks dealt to whichever replica is idle."""
         ray = self._ray
+        chosen = len(self.model.batch_sizes)
         min_chunks = len(self.alive) if self.spread else 1
         plan = plan_requests(
             requests, cache, commit_chunk(self.model), min_chunks, token_measure(self.model)
@@ -349,7 +351,7 @@ class RayExecutor:
             if progress:
                 progress(answered)
             idle.append(replica)
-        return plan.results()
+        return plan.answers(self.model.batch_sizes[chosen:])
 
     def _lose(self, replica: int, exc: Exception) -> None:
         if replica in self.alive:
