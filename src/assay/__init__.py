@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from assay.models.base import LM, register_model
     from assay.pipelines.experiment import Experiment, run_evals
     from assay.prompts.manager import PromptManager
+    from assay.results.compare import CompareOptions, compare
     from assay.settings import RunSettings
     from assay.tasks.config import MetricSpec, TaskConfig
     from assay.tasks.registry import Registry
@@ -30,6 +31,8 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "evaluate": "assay.evaluator",
+    "compare": "assay.results.compare",
+    "CompareOptions": "assay.results.compare",
     "RunSettings": "assay.settings",
     "TaskConfig": "assay.tasks.config",
     "MetricSpec": "assay.tasks.config",
@@ -63,6 +66,7 @@ _ELSEWHERE = {
 
 __all__ = [  # noqa: RUF022 -- the names of _EXPORTS, sorted, then the version
     "AssayError",
+    "CompareOptions",
     "Doc",
     "Experiment",
     "Filter",
@@ -79,6 +83,7 @@ __all__ = [  # noqa: RUF022 -- the names of _EXPORTS, sorted, then the version
     "Task",
     "TaskConfig",
     "build_filter_ensemble",
+    "compare",
     "evaluate",
     "register_aggregation",
     "register_filter",

@@ -409,3 +409,16 @@ def test_cli_table_markdown_json_and_refusals(two_runs, tmp_path, capsys):
     assert "no such run folder" in capsys.readouterr().err
     assert main(["compare", str(run_a), str(run_a)]) == 2
     assert "labels must differ" in capsys.readouterr().err
+
+
+def test_python_api_with_a_baseline_named_by_label(tmp_path):
+    import assay
+
+    folders = [
+        write_run(tmp_path / n, {"qa": {"acc": _binary(40, 0.5, i)}}) for i, n in enumerate("xyz")
+    ]
+    report = assay.compare(*folders, baseline="z", options=assay.CompareOptions(confidence=0.9))
+    assert [(c.a, c.b) for c in report.comparisons] == [("z", "x"), ("z", "y")]
+    assert report.comparisons[0].confidence == 0.9
+    with pytest.raises(ResultsError, match=r"1 label\(s\) for 3 run\(s\)"):
+        assay.compare(*folders, labels=["only"])

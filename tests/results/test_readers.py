@@ -116,3 +116,37 @@ def test_duplicated_doc_in_a_samples_file_is_refused(tmp_path):
     (tmp_path / "samples_t.jsonl").write_text(line + line)
     with pytest.raises(ResultsError, match=r"line 2: doc_id 3 appears twice under filter 'none'"):
         read_run(tmp_path).samples("t")
+
+
+def test_facts_of_an_lm_eval_run_use_the_provenance_keys(tmp_path):
+    facts = read_run(RUNS / "dummy_seed1").facts()
+    assert facts["harness"] == "lm-eval 0.4.13"
+    assert facts["backend.backend"] == "dummy" and "backend.model" not in facts
+    assert facts["seeds.seed"] == 1 and facts["settings.batch_size"] == 1
+    assert facts["task.fxc_yesno.docs"] == 16
+    # An hf run: the model named by model_args, lm-eval's dtype without "torch.", the batch
+    # size its command line recorded as a string read as a number.
+    results = json.loads(next((RUNS / "dummy_seed1").glob("*/results_*.json")).read_text())
+    results["config"].update(
+        model="hf",
+        model_args={"pretrained": "org/model", "dtype": "float32"},
+        model_dtype="torch.float32",
+        model_sha="",
+        batch_size="16",
+    )
+    (tmp_path / "results_2026-01-01T00-00-00.json").write_text(json.dumps(results))
+    facts = read_run(tmp_path).facts()
+    assert facts["backend.model"] == "org/model" and facts["backend.dtype"] == "float32"
+    assert "backend.commit_sha" not in facts and facts["settings.batch_size"] == 16
+
+
+def test_only_recorded_differences_are_listed_between_harnesses(assay_run):
+    from assay.results.compare import what_differs
+
+    differs = dict(
+        (k, (a, b)) for k, a, b in what_differs(read_run(RUNS / "dummy_seed1"), read_run(assay_run))
+    )
+    assert differs["harness"][0] == "lm-eval 0.4.13" and differs["harness"][1].startswith("assay")
+    assert differs["seeds.seed"] == (1, 0)
+    assert not any(k.startswith("versions.") and k != "versions.transformers" for k in differs)
+    assert not any(k.endswith("docs_fingerprint") for k in differs)

@@ -87,10 +87,10 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Compare the runs; print the table and notes, write --json."""
-    from assay.results.compare import CompareOptions, compare_runs
+    from assay.results.compare import CompareOptions, compare
     from assay.results.compare_table import render_markdown, render_text
 
-    runs, baseline = _read_runs(args.runs, args.labels, args.baseline)
+    labels = [s.strip() for s in args.labels.split(",")] if args.labels else None
     options = CompareOptions(
         confidence=args.confidence,
         cluster_by=_cluster_by(args.cluster_by),
@@ -98,7 +98,7 @@ def main(args: argparse.Namespace) -> int:
         bootstrap_iters=args.bootstrap_iters,
         seed=args.seed,
     )
-    report = compare_runs(runs, baseline, options)
+    report = compare(*args.runs, baseline=args.baseline, labels=labels, options=options)
     print(render_markdown(report) if args.markdown else render_text(report), end="")
     if args.json:
         path = Path(args.json)
@@ -108,31 +108,6 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError(f"--json {path}: cannot write ({exc.strerror}).") from None
         print(f"\ncomparisons written to {path}")
     return 0
-
-
-def _read_runs(paths: list[str], labels_text: str | None, baseline_text: str | None) -> Any:
-    from assay.results.readers import read_run
-
-    labels = [s.strip() for s in labels_text.split(",")] if labels_text else None
-    if labels is not None and len(labels) != len(paths):
-        raise ConfigError(
-            f"--labels {labels_text!r}: {len(labels)} label(s) for {len(paths)} run(s); give "
-            "one per RUN, in order."
-        )
-    runs = [read_run(p, labels[i] if labels else None) for i, p in enumerate(paths)]
-    baseline = None
-    if baseline_text is not None:
-        given = Path(baseline_text).resolve()
-        baseline = next(
-            (r for r in runs if r.label == baseline_text or r.path.resolve() == given),
-            None,
-        )
-        if baseline is None:
-            baseline = read_run(baseline_text)
-            runs.insert(0, baseline)
-    if len(runs) < 2:
-        raise ConfigError("assay compare needs two runs or more (or one run and --baseline).")
-    return runs, baseline
 
 
 def _cluster_by(values: list[str]) -> dict[str, str]:

@@ -20,6 +20,7 @@ import json
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from assay.errors import ResultsError
@@ -133,6 +134,38 @@ def _finite(row: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- pairs of runs
+def compare(
+    *paths: str | Path,
+    baseline: str | Path | None = None,
+    labels: Sequence[str] | None = None,
+    options: CompareOptions | None = None,
+) -> CompareReport:
+    """Compare the runs at `paths` (assay or lm-eval output folders, or their results files):
+    every pair in order, or each against `baseline` (one of the paths or labels, or another
+    run, then listed first). `labels` name the runs in order (default: each path's basename).
+    """
+    from assay.results.readers import read_run
+
+    if labels is not None and len(labels) != len(paths):
+        raise ResultsError(
+            f"--labels {','.join(labels)!r}: {len(labels)} label(s) for {len(paths)} run(s); "
+            "give one per RUN, in order."
+        )
+    runs = [read_run(p, labels[i] if labels else None) for i, p in enumerate(paths)]
+    chosen = None
+    if baseline is not None:
+        given = Path(baseline).resolve()
+        chosen = next(
+            (r for r in runs if r.label == str(baseline) or r.path.resolve() == given), None
+        )
+        if chosen is None:
+            chosen = read_run(baseline)
+            runs.insert(0, chosen)
+    if len(runs) < 2:
+        raise ResultsError("assay compare needs two runs or more (or one run and --baseline).")
+    return compare_runs(runs, chosen, options)
+
+
 def run_pairs(runs: Sequence[Run], baseline: Run | None = None) -> list[tuple[Run, Run]]:
     """Every pair in command-line order (a earlier), or each run against the baseline (the run
     with its label)."""
@@ -499,12 +532,13 @@ def _weighted_by_size(run: Run, group: str, metric: str, flt: str, tasks: list[s
 
 # ---------------------------------------------------------------------- provenance
 def what_differs(a: Run, b: Run) -> list[tuple[str, Any, Any]]:
-    """Provenance entries (model, settings, dataset fingerprints, chat template, versions)
-    whose values differ between two runs; an entry one run lacks shows as None."""
+    """Provenance entries (harness, model, settings, seeds, dataset fingerprints, chat
+    template, versions) that both runs record with different values. An entry only one run
+    records (lm-eval keeps no dataset revision, for instance) is not a known difference and is
+    left out."""
     facts_a, facts_b = a.facts(), b.facts()
-    keys = list(facts_a) + [k for k in facts_b if k not in facts_a]
     return [
-        (key, facts_a.get(key), facts_b.get(key))
-        for key in keys
-        if facts_a.get(key) != facts_b.get(key)
+        (key, value, facts_b[key])
+        for key, value in facts_a.items()
+        if key in facts_b and facts_b[key] != value
     ]

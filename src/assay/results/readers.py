@@ -121,8 +121,8 @@ class Run:
         otherwise from the keys lm-eval writes; docs fingerprints come from the samples files
         when the run did not record them."""
         provenance = self.results.get("provenance")
-        out: dict[str, Any] = {"harness": "assay" if self.layout == "assay" else "lm-eval"}
         if provenance:
+            out: dict[str, Any] = {"harness": f"assay {provenance['versions'].get('assay')}"}
             for area in ("versions", "backend", "settings", "seeds"):
                 for key, value in provenance.get(area, {}).items():  # type: ignore[attr-defined]
                     out[f"{area}.{key}"] = value
@@ -130,27 +130,43 @@ class Run:
                 for key, value in info.items():
                     out[f"task.{task}.{key}"] = value
             return out
+        return self._recorded_facts()
+
+    def _recorded_facts(self) -> dict[str, Any]:
+        """`facts()` of a run without provenance (lm-eval's, or an older assay's), under the
+        same keys with the same meanings; what the run does not record is left out."""
         results = self.results
         config = results.get("config", {})
-        out["versions.lm_eval"] = results.get("lm_eval_version")
-        out["versions.transformers"] = results.get("transformers_version")
-        identity = config.get("model_identity") or {}
+        harness = "lm-eval" if self.layout == "lm-eval" else "assay"
+        version = results.get("lm_eval_version")
+        out: dict[str, Any] = {"harness": f"{harness} {version}" if version else harness}
+        if "transformers_version" in results:
+            out["versions.transformers"] = results["transformers_version"]
         out["backend.backend"] = config.get("model")
-        out["backend.model_args"] = config.get("model_args")
+        model = _model_name(config.get("model_args"))
+        if model is not None:
+            out["backend.model"] = model
         for key, source in (
             ("revision", "model_revision"),
             ("commit_sha", "model_sha"),
             ("dtype", "model_dtype"),
             ("num_parameters", "model_num_parameters"),
         ):
-            if source in config:
-                out[f"backend.{key}"] = config[source]  # type: ignore[literal-required]
-        for key, value in identity.items():
-            out[f"backend.{key}"] = value
-        if "chat_template_sha" in results:
+            value = cast(dict[str, Any], config).get(source)
+            if value not in (None, ""):
+                # lm-eval writes the dtype as torch prints it ("torch.float32").
+                out[f"backend.{key}"] = value.removeprefix("torch.") if key == "dtype" else value
+        # lm-eval records the template it applied (null: none applied), not the model's.
+        applied = results.get("chat_template_applied", results.get("chat_template") is not None)  # type: ignore[misc]
+        out["settings.apply_chat_template"] = bool(applied)
+        if applied and results.get("chat_template_sha"):
             out["backend.chat_template_sha256"] = results.get("chat_template_sha")
-        out["settings.limit"] = config.get("limit")
-        out["settings.gen_kwargs"] = config.get("gen_kwargs")
+        for key in ("limit", "gen_kwargs", "batch_size", "device"):
+            if key in config:
+                value = config[key]  # type: ignore[literal-required]
+                # lm-eval's command line records --batch_size 16 as the string "16".
+                isdigit = isinstance(value, str) and value.isdigit()
+                out[f"settings.{key}"] = int(value) if isdigit else value
         out["settings.system_instruction"] = results.get("system_instruction")
         out["settings.fewshot_as_multiturn"] = results.get("fewshot_as_multiturn")
         out["seeds.seed"] = config.get("random_seed")
@@ -166,6 +182,20 @@ class Run:
                 out[f"task.{task}.docs"] = len(samples.docs())
                 out[f"task.{task}.docs_fingerprint"] = samples.fingerprint()
         return out
+
+
+def _model_name(model_args: Any) -> str | None:
+    """The model lm-eval names a run after: the first of its model_args peft, delta,
+    pretrained, model, path, engine."""
+    if isinstance(model_args, str):
+        pairs = (p.partition("=") for p in model_args.split(",") if "=" in p)
+        model_args = {k.strip(): v.strip() for k, _, v in pairs}
+    if not isinstance(model_args, dict):
+        return None
+    for key in ("peft", "delta", "pretrained", "model", "path", "engine"):
+        if model_args.get(key):
+            return str(model_args[key])
+    return None
 
 
 def read_samples(task: str, path: Path) -> TaskSamples:
