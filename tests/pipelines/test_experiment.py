@@ -789,6 +789,13 @@ def test_early_stop_stops_a_beaten_config_and_keeps_its_rows(
     assert n == decision.rows and n < 60 and n % 10 == 0
     assert results[2][1]["Accuracy"]["value"] == 0.0 and results[1][1]["Accuracy"]["value"] == 1.0
     assert decision.message in caplog.text
+    # The decision is stored: a re-run resumes with it, and the stopped config stays stopped.
+    again = experiment(tmp_path)
+    rerun = again.run_evals(
+        GridSearch(config), arithmetic_rows(60), num_shards=6, early_stop=EarlyStop("Accuracy")
+    )
+    assert again.early_stops == [decision]
+    assert rerun[2][1]["Samples Processed"]["value"] == n
     # Without early stopping both run to the end.
     full = experiment(tmp_path, "full").run_evals(
         GridSearch(config), arithmetic_rows(60), num_shards=6

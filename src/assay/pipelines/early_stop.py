@@ -19,8 +19,8 @@ and metrics, as if stopped by hand.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 
@@ -100,6 +100,19 @@ class StopDecision:
     """Level of each sequence after the Bonferroni split."""
     metric: str
     message: str = field(default="", compare=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain values, as the experiment store keeps them."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StopDecision:
+        """The decision `as_dict` wrote (intervals come back as tuples)."""
+        values = dict(data)
+        for key in ("interval", "best_interval"):
+            if values.get(key) is not None:
+                values[key] = tuple(values[key])
+        return cls(**values)
 
 
 def decide(

@@ -269,6 +269,11 @@ class Experiment:
             config_id = previous["config_id"] if previous else self._take_id()
             self._register(validate(leaf, config_id), previous)
         self._restore_clones(stored_configs)
+        self.early_stops = [
+            StopDecision.from_dict(d)
+            for d in self._store.early_stops()
+            if d["config_id"] in self._configs
+        ]
 
     def _restore_clones(self, stored_configs: list[dict[str, Any]]) -> None:
         """Re-register the stored clones of this run's configs (by id, so parents come first)."""
@@ -499,6 +504,7 @@ class Experiment:
             self._scheduler.stop(decision.config_id)
             self._store.set_status(decision.config_id, Status.STOPPED.value)
             self.early_stops.append(decision)
+            self._store.add_early_stop(decision.config_id, decision.as_dict())
             log.info("experiment %r: %s", self.name, decision.message)
 
     def _metric_names(self, cid: int) -> set[str]:

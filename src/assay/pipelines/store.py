@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS rows (
 CREATE TABLE IF NOT EXISTS metrics (
   config_id INTEGER, shards_done INTEGER, n INTEGER, metrics TEXT, recorded REAL,
   PRIMARY KEY (config_id, shards_done));
+CREATE TABLE IF NOT EXISTS early_stops (
+  config_id INTEGER PRIMARY KEY, decision TEXT, recorded REAL);
 """
 
 
@@ -119,7 +121,8 @@ class ExperimentStore:
     def clear(self) -> None:
         """Forget everything (a fresh experiment under the same name)."""
         with self._lock:
-            for table in ("meta", "configs", "shards", "batches", "rows", "metrics"):
+            tables = ("meta", "configs", "shards", "batches", "rows", "metrics", "early_stops")
+            for table in tables:
                 self._db.execute(f"DELETE FROM {table}")
             self._db.commit()
 
@@ -264,6 +267,23 @@ class ExperimentStore:
                 (config_id,),
             ).fetchall()
         return [{"shards_done": s, "n": n, "metrics": json.loads(m)} for s, n, m in rows]
+
+    def add_early_stop(self, config_id: int, decision: dict[str, Any]) -> None:
+        """Why early stopping stopped a config (a StopDecision as a dict)."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO early_stops VALUES (?, ?, ?)",
+                (config_id, to_json(decision), time.time()),
+            )
+            self._db.commit()
+
+    def early_stops(self) -> list[dict[str, Any]]:
+        """The stored early-stopping decisions, by config id."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT decision FROM early_stops ORDER BY config_id"
+            ).fetchall()
+        return [json.loads(r[0]) for r in rows]
 
     # -- reading back ----------------------------------------------------------------------
     def batch_metrics(self, config_id: int) -> list[tuple[int, dict[str, Any]]]:
