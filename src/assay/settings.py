@@ -134,7 +134,8 @@ def default(name: str) -> Any:
     spec = next(f for f in fields(RunSettings) if f.name == name)
     if spec.default is not MISSING:
         return spec.default
-    return spec.default_factory()  # type: ignore[misc]
+    factory: Any = spec.default_factory
+    return factory()
 
 
 def setting_names() -> list[str]:

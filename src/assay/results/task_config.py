@@ -37,7 +37,7 @@ _DEFAULTS = {
     "should_decontaminate": False,
 }
 
-_DEFAULT_FILTERS = (("none", [("take_first", {})]),)
+_DEFAULT_FILTERS: tuple[Any, ...] = (("none", [("take_first", {})]),)
 
 
 def config_dump(task: Task, gen_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -51,7 +51,7 @@ def list_table(registry: Registry, pattern: str | None = None) -> str:
         else:
             row = (name, kind, "", f"{len(registry.members(name))} tasks", "")
         by_kind[kind].append(row)
-    rows = [("name", "kind", "family", "output type / members", "shots")]
+    rows: list[tuple[str, ...]] = [("name", "kind", "family", "output type / members", "shots")]
     rows += [row for kind in ("task", "group", "tag") for row in by_kind[kind]]
     if len(rows) == 1:
         return f"no task, group or tag name contains {pattern!r}" if pattern else "no tasks"

@@ -586,3 +586,24 @@ def test_bitsandbytes_quantization_is_refused_clearly_without_a_gpu(tiny_model_d
         hf(pretrained=str(tiny_model_dir), **args)
     message = str(refused.value)
     assert next(iter(args)) in message and "bitsandbytes" in message and "CUDA" in message
+
+
+def test_quantization_args_become_transformers_quantization_configs():
+    import torch
+
+    from assay.models.hf.args import parse_hf_args
+    from assay.models.hf.load import placement_kwargs
+
+    cuda = torch.device("cuda:0")  # only the kwargs are built: no GPU is touched
+    four = placement_kwargs(parse_hf_args({"pretrained": "m", "load_in_4bit": "true"}), cuda)
+    assert four["device_map"] == {"": "cuda:0"} and four["quantization_config"].load_in_4bit
+    given = '{"load_in_8bit": true, "llm_int8_threshold": 5.0}'
+    eight = placement_kwargs(parse_hf_args({"pretrained": "m", "quantization_config": given}), cuda)
+    config = eight["quantization_config"]
+    assert config.load_in_8bit and not config.load_in_4bit and config.llm_int8_threshold == 5.0
+    method = '{"quant_method": "bitsandbytes", "load_in_4bit": true}'
+    auto = placement_kwargs(parse_hf_args({"pretrained": "m", "quantization_config": method}), cuda)
+    assert auto["quantization_config"].load_in_4bit
+    typo = parse_hf_args({"pretrained": "m", "quantization_config": '{"load_in_4bits": true}'})
+    with pytest.raises(ConfigError, match="'load_in_4bits', which bitsandbytes does not take"):
+        placement_kwargs(typo, cuda)

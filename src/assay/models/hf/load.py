@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import logging
 import os
 import re
@@ -40,6 +41,7 @@ def load(args: HFArgs) -> Loaded:
 
     device = _pick_device(args.device)
     check_quantization(args)
+    placement = placement_kwargs(args, device)  # a bad quantization_config fails here, early
     _check_source(args.pretrained, "pretrained")
     if args.tokenizer:
         _check_source(args.tokenizer, "tokenizer")
@@ -59,7 +61,14 @@ def load(args: HFArgs) -> Loaded:
     )
     dtype = "auto" if args.dtype == "auto" else getattr(torch, args.dtype)
     model = _guarded(
-        "load the weights of", args.pretrained, _load_model, args.pretrained, args, dtype, device
+        "load the weights of",
+        args.pretrained,
+        _load_model,
+        args.pretrained,
+        args,
+        dtype,
+        device,
+        placement,
     )
     if args.parallelize or args.device_map or args.quantized:
         # accelerate placed the weights: inputs go where the first layers are.
@@ -194,7 +203,9 @@ def _load_tokenizer(source: str, args: HFArgs) -> Any:
     return AutoTokenizer.from_pretrained(source, **kwargs)
 
 
-def _load_model(source: str, args: HFArgs, dtype: Any, device: Any) -> Any:
+def _load_model(
+    source: str, args: HFArgs, dtype: Any, device: Any, placement: dict[str, Any]
+) -> Any:
     from transformers import AutoModelForCausalLM
 
     kwargs: dict[str, Any] = {
@@ -204,7 +215,7 @@ def _load_model(source: str, args: HFArgs, dtype: Any, device: Any) -> Any:
     }
     if args.attn_implementation is not None:
         kwargs["attn_implementation"] = args.attn_implementation
-    kwargs.update(placement_kwargs(args, device))
+    kwargs.update(placement)
     model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
     return model if "device_map" in kwargs else model.to(device)
 
@@ -221,14 +232,22 @@ def placement_kwargs(args: HFArgs, device: Any) -> dict[str, Any]:
     elif device.type != "cpu" or args.quantized:
         kwargs["device_map"] = {"": str(device)}
     if args.quantized:
-        from transformers import AutoQuantizationConfig, BitsAndBytesConfig
+        from transformers import BitsAndBytesConfig
+        from transformers.quantizers import AutoQuantizationConfig
 
         settings = dict(args.quantization_config or {args.quantized: True})
-        kwargs["quantization_config"] = (
-            AutoQuantizationConfig.from_dict(settings)
-            if "quant_method" in settings
-            else BitsAndBytesConfig(**settings)
-        )
+        if "quant_method" in settings:
+            kwargs["quantization_config"] = AutoQuantizationConfig.from_dict(settings)
+        else:
+            # BitsAndBytesConfig takes **kwargs and ignores names it does not know: refuse them.
+            known = set(inspect.signature(BitsAndBytesConfig.__init__).parameters) - {"self"}
+            unknown = sorted(set(settings) - known)
+            if unknown:
+                raise ConfigError(
+                    f"--model hf: quantization_config has {', '.join(map(repr, unknown))}, which "
+                    f"bitsandbytes does not take; it takes {', '.join(sorted(known - {'kwargs'}))}."
+                )
+            kwargs["quantization_config"] = BitsAndBytesConfig(**settings)
     return kwargs
 
 
