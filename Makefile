@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet --upgrade pip
 	# The CPU build of torch must come first: a bare "torch" requirement would pull the CUDA build.
 	$(PIP) install --quiet torch==2.13.0
-	$(PIP) install --quiet -e ".[hf,api,rag,ray,dev,lm-eval-tasks]"
+	$(PIP) install --quiet -e ".[hf,api,rag,ray,report,dev,lm-eval-tasks]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -24,7 +24,13 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 
-test: lint $(VLLM_STAMP)
+# assay report's test opens the page in Debian's chromium (headless).
+CHROMIUM := /usr/bin/chromium
+
+$(CHROMIUM):
+	apt-get update -qq && apt-get install -y -qq chromium
+
+test: lint $(VLLM_STAMP) $(CHROMIUM)
 	ASSAY_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(VENV)/bin/pytest -n 2 --dist loadfile
 
 quickstart: $(STAMP)

@@ -93,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
     labels = [s.strip() for s in args.labels.split(",")] if args.labels else None
     options = CompareOptions(
         confidence=args.confidence,
-        cluster_by=_cluster_by(args.cluster_by),
+        cluster_by=cluster_by_option(args.cluster_by),
         allow_prompt_mismatch=args.allow_prompt_mismatch,
         bootstrap_iters=args.bootstrap_iters,
         seed=args.seed,
@@ -110,7 +110,7 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cluster_by(values: list[str]) -> dict[str, str]:
+def cluster_by_option(values: list[str]) -> dict[str, str]:
     """--cluster-by FIELD (every task) or TASK=FIELD."""
     out: dict[str, str] = {}
     for value in values:

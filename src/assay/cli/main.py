@@ -1,5 +1,5 @@
-"""The `assay` command: run, tasks (list / show / dump), validate, compare, power; one module
-per command.
+"""The `assay` command: run, tasks (list / show / dump), validate, compare, power, report;
+one module per command.
 
 Imports stay light here: heavy libraries load only when a command needs them, so
 `assay --help` is instant.
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from assay import __version__
-from assay.cli import compare, power, run, tasks, validate
+from assay.cli import compare, power, report, run, tasks, validate
 from assay.cli._parser import Parser, common_flags
 from assay.errors import AssayError
 
@@ -33,7 +33,7 @@ def _build() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     parser.add_argument("--version", action="version", version=f"assay {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     run_parser = run.add_parser(sub, [common])
-    for command in (tasks, validate, compare, power):
+    for command in (tasks, validate, compare, power, report):
         command.add_parser(sub, [common])
     return parser, run_parser
 

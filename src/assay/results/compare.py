@@ -146,12 +146,7 @@ def compare(
     """
     from assay.results.readers import read_run
 
-    if labels is not None and len(labels) != len(paths):
-        raise ResultsError(
-            f"--labels {','.join(labels)!r}: {len(labels)} label(s) for {len(paths)} run(s); "
-            "give one per RUN, in order."
-        )
-    runs = [read_run(p, labels[i] if labels else None) for i, p in enumerate(paths)]
+    runs = read_runs(paths, labels)
     chosen = None
     if baseline is not None:
         given = Path(baseline).resolve()
@@ -164,6 +159,18 @@ def compare(
     if len(runs) < 2:
         raise ResultsError("assay compare needs two runs or more (or one run and --baseline).")
     return compare_runs(runs, chosen, options)
+
+
+def read_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[Run]:
+    """The runs at `paths`, named by `labels` in order (default: each path's basename)."""
+    from assay.results.readers import read_run
+
+    if labels is not None and len(labels) != len(paths):
+        raise ResultsError(
+            f"--labels {','.join(labels)!r}: {len(labels)} label(s) for {len(paths)} run(s); "
+            "give one per RUN, in order."
+        )
+    return [read_run(p, labels[i] if labels else None) for i, p in enumerate(paths)]
 
 
 def run_pairs(runs: Sequence[Run], baseline: Run | None = None) -> list[tuple[Run, Run]]:

@@ -1,0 +1,166 @@
+"""`assay report`: the page built from two real runs, opened in headless Chromium.
+
+The expectations come from the run folders themselves (results.json, the samples files) and
+from `assay compare --json`, never from the report's own data.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from assay.cli.main import main
+from assay.errors import ConfigError
+from assay.results.readers import read_run
+from assay.results.report import build_report
+
+TASKS_DIR = Path(__file__).parents[1] / "data" / "lm_eval_parity" / "tasks"
+TASKS = "parity_mc_same_split,parity_gen_regex"
+
+
+def chromium() -> str:
+    """Debian's chromium, which `make test` installs."""
+    path = shutil.which("chromium")
+    assert path, "chromium is not installed: `make test` installs Debian's chromium package"
+    return path
+
+
+def dump_dom(page: Path, fragment: str, profile: Path) -> str:
+    """The page's DOM after its scripts ran (virtual time lets the samples decode)."""
+    command = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=20000",
+        "--dump-dom",
+        page.as_uri() + fragment,
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The same tasks run by two differently seeded dummy models (so some docs flip)."""
+    root = tmp_path_factory.mktemp("report_runs")
+    for seed in (1, 2):
+        code = main(
+            [
+                "run",
+                "--model",
+                "dummy",
+                "--model-args",
+                f"seed={seed}",
+                "--include-path",
+                str(TASKS_DIR),
+                "--tasks",
+                TASKS,
+                "--log-samples",
+                "--output-dir",
+                str(root / f"seed{seed}"),
+            ]
+        )
+        assert code == 0
+    return root / "seed1", root / "seed2"
+
+
+def expected_flips(a: Path, b: Path) -> set[tuple[str, str, int]]:
+    """(task, filter, doc id) whose first reported metric differs between the two runs."""
+    results = json.loads((a / "results.json").read_text())["results"]
+    flips = set()
+    for task in TASKS.split(","):
+        primary = next(k for k in results[task] if "," in k and "_stderr" not in k).split(",")[0]
+        lines_a = [json.loads(x) for x in (a / f"samples_{task}.jsonl").read_text().splitlines()]
+        by_key = {(r["filter"], r["doc_id"]): r for r in lines_a}
+        for line in (b / f"samples_{task}.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            other = by_key[(record["filter"], record["doc_id"])]
+            if record[primary] != other[primary]:
+                flips.add((task, record["filter"], record["doc_id"]))
+    return flips
+
+
+@pytest.mark.slow
+def test_the_report_opens_in_chromium_and_shows_the_runs(two_runs, tmp_path):
+    a, b = two_runs
+    page = tmp_path / "report.html"
+    assert main(["report", str(a), str(b), "-o", str(page)]) == 0
+    assert main(["compare", str(a), str(b), "--json", str(tmp_path / "compare.json")]) == 0
+    comparisons = json.loads((tmp_path / "compare.json").read_text())["comparisons"]
+
+    dom = dump_dom(page, "#flipped", tmp_path / "profile")
+    assert 'data-ready="1"' in dom, "the page's script did not finish"
+    errors = re.search(r'<pre id="errors">(.*?)</pre>', dom, re.S)
+    assert errors is not None and errors.group(1).strip() == "", errors.group(1) if errors else dom
+
+    # The summary table shows each run's numbers as results.json has them.
+    for run in (a, b):
+        results = json.loads((run / "results.json").read_text())["results"]
+        for task, entry in results.items():
+            for key, value in entry.items():
+                if "," not in key or "_stderr" in key:
+                    continue
+                metric, flt = key.split(",")
+                row = re.search(
+                    rf'<tr class="" data-task="{task}" data-metric="{metric}" '
+                    rf'data-filter="{flt}">(.*?)</tr>',
+                    dom,
+                    re.S,
+                )
+                assert row is not None, (task, metric, flt)
+                cell = re.search(
+                    rf'data-run="{run.name}"><span class="value">([^<]*)</span>', row.group(1)
+                )
+                assert cell is not None
+                shown = float(cell.group(1))
+                assert shown == pytest.approx(value, abs=5e-5)
+
+    # The forest plot draws one interval per compared metric with an interval.
+    with_interval = [c for c in comparisons if c["ci_low"] is not None]
+    assert len(with_interval) == len(comparisons) > 0
+    assert dom.count('class="errorbar"') == len(with_interval)
+
+    # "#flipped" shows exactly the docs whose score differs between the runs.
+    shown_flips = {
+        (html.unescape(task), html.unescape(flt), int(doc))
+        for task, doc, flt in re.findall(
+            r'<details class="sample" data-task="([^"]*)" data-doc="(\d+)" '
+            r'data-filter="([^"]*)" data-flipped="true"',
+            dom,
+        )
+    }
+    assert shown_flips == expected_flips(a, b)
+    assert shown_flips, "the seeds should make some docs flip"
+    assert 'data-flipped="false"' not in dom
+
+
+def test_one_run_has_no_comparison_and_labels_must_differ(two_runs):
+    a, _ = two_runs
+    page = build_report([read_run(a)])
+    assert '"comparisons": []' in page
+    assert "parity_mc_same_split" in page
+    with pytest.raises(ConfigError, match="labels must differ"):
+        build_report([read_run(a), read_run(a)])
+
+
+def test_lm_eval_run_folders_make_a_report_with_their_comparison():
+    fixtures = Path(__file__).parents[1] / "data" / "lm_eval_runs"
+    runs = [read_run(fixtures / name) for name in ("dummy_seed1", "dummy_seed2")]
+    page = build_report(runs)
+    data = json.loads(
+        re.search(r'id="page-data" type="application/json">(.*?)</script>', page, re.S)[1]
+    )
+    assert [r["layout"] for r in data["runs"]] == ["lm-eval", "lm-eval"]
+    assert {c["task"] for c in data["comparisons"]} == {*runs[0].tasks(), *runs[0].groups()}
