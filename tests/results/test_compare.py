@@ -422,3 +422,26 @@ def test_python_api_with_a_baseline_named_by_label(tmp_path):
     assert report.comparisons[0].confidence == 0.9
     with pytest.raises(ResultsError, match=r"1 label\(s\) for 3 run\(s\)"):
         assay.compare(*folders, labels=["only"])
+
+
+def test_aggregations_named_by_results_files(tmp_path):
+    a, b = _binary(30, 0.5, 60), _binary(30, 0.6, 61)
+    folders = [
+        write_run(tmp_path / n, {"qa": {"acc": v, "own": v}}) for n, v in (("a", a), ("b", b))
+    ]
+    for folder in folders:
+        results = json.loads((folder / "results.json").read_text())
+        results["configs"]["qa"]["metric_list"] = [
+            # How results record a Python task's callable aggregation.
+            {"metric": "acc", "aggregation": "assay.metrics.aggregations.mean"},
+            {"metric": "own", "aggregation": "!function utils.my_aggregation"},
+        ]
+        (folder / "results.json").write_text(json.dumps(results))
+    report = compare_runs([read_run(f) for f in folders])
+    assert [(c.metric, c.method) for c in report.comparisons] == [("acc", "paired")]
+    [note] = report.pairs[0].skipped
+    assert (
+        note
+        == "qa own,none: its aggregation (the task's own, or unknown) cannot be recomputed here"
+    )
+    assert "not compared: qa own,none" in render_text(report)

@@ -371,16 +371,36 @@ def _aggregation_name(run: Run, task: str, metric: str) -> str | None:
     for spec in run.config(task).get("metric_list") or []:
         if isinstance(spec, dict) and spec.get("metric") == metric:
             given = spec.get("aggregation")
-            if isinstance(given, str) and not given.startswith("!function"):
-                return given
             if given is not None:
-                return None  # a function of the task's own: not known here
+                return _registered_aggregation(given)
     from assay.metrics.base import get_metric
 
     try:
         return get_metric(metric).aggregation
     except Exception:  # unknown or needing arguments: no aggregation known
         return None
+
+
+def _registered_aggregation(given: Any) -> str | None:
+    """The registered aggregation a config's `aggregation` names: a registered name, or the
+    dotted path of a registered aggregation's function (how results record a Python task's
+    callable); None for anything else (a task's own function cannot be recomputed here)."""
+    from importlib import import_module
+
+    from assay.metrics.base import AGGREGATIONS
+
+    if not isinstance(given, str) or given.startswith("!function"):
+        return None
+    if given in AGGREGATIONS:
+        return given
+    module, _, name = given.rpartition(".")
+    if not module.startswith("assay."):
+        return None  # a results file never makes compare import code outside assay
+    try:
+        function = getattr(import_module(module), name) if module else None
+    except (ImportError, AttributeError, ValueError):
+        return None
+    return next((a for a in AGGREGATIONS if AGGREGATIONS.get(a).fn is function), None)
 
 
 def _compare_metric(
@@ -405,9 +425,8 @@ def _compare_metric(
         )
         return None
     if name is None or name not in AGGREGATIONS or name == "bypass":
-        summary.skipped.append(
-            f"{task} {metric},{flt}: aggregation {name or 'unknown'} cannot be recomputed here"
-        )
+        what = f"aggregation {name}" if name else "its aggregation (the task's own, or unknown)"
+        summary.skipped.append(f"{task} {metric},{flt}: {what} cannot be recomputed here")
         return None
     aggregation = AGGREGATIONS.get(name)
     if aggregation.stderr == "mean":
