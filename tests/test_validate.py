@@ -202,6 +202,8 @@ GEN = BODY.replace("output_type: multiple_choice", "output_type: generate_until"
     'doc_to_choice: ["a", "b"]\ndoc_to_target: 0\n', 'doc_to_target: "{{a}}"\n'
 )
 HF_EVALUATE = "metric_list:\n  - metric: sacre\n    hf_evaluate: true\n    lowercase: true\n"
+# f1 is one of lm-eval's pass-through names: with hf_evaluate it is evaluate's f1 all the same.
+HF_EVALUATE_F1 = "  - metric: f1\n    hf_evaluate: true\n    average: micro\n"
 
 
 class FakeEvaluate:
@@ -230,12 +232,13 @@ def test_hf_evaluate_metrics_go_through_the_evaluate_package(tree, monkeypatch):
 
     fake = FakeEvaluate(offline=False)
     monkeypatch.setitem(sys.modules, "evaluate", fake)
-    (tree / "t.yaml").write_text("task: t\n" + GEN + HF_EVALUATE, encoding="utf-8")
+    (tree / "t.yaml").write_text("task: t\n" + GEN + HF_EVALUATE + HF_EVALUATE_F1, encoding="utf-8")
     config = Registry([tree], builtins=False).get("t")
-    (scored,) = build_metrics(config)
+    sacre, f1 = build_metrics(config)
     doc = config.prompt_function({"q": "2+2", "a": "4"}, "t")
-    assert scored.metric.sample_fn(SampleInput(doc, OutputType.GENERATE_UNTIL, "4")) == 1.0
-    assert fake.calls == [(["4"], ["4"], {"lowercase": True})]
+    assert sacre.metric.sample_fn(SampleInput(doc, OutputType.GENERATE_UNTIL, "4")) == 1.0
+    assert f1.metric.sample_fn(SampleInput(doc, OutputType.GENERATE_UNTIL, "5")) == 0.0
+    assert fake.calls == [(["4"], ["4"], {"lowercase": True}), (["4"], ["5"], {"average": "micro"})]
 
 
 def test_hf_evaluate_offline_fails_before_the_model_naming_the_metric(tree, monkeypatch, capsys):

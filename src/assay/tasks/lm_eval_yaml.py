@@ -311,6 +311,7 @@ def _metric_specs(raw: dict[str, Any], output_type: OutputType, where: str) -> l
         if (
             isinstance(metric, str)
             and metric in _PASSTHROUGH
+            and not entry.get("hf_evaluate")
             and output_type == OutputType.GENERATE_UNTIL
             and raw.get("process_results") is None
         ):
