@@ -1,0 +1,71 @@
+"""`assay power`: docs needed, against statsmodels' power solver on the runs' own variance."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+from statsmodels.stats.power import NormalIndPower
+
+from assay.cli.main import main
+
+
+def _run(folder: Path, values: list[float]) -> Path:
+    folder.mkdir()
+    (folder / "results.json").write_text(json.dumps({"results": {"qa": {"name": "qa"}}}))
+    with (folder / "samples_qa.jsonl").open("w") as handle:
+        for i, v in enumerate(values):
+            record = {
+                "doc_id": i,
+                "doc_hash": f"h{i}",
+                "filter": "none",
+                "metrics": ["acc"],
+                "acc": v,
+            }
+            handle.write(json.dumps(record) + "\n")
+    return folder
+
+
+def _needed(variance: float, delta: float) -> int:
+    effect = delta / math.sqrt(variance)
+    return math.ceil(NormalIndPower().solve_power(effect, alpha=0.05, power=0.8, ratio=0) - 1e-6)
+
+
+def test_two_runs_give_the_variance_of_their_paired_differences(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    a = (rng.uniform(size=200) < 0.6).astype(float)
+    b = np.where(rng.uniform(size=200) < 0.7, a, (rng.uniform(size=200) < 0.7)).astype(float)
+    paths = [str(_run(tmp_path / n, v.tolist())) for n, v in (("a", a), ("b", b))]
+    assert main(["power", *paths, "--difference", "0.03"]) == 0
+    out = capsys.readouterr().out
+    variance = float(np.var(b - a, ddof=1))
+    assert f"variance of the per-doc differences: {variance:.6g}" in out
+    assert re.search(rf"^  1 +{_needed(variance, 0.03)}$", out, re.M)
+    mde = (1.959963984540054 + 0.8416212335729143) * math.sqrt(variance / 200)
+    assert f"MDE with the current 200 docs (1 sample each): {mde:.4g}" in out
+
+
+def test_accuracy_and_correlation_with_repeats(capsys):
+    argv = ["power", "--accuracy", "0.7", "--correlation", "0.5", "--difference", "0.02"]
+    assert main([*argv, "--within-variance", "0.05", "--repeats", "1,4"]) == 0
+    out = capsys.readouterr().out
+    one = 2 * 0.21 * (1 - 0.5)  # Var(b - a) with equal variances p(1-p) and correlation 0.5
+    assert re.search(rf"^  1 +{_needed(one, 0.02)}$", out, re.M)
+    assert re.search(rf"^  4 +{_needed(one - 2 * 0.05 * (1 - 1 / 4), 0.02)}$", out, re.M)
+
+
+def test_missing_or_impossible_inputs_are_refused(tmp_path, capsys):
+    run = str(_run(tmp_path / "a", [0.0, 1.0, 1.0]))
+    assert main(["power", run, "--difference", "0.1"]) == 2
+    assert "needs --correlation" in capsys.readouterr().err
+    assert main(["power", "--difference", "0.1"]) == 2
+    assert "needs --accuracy" in capsys.readouterr().err
+    argv = ["power", "--accuracy", "0.5", "--correlation", "0.5", "--difference", "0.1"]
+    assert main([*argv, "--within-variance", "0.2"]) == 2
+    assert "--within-variance 0.2: must lie between 0 and half" in capsys.readouterr().err
+    argv = ["power", run, "--correlation", "0.5", "--difference", "0.1", "--metric", "f1"]
+    assert main(argv) == 2
+    assert "--metric 'f1'" in capsys.readouterr().err
