@@ -1,7 +1,9 @@
 """`--model hf`: transformers causal language models, scored exactly as lm-eval's HF backend.
 
 Numbers match lm-eval (same tokenisation, truncation and rolling windows), while the work is
-smaller: contexts shared by several continuations run once (see `hf.score`), only continuation
+smaller: contexts shared by several continuations run once (see `hf.score`), a token prefix
+shared by many docs is computed once and reused from its key/value cache (`hf.prefix`), only
+continuation
 positions reach the vocabulary projection, and generation drops finished rows (see
 `hf.generate`). This module is imported only when a run asks for `--model hf`.
 """

@@ -7,6 +7,10 @@ context for each continuation, so each is scored exactly as if it ran alone. The
 continuation token is predicted by the context's last position, so single-token continuations
 (MMLU-style answer letters) add no tokens at all: all choices are read from one context pass.
 
+Across docs, a token prefix many contexts share (a task's description and few-shot examples)
+runs once: `hf.prefix` finds it, keeps its key/value cache, and rows hold only what follows it,
+attending to the cached positions first (see that module).
+
 Only the positions that predict continuation tokens are projected onto the vocabulary
 (`logits_to_keep`), and log-probabilities are taken there only, in float32.
 
