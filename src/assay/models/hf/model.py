@@ -3,9 +3,8 @@
 Numbers match lm-eval (same tokenisation, truncation and rolling windows), while the work is
 smaller: contexts shared by several continuations run once (see `hf.score`), a token prefix
 shared by many docs is computed once and reused from its key/value cache (`hf.prefix`), only
-continuation
-positions reach the vocabulary projection, and generation drops finished rows (see
-`hf.generate`). This module is imported only when a run asks for `--model hf`.
+continuation positions reach the vocabulary projection, and generation drops finished rows
+(see `hf.generate`). This module is imported only when a run asks for `--model hf`.
 """
 
 from __future__ import annotations
