@@ -310,9 +310,27 @@ def test_generation_equals_hf_backend_with_chat_template_and_truncation(vllm_lm,
     assert vllm_lm.generate_until(requests) == hf_lm_64.generate_until(requests)
     [(method, prompts, params)] = vllm_lm.engine.calls
     assert method == "generated_ids" and len(prompts) == 4
-    assert len(prompts[3]) == 64 - 10  # left-truncated to leave room for max_gen_toks
-    assert prompts[2][0] == vllm_lm.tokenizer.bos_token_id != prompts[2][1]  # one BOS only
-    assert params[1]["stop"] == ["7", "Q"]
+    by_budget = {p["max_tokens"]: ids for ids, p in zip(prompts, params, strict=True)}
+    assert len(by_budget[10]) == 64 - 10  # left-truncated to leave room for max_gen_toks
+    chat = by_budget[8]
+    assert chat[0] == vllm_lm.tokenizer.bos_token_id != chat[1]  # one BOS only
+    assert {p["max_tokens"]: p.get("stop") for p in params}[16] == ["7", "Q"]
+
+
+def test_generation_prompts_sharing_a_prefix_reach_the_engine_side_by_side(vllm_lm):
+    shots = "Question: Natalia sold clips to 48 of her friends.\nAnswer: 72\n\n"
+    texts = [shots + "Question: 1 + 1?", "The little village", shots + "Question: 2 + 2?"]
+    texts.append("The weather today")
+    requests = [GenerateRequest(t, GenParams(until=("\n",), max_gen_toks=4)) for t in texts]
+    vllm_lm.engine.calls.clear()
+    got = vllm_lm.generate_until(requests)
+    [(_, prompts, _)] = vllm_lm.engine.calls
+    sent = [vllm_lm.tokenizer.decode(ids, skip_special_tokens=True) for ids in prompts]
+    # Each pair sharing a prefix is adjacent, and the answers come back in request order.
+    assert abs(sent.index(texts[0]) - sent.index(texts[2])) == 1
+    assert sorted(prompts) == prompts
+    alone = [vllm_lm.generate_until([r])[0] for r in requests]
+    assert got == alone
 
 
 @pytest.mark.slow

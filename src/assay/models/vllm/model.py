@@ -34,6 +34,7 @@ from assay.models.vllm.requests import (
     parse_vllm_args,
     prompt_logprob_score,
     prompt_order,
+    token_order,
 )
 from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat, template_sha256
 from assay.requests.types import (
@@ -112,9 +113,14 @@ class VLLMLM(LM):
                 )
             prompts.append(self._view.encode_prompts([text], room)[0])
         params = [generation_params(r, self.args.seed) for r in requests]
+        # Prompts sharing a prefix go side by side, so the engine's prefix cache serves them.
+        order = token_order(prompts)
+        sent = self.engine.generated_ids([prompts[i] for i in order], [params[i] for i in order])
+        generated: list[list[int]] = [[] for _ in requests]
+        for i, ids in zip(order, sent, strict=True):
+            generated[i] = ids
         # Decoding here, as the hf backend does, keeps the texts identical: vLLM's incremental
         # detokenizer would hold back a trailing partial UTF-8 character that decode() renders.
-        generated = self.engine.generated_ids(prompts, params)
         return [
             cut_at_stops(self._view.decode(ids), r.params.until)
             for ids, r in zip(generated, requests, strict=True)

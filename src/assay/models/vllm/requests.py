@@ -182,4 +182,11 @@ def prompt_order(spans: Sequence[ScoredSpan]) -> list[int]:
     Neighbours with a common context then hit vLLM's prefix cache while it is still warm, and a
     contiguous split across replicas keeps them on the same replica.
     """
-    return sorted(range(len(spans)), key=lambda i: spans[i].input_ids)
+    return token_order([span.input_ids for span in spans])
+
+
+def token_order(prompts: Sequence[Sequence[int]]) -> list[int]:
+    """Indices of token-id prompts in lexicographic order: prompts sharing a prefix (a task's
+    few-shot examples, one subject's description) become neighbours, which is what lets
+    vLLM's automatic prefix caching find their blocks still cached."""
+    return sorted(range(len(prompts)), key=lambda i: tuple(prompts[i]))
