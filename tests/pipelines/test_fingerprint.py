@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from assay.pipelines import ModelConfig, RagSpec
@@ -84,6 +85,38 @@ def test_user_functions_are_identified_by_what_they_run() -> None:
     finally:
         globals()["THRESHOLD"] = 0.5
     assert fingerprint(reads_threshold) == before
+
+
+def test_helpers_from_the_users_own_modules_are_identified_by_their_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    module = tmp_path / "my_helpers.py"
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def load(body: str) -> Any:
+        module.write_text(f"def score(x):\n    return {body}\n")
+        sys.modules.pop("my_helpers", None)
+        importlib.invalidate_caches()
+        return importlib.import_module("my_helpers")
+
+    helpers = load("x + 1")
+    namespace: dict[str, Any] = {"__name__": "__main__", "helpers": helpers}
+    namespace["score"] = helpers.score
+    exec("def via_module(b):\n    return helpers.score(b)\n", namespace)
+    exec("def via_name(b):\n    return score(b)\n", namespace)
+    before = [fingerprint(namespace["via_module"]), fingerprint(namespace["via_name"])]
+    helpers = load("x + 2")  # the user edits their helper module
+    namespace.update(helpers=helpers, score=helpers.score)
+    after = [fingerprint(namespace["via_module"]), fingerprint(namespace["via_name"])]
+    assert before[0] != after[0] and before[1] != after[1]
+    # Library code is named, not read: numpy's functions keep the fingerprint of a config stable.
+    import numpy as np
+
+    namespace["np"] = np
+    exec("def uses_numpy(b):\n    return np.mean(b)\n", namespace)
+    assert fingerprint(namespace["uses_numpy"]) == fingerprint(namespace["uses_numpy"])
 
 
 def test_cycles_and_uninspectable_objects_are_handled() -> None:

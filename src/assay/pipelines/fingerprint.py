@@ -16,8 +16,10 @@ hashed:
   by their type and constructor arguments;
 - functions by module, qualified name, compiled code (bytecode, constants, names used; not line
   numbers, so moving a function in a notebook keeps its fingerprint), defaults, closure and the
-  module globals the code reads (helper functions of the same module recursively, modules by
-  name);
+  module globals the code reads: the user's own helper functions (same notebook or script, or a
+  module of theirs, including what the code reads from an imported module of theirs)
+  recursively, library functions and modules (standard library, installed packages, assay) by
+  name;
 - classes by qualified name; other objects by type and their pickled state (``__reduce_ex__``,
   which covers ``__dict__``, ``__slots__``, pydantic models, numpy arrays, partials);
   tensors by dtype, shape and, up to a million elements, their bytes (larger tensors are model
@@ -27,8 +29,12 @@ hashed:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import os
+import sys
+import sysconfig
 import types
 from collections.abc import Mapping
 from typing import Any
@@ -158,9 +164,13 @@ class _Encoder:
             if name not in fn.__globals__:
                 continue
             value = fn.__globals__[name]
-            if isinstance(value, types.FunctionType) and value.__module__ != fn.__module__:
+            if isinstance(value, types.FunctionType) and not _is_user_module(value.__module__):
                 # Library functions: their name is their identity (their code is the library's).
                 found.append([name, ["function", _qualname(value)]])
+            elif isinstance(value, types.ModuleType) and _is_user_module(value.__name__):
+                # A user module (``import helpers``): what the code reads from it.
+                read = [[n, self.encode(getattr(value, n))] for n in names if hasattr(value, n)]
+                found.append([name, ["module", value.__name__, read]])
             else:
                 found.append([name, self.encode(value)])
         return found
@@ -195,6 +205,26 @@ class _Encoder:
             for i, part in enumerate(reduced[1:], start=1)
         ]
         return ["object", kind, _qualname(reduced[0]), parts]
+
+
+@functools.cache
+def _library_roots() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    keys = ("stdlib", "platstdlib", "purelib", "platlib")
+    return tuple(os.path.realpath(paths[k]) + os.sep for k in keys if k in paths)
+
+
+def _is_user_module(name: str) -> bool:
+    """Whether module `name` is the user's code (a notebook, a script, a module of theirs),
+    as opposed to the standard library, an installed package or assay itself: user code is
+    identified by its content, library code by its name."""
+    if name == "__main__":
+        return True
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    if not path or name.split(".")[0] == "assay":
+        return False
+    return not os.path.realpath(path).startswith(_library_roots())
 
 
 def _cell(cell: Any) -> Any:
