@@ -17,7 +17,7 @@ from typing import Any
 from assay.errors import AssayError
 from assay.hub import needs_hub
 from assay.scoring import build_filters, build_metrics
-from assay.tasks.config import TaskConfig
+from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -57,8 +57,8 @@ def check_config(config: TaskConfig) -> list[str]:
     config.validate()
     build_filters(config)
     # `evaluate` metrics are code on the hub: named, not fetched.
-    remote = [m.name for m in config.metrics if getattr(m, "hf_evaluate", False)]
-    local = [m for m in config.metrics if not getattr(m, "hf_evaluate", False)]
+    remote = [m.name for m in config.metrics if isinstance(m, MetricSpec) and m.hf_evaluate]
+    local = [m for m in config.metrics if not (isinstance(m, MetricSpec) and m.hf_evaluate)]
     build_metrics(replace(config, metrics=local) if remote else config)
     notes = [
         f"evaluate metric {name!r} is loaded from the hub cache at run time" for name in remote

@@ -238,15 +238,14 @@ class Registry:
         if name in self._announced:
             return
         self._announced.add(name)
-        self._python_tasks()
-        builtin = (
-            "task" if name in self._python else "group" if name in self._python_groups else "tag"
-        )
-        if (
-            name not in self._python
-            and name not in self._python_groups
-            and name not in self._python_tags
-        ):
+        python = self._python_tasks()
+        if name in python:
+            builtin = "task"
+        elif name in self._python_groups:
+            builtin = "group"
+        elif name in self._python_tags:
+            builtin = "tag"
+        else:
             return
         entry = self._yaml()[name]
         where = entry.file or f"the tasks tagged {name!r} under {self._origin[name]}"
