@@ -241,3 +241,25 @@ def test_the_lm_eval_include_path_without_lm_eval_names_the_extra(monkeypatch, t
     )
     with pytest.raises(TaskConfigError, match=r"assay\[lm-eval-tasks\]"):
         Registry(["lm-eval"])
+
+
+def test_group_level_settings_are_pushed_down_to_every_member(tree):
+    (tree / "groups/pushed.yaml").write_text(
+        "group: pushed\ntag: ignored_on_groups\nfewshot_split: test\nnum_fewshot: 3\n"
+        "metric_list:\n  - metric: exact_match\n    ignore_case: true\n"
+        "task:\n  - q_one\n  - task: leaf_b\n    num_fewshot: 1\n",
+        encoding="utf-8",
+    )
+    reg = Registry([tree], builtins=False)
+    assert reg.kind("ignored_on_groups") is None  # a group's tag names nothing (lm-eval)
+    configs = {t.config.name: t.config for t in reg.resolve(["pushed"]).tasks}
+    assert configs["q_one"].num_fewshots == 3 and configs["leaf_b"].num_fewshots == 1
+    for config in configs.values():
+        assert config.few_shots_split == "test"
+    assert [(m.name, m.kwargs) for m in configs["q_one"].metrics] == [
+        ("exact_match", {"ignore_case": True})
+    ]
+    # leaf_b is multiple_choice, where lm-eval reads no metric options.
+    assert [(m.name, m.kwargs) for m in configs["leaf_b"].metrics] == [("exact_match", {})]
+    # Named alone, the tasks keep their own settings.
+    assert reg.get("q_one").num_fewshots == 0
