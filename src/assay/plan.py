@@ -1,19 +1,27 @@
 """A task's plan: what a run fixes for a task before its first doc, built once.
 
-`check_task` validates a task and builds its filters and metrics before any model is loaded (a
-bad metric name fails in seconds, not after the model load). Once the backend is known, its
-request plan (prompts, generation policy) completes the `TaskPlan` the run follows.
+The run's settings are checked (`check_settings`) and applied to each task's config
+(`configure_task`: --metadata, --cluster-by, --predict-only); `check_task` validates a task and
+builds its filters and metrics before any model is loaded (a bad metric name fails in seconds,
+not after the model load). Once the backend is known, its request plan (prompts, generation
+policy) completes the `TaskPlan` the run follows; `doc_ids` says which docs it runs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
-from assay.errors import ConfigError
+from assay.doc import Doc
+from assay.errors import ConfigError, DataError
 from assay.filters.base import FilterEnsemble
 from assay.requests.plan import RequestPlan
+from assay.requests.types import normalize_gen_kwargs
+from assay.results.schema import cluster_label
 from assay.scoring import ScoredMetric, build_filters, build_metrics
-from assay.tasks.config import TaskConfig
+from assay.settings import RunSettings
+from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.task import Task
 
 
@@ -55,3 +63,114 @@ class TaskPlan:
     @property
     def name(self) -> str:
         return self.task.name
+
+
+def check_settings(settings: RunSettings) -> None:
+    """Reject bad run flags before any task is loaded or model built, naming the flag."""
+    if settings.num_fewshot is not None and settings.num_fewshot < 0:
+        raise ConfigError(f"--num-fewshot {settings.num_fewshot}: must be 0 or more.")
+    if isinstance(settings.model, str):
+        from assay.execution.factory import backend_args
+
+        backend_args(settings)  # a --batch-size / --device that contradicts --model-args
+    if settings.fewshot_as_multiturn and not settings.apply_chat_template:
+        raise ConfigError("--fewshot-as-multiturn needs --apply-chat-template.")
+    # Checked alone, whatever the tasks: a typo here must not surface mid-run.
+    normalize_gen_kwargs(settings.gen_kwargs, default_until=[], source="--gen-kwargs")
+    if settings.samples is not None and settings.limit is not None:
+        raise ConfigError(
+            "--samples and --limit both choose docs; give one (--samples names the doc ids)."
+        )
+    if (settings.log_samples or settings.predict_only) and settings.output_dir is None:
+        flag = "--predict-only" if settings.predict_only else "--log-samples"
+        raise ConfigError(f"{flag} needs --output-dir (where samples files are written).")
+
+
+def configure_task(config: TaskConfig, settings: RunSettings) -> TaskConfig:
+    """A task's config with the run's --metadata merged in and, for --predict-only, lm-eval's
+    bypass metric in place of its metrics (no scoring code runs)."""
+    changes: dict[str, Any] = {}
+    if settings.metadata:
+        changes["metadata"] = {**config.metadata, **settings.metadata}
+    if config.name in settings.cluster_by:
+        changes["cluster_key"] = settings.cluster_by[config.name]
+    if settings.predict_only:
+        # The output type stays what the task's own metrics make it.
+        changes.update(
+            metrics=[MetricSpec("bypass")],
+            process_results=None,
+            output_type=config.resolved_output_type,
+        )
+    return replace(config, **changes) if changes else config
+
+
+def check_tasks(settings: RunSettings, tasks: Sequence[Task]) -> None:
+    """--samples and --cluster-by name tasks of this run."""
+    if settings.samples is not None:
+        _check_samples(settings.samples, tasks)
+    _check_cluster_by(settings.cluster_by, tasks)
+
+
+def _check_samples(samples: dict[str, list[int]], tasks: Sequence[Task]) -> None:
+    """--samples names tasks of this run, each with a list of doc ids."""
+    names = [t.name for t in tasks]
+    for name, ids in samples.items():
+        if name not in names:
+            raise ConfigError(
+                f"--samples: {name!r} is not a task of this run (tasks: {', '.join(names)})."
+            )
+        if not isinstance(ids, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids
+        ):
+            raise ConfigError(
+                f"--samples: {name!r} must map to a list of doc ids (whole numbers >= 0), "
+                f"got {ids!r}."
+            )
+
+
+def _check_cluster_by(cluster_by: dict[str, str], tasks: Sequence[Task]) -> None:
+    """--cluster-by names tasks of this run."""
+    names = [t.name for t in tasks]
+    for name in cluster_by:
+        if name not in names:
+            raise ConfigError(
+                f"--cluster-by: {name!r} is not a task of this run (tasks: {', '.join(names)})."
+            )
+
+
+def check_cluster_field(task: Task, doc: Doc | None) -> None:
+    """The task's cluster field exists in its first doc (checked before the model loads)."""
+    key = task.config.cluster_key
+    if key is None or doc is None:
+        return
+    cluster_of(task, doc, 0)
+
+
+def cluster_of(task: Task, doc: Doc, doc_id: int) -> Any:
+    """The doc's cluster label: its value of the task's cluster field, long texts hashed
+    (None when the task has none)."""
+    key = task.config.cluster_key
+    if key is None:
+        return None
+    row = doc.row or {}
+    if key not in row:
+        raise DataError(
+            f"{task.config.where()}: cluster field {key!r} (cluster_key / --cluster-by) is not a "
+            f"field of doc {doc_id}; its fields are {sorted(row)}. Name a field every doc has."
+        )
+    return cluster_label(row[key])
+
+
+def doc_ids(task: Task, settings: RunSettings) -> list[int]:
+    """The docs to run: --samples' ids for the task (in doc order), else --limit's."""
+    ids = (settings.samples or {}).get(task.name)
+    if ids is None:
+        return task.doc_indices(settings.limit)
+    total = len(task.eval_rows())
+    beyond = sorted(i for i in set(ids) if i >= total)
+    if beyond:
+        raise ConfigError(
+            f"--samples: task {task.name} has {total} docs (ids 0 to {total - 1}); "
+            f"got id(s) {', '.join(map(str, beyond))}."
+        )
+    return sorted(set(ids))

@@ -1,13 +1,12 @@
-"""Scoring one shard of a task: filters over responses, then per-sample metrics and records.
+"""Scoring one shard of a task: filters over responses, then per-sample metrics.
 
 Filters run per request (lm-eval's Instance), over lists of repeats; each filter ensemble gives
 its own `filtered_resps` and its own metric values (the ",filter" suffix of result keys).
+The samples-file records of scored docs are written by `results.samples`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +23,7 @@ from assay.metrics.base import (
     get_metric,
 )
 from assay.requests.instances import Instance
-from assay.requests.types import LoglikelihoodResult, RollingResult
+from assay.requests.types import RollingResult
 from assay.tasks.config import MetricSpec, TaskConfig
 
 
@@ -140,6 +139,11 @@ class DocResult:
     values: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per filter name: metric name -> per-sample value."""
 
+    @classmethod
+    def of(cls, doc_id: int, doc: Doc, instances: list[Instance]) -> DocResult:
+        """A doc with its requests, before any response."""
+        return cls(doc_id, doc, instances, [[] for _ in instances])
+
 
 def apply_filters(results: Sequence[DocResult], filters: Sequence[FilterEnsemble]) -> None:
     """Fill `filtered` of every doc result, running each ensemble over the whole shard."""
@@ -213,98 +217,3 @@ def _user_process_results(
             f"{config.where()}: process_results must return a dict of metric values, got {type(values).__name__}."
         )
     return values
-
-
-# ---------------------------------------------------------------- samples records
-def _jsonable(value: Any) -> Any:
-    """Per-sample metric values as lm-eval writes them: numpy scalars as numbers, arrays as str."""
-    if isinstance(value, tuple | list):
-        return [_jsonable(v) for v in value]
-    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
-        return value.item()
-    if hasattr(value, "tolist"):
-        return str(value)
-    return value
-
-
-def _stringify(value: Any) -> Any:
-    """lm-eval writes every leaf of resps as a string."""
-    if isinstance(value, RollingResult):
-        return str(value.logprob)
-    if isinstance(value, LoglikelihoodResult):
-        return [str(value.logprob), str(value.is_greedy)]
-    if isinstance(value, tuple | list):
-        return [_stringify(v) for v in value]
-    return str(value)
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def dumps(value: Any) -> str:
-    """JSON as lm-eval writes it (non-ASCII kept, unknown types as strings)."""
-    return json.dumps(value, ensure_ascii=False, default=_fallback)
-
-
-def _fallback(value: Any) -> Any:
-    if hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, set):
-        return list(value)
-    return str(value)
-
-
-def target_of(doc: Doc, output_type: OutputType) -> str:
-    """lm-eval's `target` field: str(doc_to_target(doc))."""
-    if doc.specific and "target" in doc.specific:
-        return str(doc.specific["target"])
-    if output_type == OutputType.MULTIPLE_CHOICE:
-        return str(doc.gold_index)
-    golds = doc.get_golds() if doc.choices else [doc.query]
-    return golds[0] if len(golds) == 1 else str(golds)
-
-
-def doc_hash(row: dict[str, Any]) -> str:
-    """lm-eval's doc_hash of a dataset row: sha256 of its JSON with indent 2."""
-    return _sha(json.dumps(row, indent=2, ensure_ascii=False, default=_fallback))
-
-
-def sample_record(
-    result: DocResult,
-    filter_name: str,
-    output_type: OutputType,
-    metric_names: list[str],
-    *,
-    clustered: bool = False,
-    cluster: Any = None,
-) -> dict[str, Any]:
-    """One samples-file line in lm-eval's layout; with `clustered` (the task has a cluster
-    key) the doc's `cluster` value follows the hashes."""
-    doc, row = result.doc, result.doc.row or {}
-    target = target_of(doc, output_type)
-    first = result.instances[0].request
-    prompt = (
-        getattr(first, "context", None)
-        or getattr(first, "text", None)
-        or getattr(first, "prompt", "")
-    )
-    values = result.values[filter_name]
-    record: dict[str, Any] = {
-        "doc_id": result.doc_id,
-        "doc": row,
-        "target": target,
-        "arguments": {f"gen_args_{i}": inst.arguments() for i, inst in enumerate(result.instances)},
-        "resps": [[_stringify(r) for r in resp] for resp in result.resps],
-        "filtered_resps": [_stringify(v) for v in result.filtered[filter_name]],
-        "filter": filter_name,
-        "metrics": metric_names,
-        "doc_hash": doc_hash(row),
-        "prompt_hash": _sha(prompt if isinstance(prompt, str) else dumps(prompt)),
-        "target_hash": _sha(target),
-    }
-    if clustered:
-        record["cluster"] = cluster
-    for name, value in values.items():
-        record[name] = _jsonable(value)
-    return record

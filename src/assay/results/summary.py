@@ -1,16 +1,23 @@
-"""Task and group numbers from per-sample values: aggregation, stderr, size-weighted groups."""
+"""results.json's task and group entries, from per-sample values.
+
+The one home of aggregation into results: a task's columns of per-sample values go through
+their metric's corpus aggregation (`metrics.aggregations`) and standard error (`stats.stderr`)
+into its entry (`task_entry`); a group's entry is the size-weighted (or plain) mean of its leaf
+tasks' entries, with pooled standard errors (`group_entry`, `add_groups`).
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import AssayError, TaskConfigError
-from assay.metrics.base import Aggregation
+from assay.metrics.base import AGGREGATIONS, Aggregation
 from assay.results.schema import NA, clustered_stderr_key
+from assay.scoring import DocResult, ScoredMetric
+from assay.tasks.registry import GroupNode
 
 
 @dataclass
@@ -135,5 +142,89 @@ def group_entry(
     return entry
 
 
-def is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+class MetricColumns:
+    """A task's per-sample metric values, one column per (metric, filter) in the order first
+    seen, each with the aggregation its metric uses in the task."""
+
+    def __init__(self, metrics: Sequence[ScoredMetric]) -> None:
+        # The first metric of a name wins, as in the task's metric list.
+        self.metrics = {m.metric.name: m for m in reversed(metrics)}
+        self.columns: dict[tuple[str, str], MetricValues] = {}
+
+    def add(
+        self, results: Sequence[DocResult], filters: Sequence[str], clusters: Mapping[int, Any]
+    ) -> None:
+        """Append the values of a scored shard, with each doc's cluster value."""
+        for flt in filters:
+            for result in results:
+                for name, value in result.values[flt].items():
+                    col = self.columns.get((name, flt))
+                    if col is None:
+                        col = self.columns[(name, flt)] = self._column(name, flt)
+                    col.values.append(value)
+                    col.clusters.append(clusters[result.doc_id])
+
+    def _column(self, name: str, flt: str) -> MetricValues:
+        m = self.metrics.get(name)
+        if m is None:
+            # A value that process_results returns without a metric_list entry: a mean.
+            return MetricValues(name, flt, AGGREGATIONS.get("mean"), True)
+        return MetricValues(name, flt, m.aggregation, m.higher_is_better)
+
+    def values(self) -> list[MetricValues]:
+        """The columns, in the order first seen."""
+        return list(self.columns.values())
+
+
+def add_groups(results: dict[str, Any], groups: Sequence[GroupNode]) -> None:
+    """Aggregate, into results.json's sections, every group whose children are all done.
+
+    A group with an aggregate_metric_list gets an entry in "groups" (lm-eval aggregates a group
+    over its leaf tasks, not over its subgroups' results), its version, its n-shot when its
+    children agree, and each metric's higher_is_better (None where children disagree); one
+    without gets a name-only line in "results", as lm-eval prints it.
+    """
+    done = results["results"]
+    for node in groups:
+        cfg = node.config
+        results["group_subtasks"][cfg.name] = list(node.children)
+        children = [done.get(c) or results["groups"].get(c) for c in node.children]
+        if any(c is None for c in children):
+            continue
+        if not cfg.aggregate_metric_list:
+            done.setdefault(cfg.name, {"name": cfg.name, "alias": cfg.alias or cfg.name})
+            continue
+        specs = [
+            GroupSpec(
+                a["metric"],
+                _as_list(a.get("filter_list")),
+                bool(a.get("weight_by_size", True)),
+                a["aggregation"] if callable(a.get("aggregation")) else None,
+            )
+            for a in cfg.aggregate_metric_list
+        ]
+        leaves = [done[t] for t in _leaf_tasks(cfg.name, groups) if t in done]
+        results["groups"][cfg.name] = group_entry(cfg.name, cfg.alias, leaves, specs)
+        results["versions"][cfg.name] = str(cfg.version) if cfg.version is not None else "N/A"
+        shots = {results["n-shot"].get(c) for c in node.children}
+        if len(shots) == 1:
+            results["n-shot"][cfg.name] = shots.pop()
+        merged: dict[str, Any] = {}
+        for c in node.children:
+            for metric, higher in results["higher_is_better"].get(c, {}).items():
+                merged[metric] = higher if merged.get(metric, higher) == higher else None
+        results["higher_is_better"][cfg.name] = merged
+
+
+def _leaf_tasks(name: str, groups: Sequence[GroupNode]) -> list[str]:
+    """The tasks under a group, through its subgroups (a task name gives itself)."""
+    node = next((n for n in groups if n.config.name == name), None)
+    if node is None:
+        return [name]
+    return [leaf for child in node.children for leaf in _leaf_tasks(child, groups)]
+
+
+def _as_list(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)

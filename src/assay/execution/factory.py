@@ -1,0 +1,84 @@
+"""The model and executor a run's settings name (--model, --model-args, --executor ...)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.execution.executor import Executor
+from assay.execution.local import LocalExecutor
+from assay.models.base import LM, checked_backend, load_model
+from assay.settings import RunSettings
+
+
+def backend_args(settings: RunSettings) -> dict[str, Any]:
+    """--model-args with the run-level --batch-size and --device merged in.
+
+    A flag and a model arg that disagree are refused: either choice would ignore one of them."""
+    args = dict(settings.model_args)
+    for key, value in (("batch_size", settings.batch_size), ("device", settings.device)):
+        if value is None:
+            continue
+        if key in args and str(args[key]) != str(value):
+            flag = "--" + key.replace("_", "-")
+            raise ConfigError(
+                f"{flag} {value} and --model-args {key}={args[key]} disagree; give one of them."
+            )
+        args.setdefault(key, value)
+    return args
+
+
+def build_model(settings: RunSettings) -> LM:
+    """The backend named by the settings (or the LM object given)."""
+    if not isinstance(settings.model, str):
+        return checked_backend(settings.model, "model")
+    return load_model(settings.model, backend_args(settings))
+
+
+def build_executor(settings: RunSettings, model: LM | None = None) -> Executor:
+    """The executor named by settings.executor, holding the settings' model (or `model`)."""
+    s = settings
+    if s.executor == "ray":
+        if model is not None or not isinstance(s.model, str):
+            raise ConfigError(
+                "--executor ray builds one model replica per Ray actor from --model and "
+                "--model-args: pass a backend name, not a model object."
+            )
+        from assay.execution.ray import RayExecutor
+
+        return RayExecutor(
+            s.model,
+            backend_args(s),
+            replicas=s.replicas,
+            gpus_per_replica=s.gpus_per_replica,
+            address=s.ray_address,
+        )
+    if s.executor != "local":
+        raise ConfigError(f"--executor {s.executor!r}: choose local or ray.")
+    for flag, value in (
+        ("--replicas", s.replicas),
+        ("--gpus-per-replica", s.gpus_per_replica),
+        ("--ray-address", s.ray_address),
+    ):
+        if value is not None:
+            raise ConfigError(f"{flag} applies to --executor ray only; add --executor ray.")
+    from assay.execution.distributed import launch_rank
+
+    launch = launch_rank()
+    if launch is None:
+        return LocalExecutor(model or build_model(s))
+    # Started by accelerate/torchrun: one model per rank, on the rank's own GPU when there are GPUs.
+    from assay.execution.distributed import DataParallelExecutor
+
+    if model is None and s.device is None and _has_cuda():
+        s = replace(s, device=f"cuda:{launch.local_rank}")
+    return DataParallelExecutor(model or build_model(s), launch)
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()

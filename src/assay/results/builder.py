@@ -1,0 +1,143 @@
+"""results.json of a run, filled in task by task (lm-eval 0.4.13's layout, plus assay's
+`provenance` and `assay` blocks; the types are in `results.schema`).
+
+What produced the run (settings, model identity, library versions, git revision) is taken once,
+when the run starts (`RunInfo`); each finished task adds its entry (`TaskRecord`), and the groups
+whose tasks are all done are aggregated (`summary.add_groups`). `results()` gives the file as it
+stands: the run writes it after every task, so an interrupted run keeps what it finished.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assay.execution.stats import RunStats, collapse_repeats
+from assay.results.provenance import task_provenance
+from assay.results.schema import Provenance, ResultsFile, RunConfig, TaskEntry, TaskProvenance
+from assay.results.summary import add_groups
+from assay.results.task_config import config_dump
+from assay.tasks.registry import GroupNode
+from assay.tasks.task import Task
+
+
+def git_hash() -> str | None:
+    """`git describe --always` of the working directory (None outside a repository)."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except OSError:
+        return None
+    return out.stdout.strip() or None
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What produced the run, as results.json records it; taken once, when the run starts."""
+
+    config: RunConfig
+    """The "config" entry; its "batch_sizes" is filled in as tasks run."""
+    git_hash: str | None
+    date: float
+    """When the run started (seconds since the epoch)."""
+    system_instruction: str | None
+    fewshot_as_multiturn: bool
+    chat_template_applied: bool
+    provenance: Provenance
+    """Versions, backend, settings and seeds; its "tasks" are filled in as tasks run."""
+    run_key: dict[str, Any]
+    """What a rerun into the same folder must match (results.rerun.run_key)."""
+    started: float
+    """time.perf_counter() when the run started."""
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """What a finished task adds to results.json."""
+
+    task: Task
+    entry: TaskEntry
+    """Its "results" entry (summary.task_entry)."""
+    higher_is_better: dict[str, bool]
+    n_docs: int
+    """Docs scored (the "effective" sample count)."""
+    stats: RunStats
+    """How its requests ran (counts, tokens, automatic batch sizes)."""
+    task_hash: str | None
+    """lm-eval's hash of its samples file (None without --log-samples)."""
+    doc_hashes: list[tuple[int, str]]
+    """(doc id, doc hash) of every doc scored: the docs' fingerprint."""
+    seconds: float
+
+
+class ResultsBuilder:
+    """results.json of one run, as its tasks finish."""
+
+    def __init__(self, groups: Sequence[GroupNode], info: RunInfo) -> None:
+        self.groups, self.info = list(groups), info
+        self.sections: dict[str, dict[str, Any]] = {
+            "results": {},
+            "groups": {},
+            "group_subtasks": {},
+            "configs": {},
+            "versions": {},
+            "n-shot": {},
+            "higher_is_better": {},
+            "n-samples": {},
+            "task_hashes": {},
+        }
+        self.tasks: dict[str, TaskProvenance] = {}
+        self.timings: dict[str, float] = {}
+        self.requests: dict[str, dict[str, Any]] = {}
+        self.batch_sizes: list[int] = []
+
+    def add_task(self, record: TaskRecord, batch_sizes: Sequence[int] = ()) -> None:
+        """Record a finished task and the automatic batch sizes it ran with; aggregate the
+        groups it completes."""
+        s, task = self.sections, record.task
+        name = task.name
+        s["results"][name] = record.entry
+        s["configs"][name] = config_dump(task, self.info.config["gen_kwargs"])
+        self.tasks[name] = task_provenance(task, s["configs"][name], record.doc_hashes)
+        s["versions"][name] = task.config.version
+        s["n-shot"][name] = task.shots
+        s["higher_is_better"][name] = record.higher_is_better
+        s["n-samples"][name] = {"original": len(task.eval_rows()), "effective": record.n_docs}
+        self.timings[name] = round(record.seconds, 3)
+        if record.task_hash:
+            s["task_hashes"][name] = record.task_hash
+        self.requests[name] = record.stats.counts()
+        self.batch_sizes = collapse_repeats([*self.batch_sizes, *batch_sizes])
+        add_groups(s, self.groups)
+
+    def results(self, executor: Mapping[str, Any]) -> ResultsFile:
+        """results.json as it stands; `executor` is how the work ran (Executor.describe())."""
+        info = self.info
+        final: dict[str, Any] = {key: dict(value) for key, value in self.sections.items()}
+        # Groups are listed first, as lm-eval does.
+        for name, entry in self.sections["groups"].items():
+            final["results"] = {
+                name: entry,
+                **{k: v for k, v in final["results"].items() if k != name},
+            }
+        for key in ("versions", "n-shot", "higher_is_better"):
+            final[key] = dict(sorted(final[key].items()))
+        final["config"] = {**info.config, "batch_sizes": list(self.batch_sizes)}
+        final["git_hash"] = info.git_hash
+        final["date"] = info.date
+        final["system_instruction"] = info.system_instruction
+        final["fewshot_as_multiturn"] = info.fewshot_as_multiturn
+        final["chat_template_applied"] = info.chat_template_applied
+        final["provenance"] = {**info.provenance, "tasks": dict(self.tasks)}
+        final["assay"] = {
+            "timings": dict(self.timings),
+            "requests": dict(self.requests),
+            "executor": dict(executor),
+            "run": info.run_key,
+        }
+        final["total_evaluation_time_seconds"] = str(time.perf_counter() - info.started)
+        return final  # type: ignore[return-value]

@@ -1,0 +1,165 @@
+"""samples_<task>.jsonl: one record per doc and filter ensemble, in lm-eval 0.4.13's layout.
+
+Records stream to one part file per filter ensemble while a task runs (lm-eval lists every doc
+of the first ensemble, then every doc of the second...), and the parts are joined when the task
+ends; the join also gives lm-eval's task hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from assay.doc import Doc, OutputType
+from assay.requests.types import LoglikelihoodResult, RollingResult
+from assay.results.schema import SampleRecord
+from assay.results.writer import OutputDir
+from assay.scoring import DocResult
+
+
+def _jsonable(value: Any) -> Any:
+    """Per-sample metric values as lm-eval writes them: numpy scalars as numbers, arrays as str."""
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return str(value)
+    return value
+
+
+def _stringify(value: Any) -> Any:
+    """lm-eval writes every leaf of resps as a string."""
+    if isinstance(value, RollingResult):
+        return str(value.logprob)
+    if isinstance(value, LoglikelihoodResult):
+        return [str(value.logprob), str(value.is_greedy)]
+    if isinstance(value, tuple | list):
+        return [_stringify(v) for v in value]
+    return str(value)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def dumps(value: Any) -> str:
+    """JSON as lm-eval writes it (non-ASCII kept, unknown types as strings)."""
+    return json.dumps(value, ensure_ascii=False, default=_fallback)
+
+
+def _fallback(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, set):
+        return list(value)
+    return str(value)
+
+
+def target_of(doc: Doc, output_type: OutputType) -> str:
+    """lm-eval's `target` field: str(doc_to_target(doc))."""
+    if doc.specific and "target" in doc.specific:
+        return str(doc.specific["target"])
+    if output_type == OutputType.MULTIPLE_CHOICE:
+        return str(doc.gold_index)
+    golds = doc.get_golds() if doc.choices else [doc.query]
+    return golds[0] if len(golds) == 1 else str(golds)
+
+
+def doc_hash(row: dict[str, Any]) -> str:
+    """lm-eval's doc_hash of a dataset row: sha256 of its JSON with indent 2."""
+    return _sha(json.dumps(row, indent=2, ensure_ascii=False, default=_fallback))
+
+
+def sample_record(
+    result: DocResult,
+    filter_name: str,
+    output_type: OutputType,
+    metric_names: list[str],
+    *,
+    clustered: bool = False,
+    cluster: Any = None,
+) -> SampleRecord:
+    """One samples-file line in lm-eval's layout; with `clustered` (the task has a cluster
+    key) the doc's `cluster` value follows the hashes."""
+    doc, row = result.doc, result.doc.row or {}
+    target = target_of(doc, output_type)
+    first = result.instances[0].request
+    prompt = (
+        getattr(first, "context", None)
+        or getattr(first, "text", None)
+        or getattr(first, "prompt", "")
+    )
+    values = result.values[filter_name]
+    record: SampleRecord = {
+        "doc_id": result.doc_id,
+        "doc": row,
+        "target": target,
+        "arguments": {f"gen_args_{i}": inst.arguments() for i, inst in enumerate(result.instances)},
+        "resps": [[_stringify(r) for r in resp] for resp in result.resps],
+        "filtered_resps": [_stringify(v) for v in result.filtered[filter_name]],
+        "filter": filter_name,
+        "metrics": metric_names,
+        "doc_hash": doc_hash(row),
+        "prompt_hash": _sha(prompt if isinstance(prompt, str) else dumps(prompt)),
+        "target_hash": _sha(target),
+    }
+    if clustered:
+        record["cluster"] = cluster
+    # One key per metric: a TypedDict cannot declare them (see results.schema.SampleRecord).
+    extra: dict[str, Any] = record  # type: ignore[assignment]
+    for name, value in values.items():
+        extra[name] = _jsonable(value)
+    return record
+
+
+class SamplesLog:
+    """A task's samples file, written shard by shard while the task runs (nothing when `out`
+    is None)."""
+
+    def __init__(
+        self,
+        out: OutputDir | None,
+        task: str,
+        filters: Sequence[str],
+        output_type: OutputType,
+        clustered: bool = False,
+    ) -> None:
+        self.out, self.task, self.output_type, self.clustered = out, task, output_type, clustered
+        self.parts: dict[str, Path] = {}
+        if out is not None:
+            self.parts = {
+                name: out.path / f".samples_{task}.{i}.part" for i, name in enumerate(filters)
+            }
+        self.handles: dict[str, IO[str]] = {
+            name: path.open("w", encoding="utf-8") for name, path in self.parts.items()
+        }
+
+    def write(self, results: Sequence[DocResult], clusters: Mapping[int, Any]) -> None:
+        """Append the records of a scored shard (`clusters`: each doc's cluster value)."""
+        for name, handle in self.handles.items():
+            for result in results:
+                record = sample_record(
+                    result,
+                    name,
+                    self.output_type,
+                    list(result.values[name]),
+                    clustered=self.clustered,
+                    cluster=clusters[result.doc_id],
+                )
+                handle.write(dumps(record) + "\n")
+
+    def close(self) -> None:
+        """Close the part files (idempotent)."""
+        for handle in self.handles.values():
+            handle.close()
+
+    def finish(self) -> str | None:
+        """Join the parts into samples_<task>.jsonl; lm-eval's task hash (None when off)."""
+        self.close()
+        if self.out is None:
+            return None
+        return self.out.write_samples(self.task, list(self.parts.values()))
