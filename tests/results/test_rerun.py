@@ -67,3 +67,15 @@ def test_a_results_file_of_another_tool_is_not_mixed_with(tmp_path):
     (tmp_path / "results.json").write_text('{"results": {}}')
     with pytest.raises(ConfigError, match="another tool or an older assay"):
         run(tmp_path, ["a"])
+
+
+def test_every_setting_that_changes_results_is_part_of_the_run_key():
+    from assay.results.rerun import run_key
+    from assay.settings import setting_names
+
+    key = run_key(RunSettings(model="dummy"), ["a"])
+    assert {"tasks", "model", "limit", "num_fewshot", "gen_kwargs", "seed", "cluster_by"} <= set(
+        key
+    )
+    assert not {"batch_size", "device", "output_dir", "cache"} & set(key)
+    assert set(key) - {"tasks"} <= set(setting_names())

@@ -76,23 +76,23 @@ def clear_folder(folder: str | Path) -> None:
         path.unlink()
 
 
+_NOT_THE_RUN = frozenset(
+    {
+        # The model's identity is compared instead (it leaves out args that change no answer).
+        "model_args",
+        # Where and how fast requests run, and where files go: the same run either way.
+        "batch_size", "device", "output_dir", "overwrite", "cache", "confirm_run_unsafe_code",
+        "dataset_loading_processes", "show_progress", "executor", "replicas",
+        "gpus_per_replica", "ray_address",
+    }
+)  # fmt: skip
+
+
 def run_key(settings: Any, tasks: list[str]) -> dict[str, Any]:
     """What makes two runs the same run: the tasks and every setting that changes the numbers
-    or the files (not where or how fast requests run: batch size, device, executor, cache)."""
+    or the files (a new setting counts unless it is listed in _NOT_THE_RUN)."""
+    from assay.settings import setting_names
+
     model = settings.model if isinstance(settings.model, str) else type(settings.model).__name__
-    names = [
-        "num_fewshot",
-        "limit",
-        "samples",
-        "gen_kwargs",
-        "seed",
-        "fewshot_seed",
-        "apply_chat_template",
-        "system_instruction",
-        "fewshot_as_multiturn",
-        "predict_only",
-        "log_samples",
-        "metadata",
-        "bootstrap_iters",
-    ]
-    return _normal({"model": model, "tasks": tasks, **{n: getattr(settings, n) for n in names}})
+    values = {n: getattr(settings, n) for n in setting_names() if n not in _NOT_THE_RUN}
+    return _normal({**values, "model": model, "tasks": tasks})
