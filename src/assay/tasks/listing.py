@@ -37,6 +37,7 @@ def list_table(registry: Registry, pattern: str | None = None) -> str:
     (case-insensitive)."""
     wanted = (pattern or "").lower()
     python = registry.python_configs()
+    yaml_entries = registry.yaml_entries()
     by_kind: dict[str, list[tuple[str, ...]]] = {"task": [], "group": [], "tag": []}
     for name in registry.names():
         if wanted not in name.lower():
@@ -47,7 +48,11 @@ def list_table(registry: Registry, pattern: str | None = None) -> str:
             row = (name, kind, _family(config), config.resolved_output_type.value,
                    str(config.num_fewshots))  # fmt: skip
         elif kind == "task":
-            row = (name, kind, "yaml", "(parsed when used)", "")
+            # The index knows a YAML's output_type without building the task (lm-eval's
+            # default when the YAML does not say).
+            entry = yaml_entries.get(name)
+            output_type = (entry.output_type if entry else None) or "generate_until"
+            row = (name, kind, "yaml", output_type, "")
         else:
             row = (name, kind, "", f"{len(registry.members(name))} tasks", "")
         by_kind[kind].append(row)
