@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 VLLM_VENV ?= .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: test lint quickstart install clean vllm-venv vllm-check
+.PHONY: test lint typecheck quickstart install clean vllm-venv vllm-check
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -30,7 +30,11 @@ CHROMIUM := /usr/bin/chromium
 $(CHROMIUM):
 	apt-get update -qq && apt-get install -y -qq chromium
 
-test: lint $(VLLM_STAMP) $(CHROMIUM)
+# Strict on the contract modules, non-strict elsewhere (pyproject.toml [tool.mypy]).
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+test: lint typecheck $(VLLM_STAMP) $(CHROMIUM)
 	ASSAY_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(VENV)/bin/pytest -n 2 --dist loadfile
 
 quickstart: $(STAMP)

@@ -24,7 +24,7 @@ _decided: list[bool] = []
 
 def needs_hub(repo: str | None) -> bool:
     """Whether loading dataset `repo` asks the hub (not a packaged builder or a local folder)."""
-    return bool(repo) and repo not in LOCAL_BUILDERS and not os.path.exists(repo)
+    return bool(repo and repo not in LOCAL_BUILDERS and not os.path.exists(repo))
 
 
 def offline_unless_reachable() -> bool:

@@ -73,8 +73,9 @@ def choice_outcome(sample: SampleInput) -> ChoiceOutcome:
     n = len(doc.choices)
     gold_index = doc.gold_index
     if isinstance(gold_index, list):
-        gold: int | list[int] = [i if i < n else OUT_OF_RANGE for i in gold_index]
-        out_of_range = OUT_OF_RANGE in gold
+        golds = [i if i < n else OUT_OF_RANGE for i in gold_index]
+        gold: int | list[int] = golds
+        out_of_range = OUT_OF_RANGE in golds
     else:
         gold = gold_index if gold_index < n else OUT_OF_RANGE
         out_of_range = gold == OUT_OF_RANGE

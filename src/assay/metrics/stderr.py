@@ -88,7 +88,8 @@ def _resample_indices(seed: int, n: int, replicates: int) -> Iterator[np.ndarray
     r-th time it is called with k = n."""
     _version, internal, _gauss = random.Random(seed).getstate()
     generator = np.random.RandomState()
-    generator.set_state(("MT19937", np.array(internal[:-1], dtype=np.uint32), internal[-1]))
+    # (has_gauss, cached_gaussian) = (0, 0.0): the defaults set_state uses for a 3-tuple.
+    generator.set_state(("MT19937", np.array(internal[:-1], dtype=np.uint32), internal[-1], 0, 0.0))
     rows_per_block = max(1, _BLOCK_ELEMENTS // max(n, 1))
     done = 0
     while done < replicates:

@@ -138,7 +138,7 @@ def to_batch_size(value: Any) -> BatchSize:
     return number
 
 
-_CONVERTERS = {
+_CONVERTERS: dict[type, Callable[[Any], Any]] = {
     bool: _to_bool,
     int: _to_int,
     float: _to_float,

@@ -227,7 +227,7 @@ def _lower_bounds(
         psi = -np.log1p(-bets) - bets
         gain = np.cumsum(bets * (y - offset) - (y - previous_mean) ** 2 * psi)
         weight = np.cumsum(bets * slope)
-        return (gain[ends - 1] - threshold) / weight[ends - 1]
+        return np.asarray((gain[ends - 1] - threshold) / weight[ends - 1])
     return _betting_lower(y, slope, offset, bets, threshold, ends)
 
 

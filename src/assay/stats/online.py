@@ -324,7 +324,7 @@ def paired_difference(
     width = high - low
     if settings.strategy == "anytime":
         return _anytime_difference(scores_a, scores_b, (low, high), population, settings)
-    strategy = "hoeffding" if settings.strategy == "hoeffding" else "normal"
+    strategy: Strategy = "hoeffding" if settings.strategy == "hoeffding" else "normal"
     diff_settings = OnlineSettings(strategy, settings.confidence_level, settings.use_fpc)
     variance = running.variance if running.variance is not None else width * width
     return mean_interval(

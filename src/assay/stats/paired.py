@@ -171,7 +171,7 @@ def mcnemar_exact(a: Sequence[Any], b: Sequence[Any]) -> float | None:
     if discordant == 0:
         return 1.0
     tail = sum(math.comb(discordant, k) for k in range(min(only_a, only_b) + 1))
-    return min(1.0, 2 * tail / 2**discordant)
+    return float(min(1.0, 2 * tail / 2**discordant))
 
 
 def _binary(values: Sequence[Any]) -> bool:

@@ -217,7 +217,7 @@ class _DocBuilder:
         if self.gen_prefix is not None:
             specific["gen_prefix"] = self.gen_prefix.render(row)
         instruction = self.description.render(row) if self.description else None
-        common = dict(
+        common: dict[str, Any] = dict(
             instruction=instruction or None, specific=specific, row=row, original_query=None
         )
         out = self.output_type
@@ -243,7 +243,7 @@ class _DocBuilder:
             )
         # generate_until
         if choices is not None and not isinstance(target, list):
-            golds = [choices[self._gold(target, choices, row)]]  # type: ignore[index]
+            golds = [choices[self._gold(target, choices, row)]]
         elif isinstance(target, list):
             golds = [str(t) for t in target]
         else:

@@ -366,7 +366,8 @@ class _BlockReader(Sequence[dict[str, Any]]):
 
     def __init__(self, rows: Any) -> None:
         self.rows = rows
-        self.start, self.block = 0, []
+        self.start = 0
+        self.block: list[Any] = []
 
     @classmethod
     def wrap(cls, rows: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:
@@ -377,7 +378,7 @@ class _BlockReader(Sequence[dict[str, Any]]):
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if not self.start <= i < self.start + len(self.block):
             if not 0 <= i < len(self.rows):
                 raise IndexError(i)
@@ -397,7 +398,7 @@ class _Concat(Sequence[dict[str, Any]]):
     def __len__(self) -> int:
         return sum(len(p) for p in self.parts)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         for part in self.parts:
             if i < len(part):
                 return part[i]
@@ -455,7 +456,7 @@ def _check_local_files(cfg: TaskConfig) -> None:
     for value in values:
         for item in value if isinstance(value, list | tuple) else [value]:
             local = isinstance(item, str) and "://" not in item and os.path.isfile(item)
-            if local and os.path.getsize(item) == 0:
+            if local and os.path.getsize(str(item)) == 0:
                 raise DataError(f"{cfg.where()}: data file {item} is empty; nothing to evaluate.")
 
 

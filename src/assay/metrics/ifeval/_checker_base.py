@@ -13,8 +13,8 @@ import numbers
 import random
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Any, ClassVar, Self, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar, cast
 
 from assay.errors import DataError
 from assay.metrics.ifeval._resources import word_list
@@ -34,7 +34,7 @@ class Draws:
 
     def __init__(self, seed: str) -> None:
         self._seed = seed
-        self._rng: Draws | None = None
+        self._rng: random.Random | None = None
 
     def _generator(self) -> random.Random:
         if self._rng is None:
@@ -60,10 +60,9 @@ class Checker(ABC):
     ARGS: ClassVar[tuple[str, ...]] = ()
     """Keyword arguments `build` accepts (the official `get_instruction_args_keys`)."""
 
-    @classmethod
-    @abstractmethod
-    def build(cls, rng: Draws, **kwargs: Any) -> Self:
-        """Build from the instruction's kwargs, drawing missing values from `rng`."""
+    build: ClassVar[Callable[..., Checker]]
+    """`build(rng, **kwargs)`, a classmethod of each checker: the checker from the instruction's
+    kwargs (its own ARGS, each a keyword), drawing missing values from `rng`."""
 
     @abstractmethod
     def check(self, response: str) -> bool:
@@ -94,7 +93,8 @@ def count_arg(
         return rng.randint(low, high)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise DataError(f"argument {name!r} must be a number, got {value!r}")
-    return rng.randint(low, high) if redraw_negative and value < 0 else value
+    number = cast(float, value)  # a Real that is not a bool: an int or a float in practice
+    return rng.randint(low, high) if redraw_negative and number < 0 else number
 
 
 def text_arg(name: str, value: Any, *, strip: bool = True) -> str | None:

@@ -50,7 +50,7 @@ class KeywordFrequencyChecker(Checker):
     def build(
         cls, rng: Draws, *, keyword: Any = None, frequency: Any = None, relation: Any = None
     ) -> Self:
-        word = text_arg("keyword", keyword) if keyword else draw_keywords(rng, 1)[0]
+        word = (text_arg("keyword", keyword) or "") if keyword else draw_keywords(rng, 1)[0]
         return cls(
             pattern=compile_arg("keyword", word, re.IGNORECASE),
             frequency=count_arg("frequency", frequency, rng, 1, 3),

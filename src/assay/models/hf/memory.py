@@ -37,12 +37,10 @@ class ModelShape:
     def of(cls, model: Any) -> ModelShape:
         """Read the shape from a transformers model's (text) config."""
         config = getattr(model.config, "text_config", None) or model.config
-        hidden = int(getattr(config, "hidden_size", None) or getattr(config, "n_embd", 1024))
-        heads = int(getattr(config, "num_attention_heads", None) or getattr(config, "n_head", 16))
+        hidden = int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 1024))
+        heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 16))
         return cls(
-            layers=int(
-                getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", 24)
-            ),
+            layers=int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layer", 24)),
             hidden=hidden,
             intermediate=int(getattr(config, "intermediate_size", None) or 4 * hidden),
             heads=heads,

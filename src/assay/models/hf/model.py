@@ -84,7 +84,7 @@ class HuggingFaceLM(LM):
         """Tokens of `text` as a prompt is encoded (BOS included when the tokenizer adds it)."""
         return self.count_tokens_many([text])[0]
 
-    def count_tokens_many(self, texts: list[str]) -> list[int]:
+    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
         """`count_tokens` of each text, tokenised in one batch."""
         return [len(ids) for ids in self._view.encode(texts)]
 

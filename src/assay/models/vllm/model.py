@@ -81,7 +81,7 @@ class VLLMLM(LM):
         self.tokenizer = tokenizer if tokenizer is not None else _load_tokenizer(args)
         self._view = TokenizerView(self.tokenizer, args.add_bos_token)
         self.engine = engine if engine is not None else _start_engine(args)
-        self.max_length = args.max_model_len or self.engine.max_model_len
+        self.max_length: int = args.max_model_len or self.engine.max_model_len
         self.batch_size = args.batch_size
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -229,7 +230,7 @@ def _math_hard(infix: str, subset: str) -> TaskConfig:
 _IFEVAL_HUB = next(t for t in ifeval.TASKS_TABLE if t.name == "ifeval_hub")
 
 
-def _inst_level_acc(per_sample: list[list[bool]]) -> float:
+def _inst_level_acc(per_sample: Sequence[list[bool]]) -> float:
     """IFEval's instruction-level accuracy as a plain function, which gets no standard error
     (lm-eval reports "N/A"); imported when used, so listing tasks needs no metric code."""
     from assay.metrics.ifeval import inst_level_acc
@@ -239,10 +240,13 @@ def _inst_level_acc(per_sample: list[list[bool]]) -> float:
 
 def _ifeval_metrics() -> list[MetricSpec]:
     """IFEval's metrics, the instruction-level ones aggregated without a standard error."""
+    specs = [m for m in _IFEVAL_HUB.metrics if isinstance(m, MetricSpec)]
+    assert len(specs) == len(_IFEVAL_HUB.metrics), "ifeval's metrics are MetricSpecs"
     return [
-        MetricSpec(name, aggregation=_inst_level_acc) if name.startswith("inst_level") else spec
-        for spec in _IFEVAL_HUB.metrics
-        for name in [spec.name]  # type: ignore[union-attr]
+        MetricSpec(spec.name, aggregation=_inst_level_acc)
+        if spec.name.startswith("inst_level")
+        else spec
+        for spec in specs
     ]
 
 

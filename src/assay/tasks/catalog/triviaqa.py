@@ -9,6 +9,8 @@ validation split; lm-eval pins no revision.
 
 from __future__ import annotations
 
+from typing import Any
+
 from assay.doc import Doc, OutputType
 from assay.tasks.catalog._common import LM_EVAL_DEFAULTS, Row, generation_doc
 from assay.tasks.config import MetricSpec, TaskConfig
@@ -16,7 +18,9 @@ from assay.tasks.config import MetricSpec, TaskConfig
 SHORT_ANSWER_STOPS = ["\n", ".", ","]
 """Short-answer generation stops at the first newline, period or comma."""
 
-STRIP_FILTERS = [("remove_whitespace", [("remove_whitespace", {}), ("take_first", {})])]
+STRIP_FILTERS: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = [
+    ("remove_whitespace", [("remove_whitespace", {}), ("take_first", {})])
+]
 """The filter pipeline of lm-eval's short-answer QA tasks."""
 
 
