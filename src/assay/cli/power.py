@@ -159,7 +159,7 @@ def _scores(path: str, args: argparse.Namespace) -> dict[int, float]:
     metric = args.metric or next(iter(first.get("metrics", [])), None)
     values: dict[int, float] = {}
     for doc_id, record in docs.items():
-        value = record.get(metric) if metric else None  # type: ignore[misc]
+        value = record.get(metric) if metric else None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(
                 f"--metric {metric!r}: doc {doc_id} of {task} in {path} holds {value!r}, not a "

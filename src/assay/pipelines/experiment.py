@@ -74,7 +74,7 @@ class Experiment:
         if executor not in ("local", "ray"):
             raise ConfigError(f"Experiment executor={executor!r}: choose 'local' or 'ray'")
         self.executor = executor
-        self._ray_options = {
+        self._ray_options: dict[str, Any] = {
             "replicas": replicas,
             "gpus_per_replica": gpus_per_replica,
             "address": ray_address,
@@ -198,6 +198,7 @@ class Experiment:
         try:
             self._apply_pending()
             view.update(self.status_rows())
+            assert self.engines is not None, "run_evals builds the engine pool with the scheduler"
             while True:
                 loaded = self.engines.loaded_keys[-1] if self.engines.loaded_keys else None
                 pick = self._scheduler.next(loaded)
@@ -415,7 +416,7 @@ class Experiment:
                         shard,
                         outcome.prompts[i],
                         outcome.outputs[i],
-                        scrub(outcome.errors[i], self._secrets) if outcome.errors[i] else None,
+                        scrub(message, self._secrets) if (message := outcome.errors[i]) else None,
                         {
                             name: scores[position[i]]
                             for name, scores in outcome.row_scores.items()

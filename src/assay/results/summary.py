@@ -131,6 +131,7 @@ def group_entry(
             values = [c[key] for c in present]
             sizes = [c.get("sample_len", 0) for c in present]
             stderrs = [c.get(f"{spec.metric}_stderr,{flt}", "N/A") for c in present]
+            stderr: float | str
             if spec.function is not None:
                 value, stderr = spec.function(values, sizes, spec.weight_by_size), "N/A"
             else:

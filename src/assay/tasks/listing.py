@@ -230,8 +230,9 @@ def dump(registry: Registry, errors: list[str] | None = None) -> str:
         if index_entry.kind != "task" or index_entry.file is None:
             continue
         try:
-            config = registry.get(name)
-            assert isinstance(config, TaskConfig)
+            found = registry.get(name)
+            assert isinstance(found, TaskConfig)
+            config = found
             entry = {**_task_entry(name, config), "config": config_dump(Task(config))}
         except (Exception, SystemExit) as exc:  # one broken task must not hide the others
             message = str(exc) if isinstance(exc, AssayError) else f"{type(exc).__name__}: {exc}"

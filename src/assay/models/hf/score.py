@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from assay.errors import ModelError
@@ -46,7 +47,7 @@ class _Row:
     segment_ids: list[int]
     n_segments: int = 0
     # Per scored continuation: (result slot, row indices that predict its tokens, its tokens).
-    targets: list[tuple[int, list[int], Tokens]] = field(default_factory=list)
+    targets: list[tuple[list[int], list[int], tuple[int, ...]]] = field(default_factory=list)
 
 
 class Scorer:
@@ -70,7 +71,7 @@ class Scorer:
         self.pad_id = (
             pad_token_id if pad_token_id is not None and pad_token_id < self.shape.vocab else 0
         )
-        attn = getattr(model.config, "_attn_implementation", None)
+        attn = getattr(model.config, "_attn_implementation", None) or ""
         self.mask_style = _MASK_STYLES.get(attn)
         self.keep_logits = True
         self.share_prefixes = share_prefixes and self.mask_style is not None
@@ -115,14 +116,14 @@ class Scorer:
             rows = [row for base, segments in bases.items() for row in self._rows(base, segments)]
             scored = run_with_backoff(
                 rows,
-                lambda batch, p=prefix, n=length: self._run_rows(batch, p, n),  # type: ignore[misc]
+                partial(self._run_rows, prefix=prefix, past=length),
                 length=lambda row: len(row.tokens),
-                row_bytes=lambda n, m=length: self.shape.scoring_row_bytes(n, past=m),
+                row_bytes=partial(self.shape.scoring_row_bytes, past=length),
                 sizer=self.sizer,
             )
             for row, row_scores in zip(rows, scored, strict=True):
                 for (slots, _, _), value in zip(row.targets, row_scores, strict=True):
-                    for slot in slots:  # type: ignore[union-attr]
+                    for slot in slots:
                         results[slot] = value
         return results
 
@@ -161,7 +162,7 @@ class Scorer:
                 end = len(base) + len(segment)
                 virtual = range(end - len(continuation), end)
                 indices = [v if v < len(base) else offset + v - len(base) for v in virtual]
-                row.targets.append((slots, indices, continuation))  # type: ignore[arg-type]
+                row.targets.append((slots, indices, continuation))
         return rows
 
     def _run_rows(
@@ -173,7 +174,10 @@ class Scorer:
         width = max(len(row.tokens) for row in rows)
         ids = torch.tensor([row.tokens + [self.pad_id] * (width - len(row.tokens)) for row in rows])
         keep = torch.zeros(len(rows), width, dtype=torch.bool)
-        where_b, where_t, tokens, owner = [], [], [], []
+        where_b: list[int] = []
+        where_t: list[int] = []
+        tokens: list[int] = []
+        owner: list[int] = []
         n_targets = 0
         for b, row in enumerate(rows):
             for _, indices, continuation in row.targets:
