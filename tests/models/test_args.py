@@ -37,8 +37,8 @@ def test_unknown_args_are_refused_with_the_closest_name(backend, args, typo, sug
 @pytest.mark.parametrize(
     ("backend", "args", "fragment"),
     [
-        ("dummy", {"delay": -1}, "delay=-1 must be at least 0"),
-        ("dummy", {"delay": "soon"}, "delay='soon' must be a number of seconds"),
+        ("dummy", {"delay": -1}, "delay must be a number of seconds >= 0, got -1"),
+        ("dummy", {"delay": "soon"}, "delay='soon' must be a number of seconds >= 0"),
         ("dummy", {"batch_size": "many"}, "batch_size='many' must be a positive whole number"),
         ("hf", {"pretrained": "m", "device": "gpu"}, "device='gpu' must be cpu, cuda, cuda:N"),
         ("hf", {"pretrained": "m", "dtype": "float64"}, "must be one of auto, float32"),

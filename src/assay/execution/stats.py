@@ -74,12 +74,6 @@ class Answers(list[Result]):
         self.stats = stats
 
 
-def chosen_batch_sizes(model: object) -> list[int]:
-    """The sizes the backend's automatic batch size picked so far (lm-eval's `lm.batch_sizes`);
-    backends only ever append to it."""
-    return list(getattr(model, "batch_sizes", []))
-
-
 def task_batch_sizes(task: str, chosen: list[int], cache: ResponseCache | None) -> list[int]:
     """The automatic batch sizes to report for `task`: those `chosen` while computing it, or,
     when it computed nothing new, those recorded in the cache by the run that did.

@@ -7,6 +7,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
+from assay.errors import ConfigError
 from assay.models.args import Arg, AutoOrCount, typed_args
 from assay.models.base import LM, register_model
 from assay.requests.types import (
@@ -74,7 +75,7 @@ class DummyLM(LM):
 DUMMY_ARGS = {
     "seed": Arg(int, 1234),
     "response": Arg(str, "lol"),
-    "delay": Arg(float, 0.0, minimum=0, expected="a number of seconds"),
+    "delay": Arg(float, 0.0, expected="a number of seconds >= 0"),
     "batch_size": Arg(AutoOrCount, "auto"),
     "device": Arg(str, None, nullable=True),
 }
@@ -88,6 +89,10 @@ def dummy(**model_args: Any) -> DummyLM:
     never depend on them (nor on `delay`), so the identity leaves them out.
     """
     args = typed_args("dummy", model_args, DUMMY_ARGS)
+    if args["delay"] < 0:
+        raise ConfigError(
+            f"--model dummy: delay must be a number of seconds >= 0, got {model_args['delay']!r}."
+        )
     batch_size = args["batch_size"]
     return DummyLM(
         seed=args["seed"],

@@ -157,7 +157,7 @@ class Run:
                 # lm-eval writes the dtype as torch prints it ("torch.float32").
                 out[f"backend.{key}"] = value.removeprefix("torch.") if key == "dtype" else value
         # lm-eval records the template it applied (null: none applied), not the model's.
-        applied = results.get("chat_template_applied", results.get("chat_template") is not None)  # type: ignore[misc]
+        applied = results.get("chat_template_applied", results.get("chat_template") is not None)
         out["settings.apply_chat_template"] = bool(applied)
         if applied and results.get("chat_template_sha"):
             out["backend.chat_template_sha256"] = results.get("chat_template_sha")

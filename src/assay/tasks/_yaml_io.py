@@ -160,7 +160,7 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[mi
 
 
 def _function(loader: _Loader, node: yaml.Node) -> FunctionRef:
-    return FunctionRef(loader.construct_scalar(node), Path(loader.yaml_file))  # type: ignore[arg-type]
+    return FunctionRef(loader.construct_scalar(node), Path(loader.yaml_file))
 
 
 _Loader.add_constructor("!function", _function)
