@@ -159,7 +159,7 @@ class _Encoder:
     def _globals_read(self, fn: types.FunctionType, code: types.CodeType) -> Any:
         """The module globals `fn`'s code reads, by name (builtins are not module globals)."""
         names = sorted(_names(code))
-        found = []
+        found: list[list[Any]] = []
         for name in names:
             if name not in fn.__globals__:
                 continue

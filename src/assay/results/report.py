@@ -104,17 +104,15 @@ def summary_rows(runs: Sequence[Run]) -> list[SummaryRow]:
                 row = seen.setdefault(
                     key, SummaryRow(name, name in groups, metric, flt, {}, {}, {}, {})
                 )
-                row.values[run.label] = _number(entry.get(metric_key(metric, flt)))  # type: ignore[misc]
-                row.stderrs[run.label] = _number(entry.get(stderr_key(metric, flt)))  # type: ignore[misc]
-                row.clustered[run.label] = _number(
-                    entry.get(clustered_stderr_key(metric, flt))  # type: ignore[misc]
-                )
+                row.values[run.label] = _number(entry.get(metric_key(metric, flt)))
+                row.stderrs[run.label] = _number(entry.get(stderr_key(metric, flt)))
+                row.clustered[run.label] = _number(entry.get(clustered_stderr_key(metric, flt)))
                 row.n[run.label] = _docs(run, name)
     return sorted(seen.values(), key=lambda r: not r.is_group)
 
 
 def _docs(run: Run, name: str) -> int | None:
-    counts = run.results.get("n-samples", {})  # type: ignore[typeddict-item]
+    counts: Any = run.results.get("n-samples", {})
     if name in counts:
         return int(counts[name].get("effective", 0))
     entry = run.entry(name) or {}
@@ -378,7 +376,7 @@ def _bin_of(length: int, edges: list[int]) -> int:
 
 
 def _prompt_length(view: dict[str, Any]) -> int:
-    first = next(iter(view["arguments"].values()), {})
+    first: Any = next(iter(view["arguments"].values()), {})
     prompt = first.get("arg_0", "") if isinstance(first, dict) else ""
     return len(prompt) if isinstance(prompt, str) else len(json.dumps(prompt))
 
