@@ -123,10 +123,10 @@ class Evaluation:
 
     def _run_tasks(self, model: LM, started: float, date: float) -> dict[str, Any]:
         s = self.settings
-        writes = s.output_dir and self.executor.primary
-        if writes and check_folder(s.output_dir, self._run_key(), model.identity(), s.overwrite):
-            clear_folder(s.output_dir)
-        out = OutputDir(s.output_dir) if writes else None
+        folder = s.output_dir if self.executor.primary else None
+        if folder and check_folder(folder, self._run_key(), model.identity(), s.overwrite):
+            clear_folder(folder)
+        out = OutputDir(folder) if folder else None
         cache = self._cache(model, out)
         capabilities = Capabilities.of(model)
         plans = [self.plan(task, capabilities) for task in self.tasks]

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ class OutputDir:
                 f"--output-dir {self.path}: not writable ({exc.strerror}). Choose another directory."
             ) from None
 
-    def write_results(self, results: dict[str, Any]) -> Path:
+    def write_results(self, results: Mapping[str, Any]) -> Path:
         """Replace results.json atomically."""
         target = self.path / "results.json"
         _atomic_write(target, [json.dumps(results, indent=2, ensure_ascii=False, default=str)])
