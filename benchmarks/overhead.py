@@ -14,7 +14,13 @@ task. The check is on anonymous memory (the process's own heap); total RSS is pr
 also counts the pages of datasets' memory-mapped Arrow files that the run has read, which the
 kernel reclaims as page cache.
 
+Then a phase breakdown of one assay run (--log-samples as given): the same command in a process
+that times where the run goes: importing assay, loading the data (datasets included), building
+prompts and requests, the executor (planning, the response cache, the dummy model), filters and
+metrics, samples serialisation, and writing the files; the rest is aggregation and reporting.
+
     python benchmarks/overhead.py [--rounds 3] [--log-samples] [--skip-lm-eval] [--skip-memory]
+        [--skip-phases]
 """
 
 from __future__ import annotations
@@ -112,6 +118,66 @@ def lm_eval_command(lm_eval: Path, out: Path | None, log_samples: bool) -> list[
     return command
 
 
+# Runs `assay run ARGS...` with timers around each phase's entry point; prints them as JSON.
+_PHASES = """
+import json, sys, time
+start = time.perf_counter()
+from assay import evaluator
+from assay.cli import main as cli_main
+from assay.execution.local import LocalExecutor
+from assay.results.writer import OutputDir
+spent = {"import assay": time.perf_counter() - start}
+
+def timed(owner, name, phase):
+    inner = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        began = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - began
+    setattr(owner, name, wrapper)
+
+timed(evaluator.Evaluation, "load_data", "load data (datasets)")
+timed(LocalExecutor, "run", "executor (plan, cache, model)")
+timed(evaluator, "apply_filters", "filters")
+timed(evaluator, "score", "metrics")
+timed(evaluator, "sample_record", "samples: records")
+timed(evaluator, "dumps", "samples: JSON")
+timed(OutputDir, "write_samples", "samples: files")
+timed(OutputDir, "write_results", "results.json")
+timed(evaluator.Evaluation, "_run_shard", "shards (prompts, requests, executor)")
+code = 0
+try:
+    code = cli_main(sys.argv[1:]) or 0
+except SystemExit as exc:
+    code = exc.code or 0
+spent["total"] = time.perf_counter() - start
+print("PHASES=" + json.dumps(spent))
+sys.exit(code)
+"""
+
+
+def phase_breakdown(out: Path | None, log_samples: bool) -> dict[str, float]:
+    """Seconds per phase of one assay run (phases may nest: see the printed notes)."""
+    command = assay_command(TASKS, "hellaswag_local", out, log_samples)
+    run = measure([sys.executable, "-c", _PHASES, *command[3:]], ROOT)
+    line = next(x for x in run.output.splitlines() if x.startswith("PHASES="))
+    return json.loads(line[len("PHASES=") :])
+
+
+def print_phases(spent: dict[str, float]) -> None:
+    total = spent.pop("total")
+    shards = spent.pop("shards (prompts, requests, executor)", 0.0)
+    executor = spent.get("executor (plan, cache, model)", 0.0)
+    spent["prompts and requests"] = shards - executor
+    print(f"phases of one assay run ({total:.2f} s wall, in-process timers):")
+    for phase, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+        print(f"  {phase:<34} {seconds:6.2f} s  {seconds / total:5.1%}")
+    rest = total - sum(spent.values())
+    print(f"  {'other (aggregation, table, exit)':<34} {rest:6.2f} s  {rest / total:5.1%}")
+
+
 def metric_line(output: str) -> str:
     """The acc row of a printed results table (both tools print lm-eval's layout)."""
     return next((line.strip() for line in output.splitlines() if "|acc " in line), "?")
@@ -141,6 +207,7 @@ def main() -> int:
     )
     parser.add_argument("--skip-lm-eval", action="store_true")
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--skip-phases", action="store_true")
     args = parser.parse_args()
     if not DATA.exists():
         raise SystemExit(f"{DATA} not found: this benchmark needs the local HellaSwag dump.")
@@ -195,6 +262,10 @@ def main() -> int:
                 failures.append("overhead")
         else:
             print("lm-eval side venv not found (or skipped): assay figures only")
+
+        if not args.skip_phases:
+            out = tmp / "assay_phases" if args.log_samples else None
+            print_phases(phase_breakdown(out, args.log_samples))
 
         if not args.skip_memory:
             # A private datasets cache: the replicated files are new each time.
