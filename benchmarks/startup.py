@@ -4,7 +4,13 @@ Each command runs --rounds times (interleaved); the median wall time is printed.
 `assay --help` runs in a process that reports which heavy libraries it imported: torch,
 transformers and datasets must stay unimported (they load lazily, only when a run needs them).
 
-    python benchmarks/startup.py [--rounds 7]
+Then time to first request: `run --limit 1` on HellaSwag with the ~38M benchmark model, assay
+beside lm-eval (from ../lmeval-venv when it exists). Each runs in a fresh process whose model
+class reports when its first loglikelihood call arrives; everything before it (imports, task
+and data loading, model loading, prompt building) is what a restarted run pays again. The
+whole run's wall time is printed too.
+
+    python benchmarks/startup.py [--rounds 7] [--first-request-rounds 2] [--lmeval-python PATH]
 """
 
 from __future__ import annotations
@@ -14,6 +20,12 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = ROOT / "benchmarks" / "tasks"
+MODEL = ROOT / "benchmarks" / ".models" / "llama-38m"
+DEFAULT_LMEVAL_PYTHON = ROOT.parent / "lmeval-venv" / "bin" / "python"
 
 HEAVY = ("torch", "transformers", "datasets")
 
@@ -35,6 +47,55 @@ print("HEAVY=" + ",".join(heavy))
 """
 
 
+# Patches the harness's model class to print the seconds since interpreter start-up at its first
+# loglikelihood call, then runs the harness's CLI with the remaining arguments.
+_FIRST_REQUEST = """
+import sys, time
+start = time.perf_counter()
+which = sys.argv.pop(1)
+if which == "assay":
+    from assay.models.hf.model import HuggingFaceLM as Model
+    from assay.cli import main as run
+else:
+    from lm_eval.models.huggingface import HFLM as Model
+    from lm_eval.__main__ import cli_evaluate as run
+inner = Model.loglikelihood
+def first(self, *args, **kwargs):
+    if not getattr(Model, "_seen", False):
+        Model._seen = True
+        print(f"FIRST_REQUEST={time.perf_counter() - start:.3f}", flush=True)
+    return inner(self, *args, **kwargs)
+Model.loglikelihood = first
+if which == "assay":
+    sys.exit(run(sys.argv[1:]))
+run()
+"""
+
+
+def first_request(python: str, which: str, out: Path) -> tuple[float, float]:
+    """(seconds to the first loglikelihood call, seconds for the whole run) of `--limit 1`."""
+    model_args = f"pretrained={MODEL},dtype=float32"
+    if which == "assay":
+        args = ["run", "--model", "hf", "--model-args", model_args, "--tasks", "hellaswag_local"]
+        args += ["--include-path", str(TASKS), "--limit", "1", "--no-cache", "--no-progress"]
+        args += ["--output-dir", str(out)]
+    else:
+        args = ["--model", "hf", "--model_args", model_args, "--tasks", "hellaswag_local"]
+        args += ["--include_path", str(TASKS), "--limit", "1", "--output_path", str(out)]
+    began = time.perf_counter()
+    done = subprocess.run(
+        [python, "-c", _FIRST_REQUEST, which, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    wall = time.perf_counter() - began
+    line = next((x for x in done.stdout.splitlines() if x.startswith("FIRST_REQUEST=")), None)
+    if done.returncode != 0 or line is None:
+        raise SystemExit(f"{which} --limit 1 failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return float(line.split("=", 1)[1]), wall
+
+
 def _time(command: list[str]) -> float:
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
@@ -44,6 +105,8 @@ def _time(command: list[str]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--first-request-rounds", type=int, default=2)
+    parser.add_argument("--lmeval-python", type=Path, default=DEFAULT_LMEVAL_PYTHON)
     args = parser.parse_args()
 
     times: dict[str, list[float]] = {name: [] for name in CASES}
@@ -64,6 +127,36 @@ def main() -> int:
         print("FAIL: `assay --help` must not import heavy libraries")
         return 1
     print("ok: `assay --help` imports no heavy library")
+
+    if args.first_request_rounds < 1:
+        return 0
+    if not MODEL.exists():
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "build_models.py")], check=True)
+    sides = {"assay": sys.executable}
+    if args.lmeval_python.exists():
+        sides["lm-eval"] = str(args.lmeval_python)
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="assay-startup-") as tmp:
+        for r in range(args.first_request_rounds):
+            for name, python in sides.items():
+                figures[name].append(first_request(python, name, Path(tmp) / f"{name}-{r}"))
+    print(
+        f"\n--limit 1, HellaSwag, ~38M model, fresh process, median of "
+        f"{args.first_request_rounds} rounds:"
+    )
+    for name, values in figures.items():
+        first = statistics.median(v[0] for v in values)
+        whole = statistics.median(v[1] for v in values)
+        print(f"{name:<8} first request after {first:6.2f} s, whole run {whole:6.2f} s")
+    if "lm-eval" in figures:
+        ratio = statistics.median(v[0] for v in figures["assay"]) / statistics.median(
+            v[0] for v in figures["lm-eval"]
+        )
+        print(f"time to first request assay / lm-eval: {ratio:.2f}x")
+    else:
+        print("lm-eval side venv not found: assay figures only")
     return 0
 
 
