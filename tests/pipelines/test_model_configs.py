@@ -47,9 +47,10 @@ def test_configs_name_their_backend_and_args() -> None:
     )
     assert api.backend == "openai-chat"
     assert api.model_args()["model"] == "gpt-x" and api.model_args()["rpm"] == 60
-    assert api.model_args()["max_tokens_field"] == "max_completion_tokens"
     assert "sk-test" not in repr(api.model_args())
-    assert api.gen_params().max_gen_toks == 32 and api.gen_params().temperature == 0.2
+    # Sent exactly as written: max_gen_toks only sizes rate limits.
+    assert api.gen_params().as_given and api.gen_params().max_gen_toks == 32
+    assert dict(api.gen_params().extra) == {"temperature": 0.2, "max_completion_tokens": 32}
     assert "sk-test" not in repr(api.describe())
     # Same model, different sampling: one engine.
     a = ModelConfig("dummy", {"seed": 1}, {"temperature": 0.0})

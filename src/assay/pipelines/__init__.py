@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from assay.pipelines.api_models import APIModelConfig, RFAPIModelConfig
 from assay.pipelines.batch import PipelineError
 from assay.pipelines.early_stop import EarlyStop
 from assay.pipelines.experiment import Experiment, run_evals
@@ -54,6 +55,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "APIModelConfig",
     "CrossEncoderReranker",
     "EarlyStop",
     "Experiment",
@@ -68,6 +70,7 @@ __all__ = [
     "ModelConfig",
     "OpenAIAPIModelConfig",
     "PipelineError",
+    "RFAPIModelConfig",
     "RFGridSearch",
     "RFLangChainRagSpec",
     "RFOpenAIAPIModelConfig",

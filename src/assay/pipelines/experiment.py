@@ -24,6 +24,7 @@ from assay.pipelines.display import ConfigRow, LiveView, to_html, to_markdown
 from assay.pipelines.early_stop import EarlyStop, MetricTrace, StopDecision, decide
 from assay.pipelines.engines import EngineFactory, EnginePool, local_engine, ray_engines
 from assay.pipelines.eval_config import EvalConfig, apply_changes, expand, validate
+from assay.pipelines.experiment_log import ExperimentLog, check_resources
 from assay.pipelines.fingerprint import fingerprint
 from assay.pipelines.online import SAMPLES, ConfigMetrics, batch_entries
 from assay.pipelines.redact import find_secrets, redact, scrub
@@ -48,6 +49,9 @@ class Experiment:
         mode: str = "evals",
         *,
         experiment_name: str | None = None,
+        experiment_path: str | Path | None = None,
+        num_cpus: int | None = None,
+        num_gpus: int | None = None,
         output_dir: str | Path | None = None,
         display: str = "auto",
         max_loaded_engines: int = 2,
@@ -57,7 +61,11 @@ class Experiment:
         gpus_per_replica: float | None = None,
         ray_address: str | None = None,
     ) -> None:
-        """executor="ray" runs each model on a pool of Ray replicas (`replicas`, default one per
+        """The experiment's files go to ``output_dir``, else ``experiment_path/<name>``, else
+        ``assay_experiments/<name>``. num_cpus / num_gpus (as RapidFire's) cap what run_evals may
+        ask for and are checked against the machine.
+
+        executor="ray" runs each model on a pool of Ray replicas (`replicas`, default one per
         GPU; `gpus_per_replica`; `ray_address`, default a local Ray instance), shared by every
         config of that model; one model's pool is loaded at a time."""
         name = name or experiment_name
@@ -67,7 +75,11 @@ class Experiment:
             raise ConfigError(f"Experiment mode {mode!r} is not supported; assay runs 'evals'")
         self.name = name
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
-        self.output_dir = Path(output_dir) if output_dir else Path("assay_experiments") / safe
+        base = Path(experiment_path) if experiment_path else Path("assay_experiments")
+        self.output_dir = Path(output_dir) if output_dir else base / safe
+        self.num_cpus, self.num_gpus = check_resources(num_cpus, num_gpus)
+        self._log = ExperimentLog(self.output_dir / "experiment.log", name)
+        self._ended = False
         self.display = display
         self.max_loaded_engines = max_loaded_engines
         self.cache_responses = cache_responses
@@ -118,8 +130,10 @@ class Experiment:
         dataset: Any,
         num_shards: int = 4,
         seed: int = 42,
-        *,
         num_actors: int | None = None,
+        gpus_per_actor: float | None = None,
+        cpus_per_actor: float | None = None,
+        *,
         resume: bool = True,
         on_shard_complete: ShardCallback | None = None,
         max_error_rate: float = 1.0,
@@ -127,10 +141,13 @@ class Experiment:
     ) -> Results:
         """Evaluate every leaf config of `config_group` on `dataset`; see the module docstring.
 
-        num_actors: Ray replicas per model with executor="ray" (as RapidFire's actors); with the
-        local executor only 1 (or None) is allowed. resume: continue from the completed shards
-        stored under ``output_dir`` (False starts over). on_shard_complete(experiment,
-        config_id, shard) runs after every shard: the place for interactive control.
+        num_actors / gpus_per_actor / cpus_per_actor: Ray replicas per model and their
+        resources with executor="ray" (as RapidFire's actors), checked against the
+        experiment's num_cpus / num_gpus; with the local executor, where configs take turns in
+        this process, only num_actors=1 (or None) is allowed. resume: continue from the
+        completed shards stored under ``output_dir`` (False starts over).
+        on_shard_complete(experiment, config_id, shard) runs after every shard: the place for
+        interactive control.
         max_error_rate: a config fails, with its first row error, once more than this share of
         its rows so far failed (checked after every shard); whatever the setting, a config
         whose rows all failed fails. Failed rows are recorded and counted either way.
@@ -152,15 +169,43 @@ class Experiment:
                 "and 1 (e.g. 0.05 fails a config once more than 5% of its rows failed)"
             )
         self.max_error_rate = float(max_error_rate)
-        if self.executor == "ray" and num_actors is not None:
-            self._ray_options["replicas"] = num_actors
-        elif num_actors not in (None, 1):
+        if self._ended:
             raise ConfigError(
-                f"run_evals num_actors={num_actors}: assay runs configs in one process, shard by "
-                "shard; drop num_actors, or pass Experiment(..., executor='ray') for many workers"
+                f"experiment {self.name!r} has ended; create a new Experiment to run again"
             )
+        self._plan_actors(num_actors, gpus_per_actor, cpus_per_actor)
         self._prepare(config_group, dataset, num_shards, seed, resume)
+        self._log.info(
+            f"run_evals: {len(self._configs)} config(s), {len(self._rows)} rows, "
+            f"{num_shards} shards, seed {seed}"
+        )
         return self.continue_evals(on_shard_complete)
+
+    def _plan_actors(
+        self, num_actors: int | None, gpus_per_actor: float | None, cpus_per_actor: float | None
+    ) -> None:
+        if self.executor == "local":
+            if num_actors not in (None, 1) or gpus_per_actor or cpus_per_actor:
+                raise ConfigError(
+                    f"run_evals num_actors={num_actors}, gpus_per_actor={gpus_per_actor}, "
+                    f"cpus_per_actor={cpus_per_actor}: the local executor runs configs in this "
+                    "process, shard by shard; drop them, or pass Experiment(..., executor='ray')"
+                )
+            return
+        actors = num_actors or 1
+        for what, per_actor, available in (
+            ("GPU", gpus_per_actor, self.num_gpus),
+            ("CPU", cpus_per_actor, self.num_cpus),
+        ):
+            if per_actor is not None and available is not None and actors * per_actor > available:
+                raise ConfigError(
+                    f"run_evals: {actors} actors x {per_actor} {what}(s) exceed the experiment's "
+                    f"{available} {what}(s); lower num_actors or {what.lower()}s_per_actor"
+                )
+        if num_actors is not None:
+            self._ray_options["replicas"] = num_actors
+        if gpus_per_actor is not None:
+            self._ray_options["gpus_per_replica"] = gpus_per_actor
 
     def start_evals(self, *args: Any, **kwargs: Any) -> None:
         """`run_evals` in a background thread; control it meanwhile, then call `wait()`."""
@@ -459,7 +504,40 @@ class Experiment:
             log.error("experiment %r: %s", self.name, scrub(str(exc), self._secrets))
         error = self._failures.get(cid)
         message = scrub(str(error), self._secrets) if error else None
-        self._store.set_status(cid, self._scheduler.status(cid).value, message)
+        status = self._scheduler.status(cid).value
+        self._store.set_status(cid, status, message)
+        self._log.info(
+            f"config {cid}: shard {shard} done, {metrics.samples} rows scored, {status}"
+            + (f" ({message})" if message else "")
+        )
+
+    def get_log_file_path(self, log_type: str | None = None) -> Path:
+        """The experiment's log file (RapidFire's ``log_type`` "main"/"experiment" is the same)."""
+        if log_type is not None and log_type.lower() not in ("main", "experiment"):
+            raise ConfigError(
+                f"get_log_file_path log_type={log_type!r}: assay keeps one log, 'experiment'"
+            )
+        return self._log.path
+
+    def cancel_current(self) -> None:
+        """Stop every active config after its shard in flight (resume() picks any up again)."""
+        for cid, status in self._statuses().items() if self._scheduler else ():
+            if status in (Status.NEW, Status.ONGOING):
+                self.stop(cid)
+        self._log.info("cancel_current: every active config stops after its shard in flight")
+
+    def end(self) -> None:
+        """Release engines, indexes and files; results and the store on disk stay readable."""
+        if self._thread is not None and self._thread.is_alive():
+            raise ConfigError(
+                f"experiment {self.name!r} is still running; cancel_current() and wait() first"
+            )
+        if self.engines is not None:
+            self.engines.close()
+            self.engines = None
+        self._log.info("experiment ended")
+        self._log.close()
+        self._ended = True
 
     def _check_errors(self, cid: int) -> None:
         """Fail the config when all its rows so far, or more than max_error_rate of them,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
 _TOKENS_KEYS = ("max_tokens", "max_new_tokens", "max_completion_tokens", "max_gen_toks")
 _DIRECT_KEYS = ("temperature", "top_p", "top_k", "seed", "do_sample")
+VLLM_DEFAULT_MAX_TOKENS = 16
+"""vllm.SamplingParams' max_tokens when none is given."""
 
 
 def gen_params_from_sampling(sampling_params: Mapping[str, Any] | None, where: str) -> GenParams:
@@ -60,6 +63,26 @@ def gen_params_from_sampling(sampling_params: Mapping[str, Any] | None, where: s
         return GenParams(**kwargs)
     except TypeError as exc:
         raise ConfigError(f"{where}: invalid sampling_params: {exc}") from None
+
+
+def as_given_params(params: Mapping[str, Any], where: str) -> GenParams:
+    """Generation parameters an API receives exactly as written (nothing added).
+
+    The requested output size (max_completion_tokens or max_tokens) also sizes token rate
+    limits; without one, limits count the backend's default.
+    """
+    tokens = [k for k in _TOKENS_KEYS if k in params]
+    if len(tokens) > 1:
+        raise ConfigError(f"{where}: give only one of {tokens}")
+    kwargs: dict[str, Any] = {"as_given": True, "extra": tuple(sorted(params.items()))}
+    if tokens:
+        kwargs["max_gen_toks"] = int(params[tokens[0]])
+    return GenParams(**kwargs)
+
+
+def key_variable(key: str) -> str:
+    """The environment variable that hands `key` to a backend (named by the key's hash)."""
+    return f"ASSAY_API_KEY_{hashlib.sha256(key.encode()).hexdigest()[:12].upper()}"
 
 
 class ModelConfig(Configurable):
@@ -138,7 +161,15 @@ class HFModelConfig(ModelConfig):
 
 
 class VLLMModelConfig(HFModelConfig):
-    """A vLLM model: ``model_config`` as for ``vllm.LLM`` (``model``, ``dtype``, ...)."""
+    """A vLLM model: ``model_config`` as for ``vllm.LLM``, ``sampling_params`` as for
+    ``vllm.SamplingParams``.
+
+    Every ``vllm.LLM`` argument is accepted: those assay's vllm backend knows (``model``,
+    ``dtype``, ``max_model_len``, ...) go through its checks, any other one
+    (``distributed_executor_backend``, ``enable_chunked_prefill``, ``disable_log_stats``, ...)
+    is handed to vLLM as it is, and vLLM refuses what it does not know. Sampling parameters
+    reach ``SamplingParams`` exactly as written (vLLM's defaults for the rest, as in RapidFire).
+    """
 
     def __init__(
         self,
@@ -150,6 +181,29 @@ class VLLMModelConfig(HFModelConfig):
         super().__init__(model_config, sampling_params, rag, prompt_manager)
         self.backend = "vllm"
 
+    def model_args(self) -> dict[str, Any]:
+        from assay.models._vllm_requests import VLLM_ARGS
+
+        args = super().model_args()
+        passed = {k: args.pop(k) for k in list(args) if k not in VLLM_ARGS}
+        if passed:
+            args["engine_args"] = {**(args.get("engine_args") or {}), **passed}
+        return args
+
+    def gen_params(self) -> GenParams:
+        sampling = self.sampling()
+        n = sampling.get("n", 1)
+        if n != 1:
+            raise ConfigError(
+                f"RFvLLMModelConfig sampling_params n={n!r} is not supported; run_evals scores "
+                "one output per prompt. Use a List of seeds to compare several samples."
+            )
+        params = as_given_params(sampling, "RFvLLMModelConfig sampling_params")
+        if "max_tokens" not in sampling:
+            # vLLM's own default, which sizes the room left for the prompt.
+            params = replace(params, max_gen_toks=VLLM_DEFAULT_MAX_TOKENS)
+        return params
+
 
 class OpenAIAPIModelConfig(ModelConfig):
     """An OpenAI-compatible API model.
@@ -158,7 +212,8 @@ class OpenAIAPIModelConfig(ModelConfig):
     ``timeout``); ``model_config`` holds ``model`` and its sampling settings (``temperature``,
     ``max_completion_tokens``, ...). ``rpm_limit`` / ``tpm_limit`` become the backend's ``rpm`` /
     ``tpm`` rate limits. The API key reaches the backend through an environment variable, so it
-    never appears in model arguments, tables, stored configs or engine identities.
+    never appears in model arguments, tables, stored configs or engine identities. Requests
+    carry the ``model_config`` settings exactly as written, and nothing else.
     """
 
     def __init__(
@@ -186,8 +241,6 @@ class OpenAIAPIModelConfig(ModelConfig):
         for ours, theirs in (("rpm_limit", "rpm"), ("tpm_limit", "tpm")):
             if self._params.get(ours) is not None:
                 args[theirs] = self._params[ours]
-        if self.backend == "openai-chat" and "max_completion_tokens" in self.sampling():
-            args.setdefault("max_tokens_field", "max_completion_tokens")
         return args
 
     def _api_key(self) -> str | None:
@@ -205,9 +258,8 @@ class OpenAIAPIModelConfig(ModelConfig):
         args = self.model_args()
         key = self._api_key()
         if key:
-            variable = f"ASSAY_API_KEY_{hashlib.sha256(key.encode()).hexdigest()[:12].upper()}"
-            os.environ[variable] = key
-            args["api_key_env"] = variable
+            os.environ[key_variable(key)] = key
+            args["api_key_env"] = key_variable(key)
         return load_model(self.backend, args)
 
     def sampling(self) -> dict[str, Any]:
@@ -215,6 +267,9 @@ class OpenAIAPIModelConfig(ModelConfig):
         if self._params.get("max_completion_tokens") is not None:
             params.setdefault("max_completion_tokens", self._params["max_completion_tokens"])
         return params
+
+    def gen_params(self) -> GenParams:
+        return as_given_params(self.sampling(), f"{type(self).__name__} model_config")
 
 
 RFvLLMModelConfig = VLLMModelConfig

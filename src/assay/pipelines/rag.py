@@ -9,6 +9,7 @@ grid over them, or a clone that changes them, never re-indexes.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.pipelines.knobs import Configurable
 from assay.pipelines.resources import SharedResources
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SEARCH = {"type": "similarity", "k": 5}
 _SEARCH_KEYS = {"type", "k", "score_threshold", "fetch_k", "lambda_mult"}
@@ -81,7 +84,10 @@ class RagSpec(Configurable):
     retriever: a LangChain retriever used instead of the vector store.
     search_cfg: ``{"type": "similarity" | "similarity_score_threshold" | "mmr", "k": 5,
         "score_threshold": 0.5, "fetch_k": 20, "lambda_mult": 0.5}``.
-    reranker_cfg: ``{"class": CrossEncoderReranker, "model_name": ..., "top_n": 3}``.
+    reranker_cfg: ``{"class": CrossEncoderReranker, "model_name": ..., "top_n": 3}``: assay's
+        `CrossEncoderReranker` or LangChain's (``model_name``/``model_kwargs`` build its model).
+    enable_gpu_search: search the exact index on the GPU (FAISS GPU build and a GPU needed;
+        otherwise a warning says the same index is searched on the CPU).
     document_template: ``Document -> str`` used by `serialize_documents`.
     """
 
@@ -149,11 +155,6 @@ class RagSpec(Configurable):
     # -- building --------------------------------------------------------------------------
     def build(self, resources: SharedResources) -> None:
         """Attach the shared index (building it if no config built it yet) and the reranker."""
-        if self._params.get("enable_gpu_search"):
-            raise ConfigError(
-                "RagSpec: enable_gpu_search=True needs a GPU build of FAISS; this install searches "
-                "on the CPU (exact search is already the default: vector_store_cfg index='flat')"
-            )
         retriever = self._params.get("retriever")
         if retriever is None:
             self._store = resources.get(
@@ -185,9 +186,21 @@ class RagSpec(Configurable):
             if store_cfg.pop("type", "faiss") != "faiss":
                 raise ConfigError("vector_store_cfg: only type 'faiss' is available")
             store_cfg.pop("batch_size", None)
+            if self._params.get("enable_gpu_search") and store_cfg.get("index", "flat") != "flat":
+                raise ConfigError(
+                    "RagSpec: enable_gpu_search=True searches an exact (flat) index; drop "
+                    f"vector_store_cfg index={store_cfg['index']!r}"
+                )
             store = FaissVectorStore(embeddings, **store_cfg)
             vectors = embeddings.embed_documents([d.page_content for d in docs])
             store.add_vectors(vectors, docs)
+            if self._params.get("enable_gpu_search") and not store.to_gpu():
+                # The same exact (flat) index answers on the CPU: results do not change.
+                log.warning(
+                    "RagSpec enable_gpu_search=True: this FAISS build has no GPU support or sees "
+                    "no GPU; the exact index is searched on the CPU (same results, slower on "
+                    "large corpora). Install faiss-gpu on a GPU machine to search on the GPU."
+                )
             return store
 
         return build
@@ -218,11 +231,40 @@ class RagSpec(Configurable):
         return ["\n\n".join(self.document_template(d) for d in docs) for docs in batch_docs]
 
 
+DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L6-v2"
+"""The cross-encoder RapidFire gives LangChain's CrossEncoderReranker when none is named."""
+
+
 def _build(cfg: Mapping[str, Any]) -> Any:
+    """The reranker of ``{"class": Cls, **kwargs}``.
+
+    LangChain's ``CrossEncoderReranker`` takes a cross-encoder object, not a name: as in
+    RapidFire, ``model_name`` (default `DEFAULT_CROSS_ENCODER`) and ``model_kwargs`` build a
+    ``HuggingFaceCrossEncoder`` for it, and the other keys (``top_n``) go to the reranker.
+    """
     if "class" not in cfg:
         raise ConfigError(f"reranker_cfg needs a 'class' entry, got {dict(cfg)!r}")
+    cls = cfg["class"]
     kwargs = {k: v for k, v in cfg.items() if k != "class"}
-    return cfg["class"](**kwargs)
+    if _is_langchain_cross_encoder_reranker(cls) and "model" not in kwargs:
+        from langchain_community.cross_encoders import HuggingFaceCrossEncoder
+
+        model = HuggingFaceCrossEncoder(
+            model_name=kwargs.pop("model_name", DEFAULT_CROSS_ENCODER),
+            model_kwargs=kwargs.pop("model_kwargs", {}),
+        )
+        kwargs["model"] = model
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"reranker_cfg: cannot build {cls!r} from {kwargs}: {exc}") from None
+
+
+def _is_langchain_cross_encoder_reranker(cls: Any) -> bool:
+    module = getattr(cls, "__module__", "") or ""
+    return getattr(cls, "__name__", "") == "CrossEncoderReranker" and module.startswith(
+        ("langchain_classic.", "langchain.")
+    )
 
 
 LangChainRagSpec = RagSpec

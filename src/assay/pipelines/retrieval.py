@@ -90,6 +90,18 @@ class FaissVectorStore(VectorStore):
         self._vectors = array if self._vectors is None else np.vstack([self._vectors, array])
         self.documents.extend(documents)
 
+    def to_gpu(self) -> bool:
+        """Move the index to every GPU (exact search, same results); False when FAISS has no
+        GPU support or sees no GPU, and the index stays on the CPU."""
+        import faiss
+
+        if self._index is None or not hasattr(faiss, "index_cpu_to_all_gpus"):
+            return False
+        if faiss.get_num_gpus() < 1:
+            return False
+        self._index = faiss.index_cpu_to_all_gpus(self._index)
+        return True
+
     @classmethod
     def from_texts(
         cls,

@@ -55,6 +55,10 @@ class GenParams:
     """Other backend keyword arguments, sorted by key; values may be dicts and lists (an API's
     ``response_format``), which is why the hash below does not hash the fields themselves."""
 
+    as_given: bool = False
+    """API backends send `extra` alone, as the user wrote it, and none of their own defaults
+    (temperature, seed, max tokens); the other fields then only inform rate limits."""
+
     def __hash__(self) -> int:
         # Requests are deduplicated and grouped in dicts keyed by request: hashing the
         # canonical JSON keeps a dict or list in `extra` from failing the rows that carry it.
@@ -62,6 +66,8 @@ class GenParams:
 
     def as_dict(self) -> dict[str, Any]:
         """lm-eval style gen_kwargs dict (as written in samples files)."""
+        if self.as_given:
+            return {"as_given": True, **dict(self.extra)}
         out: dict[str, Any] = {"until": list(self.until), "max_gen_toks": self.max_gen_toks}
         out["do_sample"] = self.do_sample
         out["temperature"] = self.temperature

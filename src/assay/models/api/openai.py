@@ -76,6 +76,8 @@ _SHARED_ARGS: dict[str, Arg] = {
     "timeout": Arg(float, 300.0, minimum=0.001),
     "rpm": Arg(float, None, nullable=True, minimum=0.001),
     "tpm": Arg(float, None, nullable=True, minimum=1),
+    "itpm": Arg(float, None, nullable=True, minimum=1),
+    "otpm": Arg(float, None, nullable=True, minimum=1),
     "seed": Arg(int, 1234, nullable=True),
     "max_stop_sequences": Arg(int, 4, minimum=0),
     "extra_body": Arg(dict, None, nullable=True),
@@ -120,6 +122,10 @@ class APISettings:
     """Requests per minute, at most."""
     tpm: float | None
     """Tokens (prompt + max new tokens) per minute, at most."""
+    itpm: float | None
+    """Prompt tokens per minute, at most (providers that meter input and output apart)."""
+    otpm: float | None
+    """Requested output tokens (max new tokens) per minute, at most."""
     seed: int | None
     """Seed sent with every generation whose request has none."""
     max_stop_sequences: int
@@ -173,6 +179,8 @@ class _APIBackend(LM):
         self._key = _Key(os.environ.get(settings.api_key_env))
         self._rpm = RateLimiter(settings.rpm) if settings.rpm else None
         self._tpm = RateLimiter(settings.tpm) if settings.tpm else None
+        self._itpm = RateLimiter(settings.itpm) if settings.itpm else None
+        self._otpm = RateLimiter(settings.otpm) if settings.otpm else None
         self._tokenizer: Any = None
 
     # -- the LM protocol -------------------------------------------------------------------
@@ -183,8 +191,8 @@ class _APIBackend(LM):
         calls, owners = _dedupe(requests)
         prompts = [self._prompt(r) for r in calls]
 
-        def cost(j: int) -> float:
-            return self._count_tokens(prompts[j]) + calls[j].params.max_gen_toks
+        def cost(j: int) -> tuple[float, float]:
+            return self._count_tokens(prompts[j]), calls[j].params.max_gen_toks
 
         async def generate(client: Any, j: int) -> str:
             return cut_at_stops(
@@ -231,6 +239,16 @@ class _APIBackend(LM):
         }
 
     # -- shared machinery -------------------------------------------------------------------
+
+    def _generation_fields(self, request: GenerateRequest, max_tokens_field: str) -> dict[str, Any]:
+        """Body fields of one generation besides the model and the prompt."""
+        if request.params.as_given:
+            # Exactly the user's fields (response_format, max_completion_tokens, ...): the
+            # server's defaults stand for everything else.
+            return {
+                "extra_body": {**(self.settings.extra_body or {}), **dict(request.params.extra)}
+            }
+        return {max_tokens_field: request.params.max_gen_toks, **self._request_fields(request)}
 
     def _request_fields(self, request: GenerateRequest) -> dict[str, Any]:
         s = self.settings
@@ -282,16 +300,23 @@ class _APIBackend(LM):
         self,
         n_calls: int,
         call: Callable[[Any, int], Awaitable[R]],
-        tokens: Callable[[int], float],
+        tokens: Callable[[int], tuple[float, float]],
     ) -> CallOutcome[R]:
-        """Run `call(client, j)` for every j with this backend's concurrency, limits and retries."""
+        """Run `call(client, j)` for every j with this backend's concurrency, limits and retries.
+
+        `tokens(j)` is call j's (prompt tokens, requested output tokens), for token rate limits.
+        """
         if n_calls == 0:
             return CallOutcome([])
         limits = []
         if self._rpm:
             limits.append((self._rpm, lambda _j: 1.0))
         if self._tpm:
-            limits.append((self._tpm, tokens))
+            limits.append((self._tpm, lambda j: sum(tokens(j))))
+        if self._itpm:
+            limits.append((self._itpm, lambda j: tokens(j)[0]))
+        if self._otpm:
+            limits.append((self._otpm, lambda j: tokens(j)[1]))
         policy = RetryPolicy(max_retries=self.settings.max_retries)
 
         async def run() -> CallOutcome[R]:
@@ -453,8 +478,7 @@ class OpenAICompletionsLM(_APIBackend):
         response = await client.completions.create(
             model=self.settings.model,
             prompt=prompt,
-            max_tokens=request.params.max_gen_toks,
-            **self._request_fields(request),
+            **self._generation_fields(request, "max_tokens"),
         )
         if not response.choices:
             raise PermanentFailure("the server answered with no choices")
@@ -499,7 +523,7 @@ class OpenAICompletionsLM(_APIBackend):
                 raise PermanentFailure("the server answered with no choices")
             return echo_score(response.choices[0].logprobs, unique[j])
 
-        outcome = self._run(len(unique), score, lambda j: len(unique[j].input_ids) + 1)
+        outcome = self._run(len(unique), score, lambda j: (len(unique[j].input_ids), 1))
         hint = (
             f"{what} needs a /v1/completions server that accepts token-id prompts and echoes their "
             "log-probabilities (echo=True, logprobs=1), such as vLLM; chat-only servers cannot score."
@@ -569,8 +593,7 @@ class OpenAIChatLM(_APIBackend):
         response = await client.chat.completions.create(
             model=self.settings.model,
             messages=prompt,
-            **{self.settings.max_tokens_field: request.params.max_gen_toks},
-            **self._request_fields(request),
+            **self._generation_fields(request, self.settings.max_tokens_field),
         )
         if not response.choices:
             raise PermanentFailure("the server answered with no choices")

@@ -131,8 +131,11 @@ def generation_params(request: GenerateRequest, default_seed: int | None) -> dic
     """SamplingParams keyword arguments of one generation request.
 
     vLLM takes any number of stop strings, so all of them stop the engine; the text is still
-    cut afterwards, as every backend does. `GenParams.extra` entries pass through unchanged.
+    cut afterwards, as every backend does. `GenParams.extra` entries pass through unchanged;
+    parameters marked `as_given` are exactly the SamplingParams arguments.
     """
+    if request.params.as_given:
+        return dict(request.params.extra)
     decoding = decoding_of(request, default_seed)
     params: dict[str, Any] = {
         "max_tokens": request.params.max_gen_toks,

@@ -1,0 +1,216 @@
+"""API model configs in RapidFire's shape: ``RFAPIModelConfig(client_config, endpoint_config, ...)``.
+
+RapidFire routes every provider through an MLflow AI Gateway that speaks the OpenAI chat API.
+assay talks to the providers' own OpenAI-compatible endpoints instead (no gateway to run):
+
+- ``endpoint_config["provider"]`` picks the base URL (`PROVIDER_BASE_URLS`); a provider not
+  listed there, or any other server, is reached through ``endpoint_config["api_base_url"]``
+  (or ``client_config["base_url"]``);
+- ``endpoint_config["endpoint"]`` is ``{"name": ..., "model": ...}``: ``model`` is the
+  provider's model id that requests name (``name`` when ``model`` is absent); ``name`` labels
+  the config in tables. A `List` of endpoints expands under grid search;
+- ``api_key_name`` names a secret. A config that gives ``api_key`` with it registers the key
+  under that name for this Python process (a later config may name it without repeating the
+  key, as RapidFire's reused gateway secrets); a name never given a key is read from the
+  environment variable of that name (or its upper-case form). Keys reach the backend through
+  this process's environment and are never written to a file, a table or a log;
+- ``model_config`` holds generation parameters, sent exactly as given (dict and list values such
+  as ``response_format`` included); nothing the user did not set is added;
+- ``rpm_limit`` with ``tpm_limit`` (prompt + requested output tokens), or ``itpm_limit`` with
+  ``otpm_limit`` (input and requested output tokens counted separately, as Anthropic meters).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.pipelines.fingerprint import fingerprint
+from assay.pipelines.knobs import List
+from assay.pipelines.model_configs import OpenAIAPIModelConfig, as_given_params, key_variable
+
+PROVIDER_BASE_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "gemini": "https://generativelanguage.googleapis.com/v1beta/openai/",
+    "anthropic": "https://api.anthropic.com/v1/",
+}
+"""OpenAI-compatible endpoints of the providers RapidFire's tutorials use."""
+
+
+class NamedSecrets:
+    """API keys registered under a name for the life of this process (never persisted)."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, str] = {}
+
+    def register(self, name: str, key: str) -> None:
+        self._keys[name] = key
+
+    def resolve(self, name: str) -> str | None:
+        """The key registered as `name`, else the environment variable `name` or `NAME`."""
+        if name in self._keys:
+            return self._keys[name]
+        return os.environ.get(name) or os.environ.get(name.upper())
+
+
+SECRETS = NamedSecrets()
+"""The process's named secrets (RapidFire's gateway secrets, kept in memory only)."""
+
+
+class APIModelConfig(OpenAIAPIModelConfig):
+    """A chat model behind an OpenAI-compatible API, configured as RapidFire's RFAPIModelConfig."""
+
+    def __init__(
+        self,
+        client_config: Mapping[str, Any] | None = None,
+        endpoint_config: Mapping[str, Any] | None = None,
+        model_config: Mapping[str, Any] | None = None,
+        rag: Any = None,
+        prompt_manager: Any = None,
+        rpm_limit: int | None = None,
+        tpm_limit: int | None = None,
+        itpm_limit: int | None = None,
+        otpm_limit: int | None = None,
+        max_completion_tokens: int | None = None,
+        verbose: bool = True,
+    ) -> None:
+        self._remember(locals())
+        self.backend = "openai-chat"
+        self.rag = rag
+        self.prompt_manager = prompt_manager
+        endpoint_config = endpoint_config or {}
+        if "endpoint" not in endpoint_config:
+            raise ConfigError(
+                "RFAPIModelConfig: endpoint_config needs 'endpoint': {'name': ..., 'model': ...} "
+                "(or a List of them)"
+            )
+        endpoint = endpoint_config["endpoint"]
+        if not isinstance(endpoint, Mapping | List):
+            raise ConfigError(
+                "RFAPIModelConfig: endpoint_config['endpoint'] must be a dict or a List of "
+                f"dicts, got {type(endpoint).__name__}; a plain list would not expand"
+            )
+        if itpm_limit is not None or otpm_limit is not None:
+            if tpm_limit is not None:
+                raise ConfigError(
+                    "RFAPIModelConfig: give tpm_limit, or itpm_limit with otpm_limit, not both"
+                )
+            if itpm_limit is None or otpm_limit is None:
+                raise ConfigError("RFAPIModelConfig: itpm_limit and otpm_limit go together")
+        key_name, key = endpoint_config.get("api_key_name"), endpoint_config.get("api_key")
+        if key_name and key:
+            SECRETS.register(str(key_name), str(key))
+
+    # -- where requests go -----------------------------------------------------------------
+    def _endpoint(self) -> dict[str, Any]:
+        endpoint = self._params["endpoint_config"]["endpoint"]
+        if isinstance(endpoint, List):
+            raise ConfigError(
+                "RFAPIModelConfig: endpoint is a List; expand the config with RFGridSearch first"
+            )
+        if "name" not in endpoint and "model" not in endpoint:
+            raise ConfigError(
+                f"RFAPIModelConfig: endpoint {dict(endpoint)!r} needs a 'model' (or 'name')"
+            )
+        return dict(endpoint)
+
+    @property
+    def model_name(self) -> str:
+        endpoint = self._endpoint()
+        return str(endpoint.get("name") or endpoint["model"])
+
+    def _base_url(self) -> str:
+        endpoint_config = self._params["endpoint_config"]
+        client = self._params.get("client_config") or {}
+        url = endpoint_config.get("api_base_url") or client.get("base_url")
+        if url:
+            return str(url)
+        provider = endpoint_config.get("provider", "openai")
+        if provider not in PROVIDER_BASE_URLS:
+            raise ConfigError(
+                f"RFAPIModelConfig: provider {provider!r} has no known OpenAI-compatible "
+                f"endpoint (known: {sorted(PROVIDER_BASE_URLS)}); set endpoint_config "
+                "'api_base_url' to its URL"
+            )
+        return PROVIDER_BASE_URLS[provider]
+
+    def model_args(self) -> dict[str, Any]:
+        """Backend arguments (no key: it travels through the environment)."""
+        client = {
+            k: v
+            for k, v in (self._params.get("client_config") or {}).items()
+            if k not in ("api_key", "base_url")
+        }
+        endpoint = self._endpoint()
+        args: dict[str, Any] = {
+            **client,
+            "model": str(endpoint.get("model") or endpoint["name"]),
+            "base_url": self._base_url(),
+        }
+        for ours, theirs in (
+            ("rpm_limit", "rpm"),
+            ("tpm_limit", "tpm"),
+            ("itpm_limit", "itpm"),
+            ("otpm_limit", "otpm"),
+        ):
+            if self._params.get(ours) is not None:
+                args[theirs] = self._params[ours]
+        return args
+
+    def _api_key(self) -> str | None:
+        endpoint_config = self._params["endpoint_config"]
+        key = endpoint_config.get("api_key") or (self._params.get("client_config") or {}).get(
+            "api_key"
+        )
+        if key:
+            return str(key)
+        name = endpoint_config.get("api_key_name")
+        if not name:
+            return None
+        resolved = SECRETS.resolve(str(name))
+        if resolved is None:
+            raise ConfigError(
+                f"RFAPIModelConfig: no key for api_key_name {name!r}: give endpoint_config "
+                f"'api_key' in one config of this process, or export {str(name).upper()}"
+            )
+        return resolved
+
+    def engine_key(self) -> str:
+        key = self._api_key()
+        key_id = hashlib.sha256(key.encode()).hexdigest() if key else None
+        return fingerprint({"backend": self.backend, "args": self.model_args(), "key": key_id})
+
+    def build(self) -> Any:
+        from assay.models.base import load_model
+
+        args = self.model_args()
+        key = self._api_key()
+        if key:
+            os.environ[key_variable(key)] = key
+            args["api_key_env"] = key_variable(key)
+        return load_model(self.backend, args)
+
+    # -- what requests ask -----------------------------------------------------------------
+    def sampling(self) -> dict[str, Any]:
+        params = dict(self._params.get("model_config") or {})
+        if self._params.get("max_completion_tokens") is not None:
+            params.setdefault("max_completion_tokens", self._params["max_completion_tokens"])
+        return params
+
+    def gen_params(self) -> Any:
+        return as_given_params(self.sampling(), "RFAPIModelConfig model_config")
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        endpoint_config = self._params["endpoint_config"]
+        out["provider"] = endpoint_config.get("provider", "openai")
+        for name in ("rpm_limit", "tpm_limit", "itpm_limit", "otpm_limit"):
+            if self._params.get(name) is not None:
+                out[name] = self._params[name]
+        return out
+
+
+RFAPIModelConfig = APIModelConfig
