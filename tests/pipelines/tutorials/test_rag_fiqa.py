@@ -97,9 +97,9 @@ def test_fiqa_rag_notebook(
                 "model_kwargs": {"device": "cpu"},  # CHANGED: "cuda:0"
                 "encode_kwargs": {"normalize_embeddings": True, "batch_size": batch_size},
             },
-            # FAISS is an in-memory store and only works in create mode. 
+            # FAISS is an in-memory store and only works in create mode.
             vector_store_cfg={
-                "type": "faiss",  
+                "type": "faiss",
             }, # if not set, uses FAISS by default
             search_cfg={
                 "type": "similarity",
