@@ -131,7 +131,7 @@ def test_gsm8k_fewshot_grid_with_weighted_accumulate(tmp_path: Path, built_model
     results = exp.run_evals(GridSearch(gsm8k_config()), arithmetic_rows(24), num_shards=4, seed=7)
     assert sorted(results) == [1, 2]
     greedy, sampled = results[1][1], results[2][1]
-    assert greedy["pipeline.sampling_params.temperature"]["value"] == 0.0
+    assert greedy["sampling_params"]["value"]["temperature"] == 0.0
     assert greedy["Accuracy"]["value"] == 1.0 and greedy["Correct"]["value"] == 24
     # The sampling config shares the engine but keeps its own temperature: every answer is off.
     assert sampled["Accuracy"]["value"] == 0.0
@@ -340,7 +340,7 @@ def test_interactive_control_between_shards(tmp_path: Path) -> None:
     assert 1 not in results
     assert results[2][1]["Samples Processed"]["value"] == 4  # stopped after its first shard
     clone = results[clones[0]][1]
-    assert clone["pipeline.sampling_params.temperature"]["value"] == 0.3
+    assert clone["sampling_params"]["value"]["temperature"] == 0.3
     assert clone["Samples Processed"]["value"] == 12
     assert {r.config_id: r.status for r in exp.status_rows()} == {2: "stopped", 3: "completed"}
     exp.resume(2)
@@ -458,12 +458,12 @@ def test_clones_made_before_an_interruption_are_resumed(
         results = exp.run_evals(config, rows, num_shards=4)
     assert sorted(results) == [1, 2, 4]
     warm = results[2][1]
-    assert warm["pipeline.sampling_params.temperature"]["value"] == 0.3
+    assert warm["sampling_params"]["value"]["temperature"] == 0.3
     assert warm["batch_size"]["value"] == 2
     assert warm["Samples Processed"]["value"] == 16 and warm["Correct"]["observed_value"] == 0
     assert [h["shards_done"] for h in exp.metrics_history(2)] == [1, 2, 3, 4]
     assert results[4][1]["batch_size"]["value"] == 8
-    assert results[4][1]["pipeline.sampling_params.temperature"]["value"] == 0.3
+    assert results[4][1]["sampling_params"]["value"]["temperature"] == 0.3
     assert {c["config_id"]: c["parent_id"] for c in exp._store.configs()} == {
         1: None,
         2: 1,

@@ -35,9 +35,30 @@ def test_grid_over_a_list_of_configs_and_nested_lists() -> None:
     assert [leaf["x"] for leaf in leaves[2:]] == [[1, "y"], [2, "y"]]
 
 
-def test_grid_refuses_range() -> None:
-    with pytest.raises(ConfigError, match="RandomSearch"):
-        GridSearch({"temperature": Range(0.0, 1.0)}).get_runs()
+def test_grid_draws_a_range_once_from_the_seed(caplog: pytest.LogCaptureFixture) -> None:
+    k = Range(5, 20, step=5)
+    config = {"search": {"k": k}, "temperature": List([0.0, 0.5]), "top_n": k}
+    with caplog.at_level("INFO", logger="assay.pipelines.knobs"):
+        runs = GridSearch(config).get_runs(seed=7)
+    assert len(runs) == 2  # the List alone multiplies configs
+    drawn = {r["search"]["k"] for r in runs} | {r["top_n"] for r in runs}
+    assert len(drawn) == 1 and drawn <= {5, 10, 15, 20}  # one draw, shared, on the step grid
+    assert "drawn once" in caplog.text
+    again = GridSearch(config).get_runs(seed=7)
+    assert [r["top_n"] for r in again] == [r["top_n"] for r in runs]  # seeded
+    seen = {GridSearch({"k": Range(0, 1000)}).get_runs(seed=s)[0]["k"] for s in range(5)}
+    assert len(seen) > 1  # the seed matters
+
+
+def test_list_and_range_sample_like_rapidfire() -> None:
+    import random
+
+    random.seed(3)
+    first = [List([1, 2, 3]).sample() for _ in range(20)] + [Range(0, 9).sample()]
+    random.seed(3)
+    second = [List([1, 2, 3]).sample() for _ in range(20)] + [Range(0, 9).sample()]
+    assert first == second and set(first[:20]) == {1, 2, 3}
+    assert Range(0.5, 0.75).sample(random.Random(0)) == random.Random(0).uniform(0.5, 0.75)
 
 
 def test_random_search_is_seeded_distinct_and_in_range() -> None:

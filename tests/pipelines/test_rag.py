@@ -342,8 +342,7 @@ def test_fiqa_rag_use_case_with_minilm(
     assert len(results) == 4
     assert exp.resources.builds["index"] == 1  # retrieval knobs never re-index
     by_knobs = {
-        (m["pipeline.rag.search.k"]["value"], "pipeline.rag.reranker_top_n" in m): m
-        for _, m in results.values()
+        (m["search_cfg"]["value"]["k"], "reranker_cfg" in m): m for _, m in results.values()
     }
     top1 = by_knobs[(1, False)]
     assert top1["Precision"]["value"] == 1.0 and top1["MRR"]["value"] == 1.0  # MiniLM ranks right
@@ -405,7 +404,7 @@ def test_fiqa_rag_use_case_with_a_tiny_local_model(
         assert sorted(r.row_index for r in stored) == list(range(6))  # every query, once
         assert all(r.error is None and isinstance(r.output, str) for r in stored)
         assert columns["generated_text"] == [r.output for r in stored]
-        k = metrics["pipeline.rag.search.k"]["value"]
+        k = metrics["search_cfg"]["value"]["k"]
         assert all(len(docs) == k for docs in columns["retrieved_documents"])
         # Recompute from the persisted rows with the built-in metrics.
         persisted = {

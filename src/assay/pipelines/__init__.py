@@ -26,6 +26,7 @@ from assay.pipelines.model_configs import (
     RFvLLMModelConfig,
     VLLMModelConfig,
 )
+from assay.pipelines.optuna_search import OptunaSearch, RFOptuna
 from assay.pipelines.search import GridSearch, RandomSearch, RFGridSearch, RFRandomSearch
 
 _LAZY = {
@@ -69,11 +70,13 @@ __all__ = [
     "List",
     "ModelConfig",
     "OpenAIAPIModelConfig",
+    "OptunaSearch",
     "PipelineError",
     "RFAPIModelConfig",
     "RFGridSearch",
     "RFLangChainRagSpec",
     "RFOpenAIAPIModelConfig",
+    "RFOptuna",
     "RFPromptManager",
     "RFRandomSearch",
     "RFvLLMModelConfig",

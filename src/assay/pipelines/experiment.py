@@ -26,7 +26,9 @@ from assay.pipelines.engines import EngineFactory, EnginePool, local_engine, ray
 from assay.pipelines.eval_config import EvalConfig, apply_changes, expand, validate
 from assay.pipelines.experiment_log import ExperimentLog, check_resources
 from assay.pipelines.fingerprint import fingerprint
+from assay.pipelines.headers import config_headers
 from assay.pipelines.online import SAMPLES, ConfigMetrics, batch_entries
+from assay.pipelines.optuna_search import OptunaSearch
 from assay.pipelines.redact import find_secrets, redact, scrub
 from assay.pipelines.resources import SharedResources
 from assay.pipelines.scheduler import ACTIVE, ShardScheduler, Status
@@ -119,6 +121,7 @@ class Experiment:
         self._built: set[int] = set()
         self._secrets: set[str] = set()
         self._scheduler: ShardScheduler | None = None
+        self._search: OptunaSearch | None = None
         self._next_id = 1
         self.early_stops: list[StopDecision] = []
         """The configs early stopping stopped, each with the comparison that decided it."""
@@ -252,6 +255,8 @@ class Experiment:
                 config_id, shard = pick
                 self._run_shard(config_id, shard)
                 self._stop_beaten()
+                if self._search is not None:
+                    self._search_step(config_id, shard)
                 view.update(self.status_rows())
                 if on_shard_complete is not None:
                     on_shard_complete(self, config_id, shard)
@@ -273,6 +278,26 @@ class Experiment:
                 ", ".join(map(str, failed)),
             )
         return self.results()
+
+    def _search_step(self, cid: int, shard: int) -> None:
+        """Report the shard to the Optuna search; prune and replace configs as it decides."""
+        assert self._search is not None and self._scheduler is not None
+        status = self._scheduler.status(cid)
+        if status not in (Status.ONGOING, Status.COMPLETED):
+            self._search.finish(cid, None if status == Status.FAILED else self.metrics(cid))
+            return
+        decision, trial = self._search.after_shard(
+            cid, shard, self.metrics(cid), last=status == Status.COMPLETED
+        )
+        if decision.prune:
+            self._set(cid, "stop")
+            self._log.info(f"config {cid}: pruned by RFOptuna after shard {shard}")
+        if decision.replacement is not None:
+            new_id = self._take_id()
+            (leaf,) = expand([decision.replacement], 0)
+            self._register(validate(leaf, new_id))
+            self._search.bind_replacement(new_id, trial)
+            self._log.info(f"config {new_id}: started by RFOptuna in place of config {cid}")
 
     def _prepare(
         self, config_group: Any, dataset: Any, num_shards: int, seed: int, resume: bool
@@ -310,16 +335,26 @@ class Experiment:
         stored_configs = self._store.configs()
         known = {c["fingerprint"]: c for c in reversed(stored_configs)}
         self._next_id = max((c["config_id"] for c in stored_configs), default=0) + 1
+        ids = []
         for leaf in leaves:
             previous = known.pop(fingerprint(leaf), None)
             config_id = previous["config_id"] if previous else self._take_id()
             self._register(validate(leaf, config_id), previous)
+            ids.append(config_id)
         self._restore_clones(stored_configs)
         self.early_stops = [
             StopDecision.from_dict(d)
             for d in self._store.early_stops()
             if d["config_id"] in self._configs
         ]
+        self._search = config_group if isinstance(config_group, OptunaSearch) else None
+        if self._search is not None:
+            if len(ids) != self._search.n_initial:
+                raise ConfigError(
+                    f"RFOptuna: {self._search.n_initial - len(ids)} of the first configs keep more "
+                    "reranked documents (top_n) than they retrieve (k); narrow the search space"
+                )
+            self._search.bind(ids)
 
     def _restore_clones(self, stored_configs: list[dict[str, Any]]) -> None:
         """Re-register the stored clones of this run's configs (by id, so parents come first)."""
@@ -657,7 +692,9 @@ class Experiment:
         return {cid: self._scheduler.status(cid) for cid in self._configs}
 
     def metrics(self, config_id: int) -> dict[str, dict[str, Any]]:
-        """The config's metrics now: header fields, counts, then user metrics with intervals."""
+        """The config's metrics now: ``run_id``, ``model_name``, RapidFire's knob columns
+        (``search_cfg``, ``reranker_cfg``, ``sampling_params``, ...; see pipelines.headers),
+        counts, then user metrics with intervals."""
         self._check_known(config_id)
         config, state = self._configs[config_id], self._metrics[config_id]
         user = self._user_metrics(config_id)
@@ -665,7 +702,10 @@ class Experiment:
         out: dict[str, dict[str, Any]] = {
             "run_id": {"value": config_id},
             "model_name": {"value": config.model.model_name},
-            **{k: {"value": v} for k, v in config.knobs().items()},
+            **{
+                k: {"value": scrub_value(v, self._secrets)}
+                for k, v in config_headers(config.model).items()
+            },
             SAMPLES: {"value": state.samples},
             "Generation Errors": {"value": state.errors},
             "Processing Time": {"value": seconds},
@@ -802,6 +842,17 @@ class Experiment:
             population=len(self._rows),
             settings=self._configs[config_a].settings,
         )
+
+
+def scrub_value(value: Any, secrets: set[str]) -> Any:
+    """`value` with every secret string scrubbed, at any depth."""
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, dict):
+        return {k: scrub_value(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_value(v, secrets) for v in value]
+    return value
 
 
 def _messages_text(prompt: Any) -> str:

@@ -10,12 +10,15 @@ same configs. The searches themselves are in `pipelines.search`.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self
 
 from assay.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 
 class List:
@@ -25,6 +28,10 @@ class List:
         if not isinstance(values, list | tuple) or not values:
             raise ConfigError(f"List expects a non-empty list of values, got {values!r}")
         self.values = list(values)
+
+    def sample(self, rng: random.Random | None = None) -> Any:
+        """One value, uniformly (from `rng`, else Python's global generator, as RapidFire)."""
+        return (rng or random).choice(self.values)
 
     def __repr__(self) -> str:
         return f"List({self.values!r})"
@@ -72,8 +79,15 @@ class Range:
             value = rng.uniform(self.start, self.end)
         return round(value) if self.dtype == "int" else value
 
+    def sample(self, rng: random.Random | None = None) -> int | float:
+        """One value (from `rng`, else Python's global generator, as RapidFire's sample())."""
+        # Seeded from the global generator, so random.seed(...) makes it reproducible.
+        return self.draw(rng or random.Random(random.getrandbits(64)))
+
     def __repr__(self) -> str:
-        return f"Range({self.start!r}, {self.end!r}, dtype={self.dtype!r})"
+        step = f", step={self.step!r}" if self.step is not None else ""
+        log = ", log=True" if self.log else ""
+        return f"Range({self.start!r}, {self.end!r}, dtype={self.dtype!r}{step}{log})"
 
 
 class Configurable:
@@ -114,26 +128,49 @@ def has_knobs(value: Any) -> bool:
     return False
 
 
-def grid(value: Any) -> list[Any]:
-    """Every concrete value `value` stands for: the cartesian product of all its `List`s."""
+def grid(value: Any, draws: RangeDraws | None = None) -> list[Any]:
+    """Every concrete value `value` stands for: the cartesian product of all its `List`s.
+
+    A `Range` cannot be enumerated: as in RapidFire, it is drawn once (from `draws`, seeded by
+    the run seed) and that value is used by every config; the draw is logged.
+    """
+    draws = draws if draws is not None else RangeDraws(random.Random(42))
     if isinstance(value, List):
-        return [leaf for option in value.values for leaf in grid(option)]
+        return [leaf for option in value.values for leaf in grid(option, draws)]
     if isinstance(value, Range):
-        raise ConfigError(
-            f"{value!r} cannot be enumerated by grid search; use List([...]) for a grid or "
-            "RandomSearch(configs, num_runs=...) to draw from a Range"
-        )
+        return [draws.value(value)]
     if isinstance(value, Configurable):
-        return [type(value)(**params) for params in grid(value.knob_params())]
+        return [type(value)(**params) for params in grid(value.knob_params(), draws)]
     if isinstance(value, Mapping):
         if not has_knobs(value):
             return [value]
         keys = list(value)
-        options = [grid(value[k]) for k in keys]
+        options = [grid(value[k], draws) for k in keys]
         return [dict(zip(keys, combo)) for combo in itertools.product(*options)]
     if isinstance(value, list | tuple) and has_knobs(value):
-        return [type(value)(combo) for combo in itertools.product(*(grid(v) for v in value))]
+        options = [grid(v, draws) for v in value]
+        return [type(value)(combo) for combo in itertools.product(*options)]
     return [value]
+
+
+class RangeDraws:
+    """One draw per `Range` object during a grid expansion (the same object, the same value)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self._drawn: dict[int, tuple[Range, int | float]] = {}
+
+    def value(self, knob: Range) -> int | float:
+        if id(knob) not in self._drawn:
+            drawn = knob.draw(self.rng)
+            self._drawn[id(knob)] = (knob, drawn)  # holding the Range keeps its id unique
+            log.info(
+                "grid search: %r cannot be enumerated; drawn once as %r for every config "
+                "(use List([...]) to sweep it)",
+                knob,
+                drawn,
+            )
+        return self._drawn[id(knob)][1]
 
 
 def draw(value: Any, rng: random.Random) -> Any:

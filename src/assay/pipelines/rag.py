@@ -218,7 +218,7 @@ class RagSpec(Configurable):
         if retriever is not None:
             docs = [list(found) for found in retriever.batch(queries)]
         else:
-            vectors = self._store.embeddings.embed_documents(queries)
+            vectors = self._store.embed_queries(queries)
             search_type = search["type"]
             kwargs = {k: v for k, v in search.items() if k != "type"}
             docs = self._store.search_batch(vectors, search_type, **kwargs)

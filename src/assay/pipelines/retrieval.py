@@ -45,10 +45,19 @@ class FaissVectorStore(VectorStore):
         self._index: Any = None
         self._vectors: Any = None
         self.documents: list[Document] = []
+        self._query_vectors: dict[str, list[float]] = {}
 
     @property
     def embeddings(self) -> Embeddings:
         return self._embedding
+
+    def embed_queries(self, queries: Sequence[str]) -> list[list[float]]:
+        """Query vectors, each distinct query embedded once for every config sharing the index."""
+        missing = list(dict.fromkeys(q for q in queries if q not in self._query_vectors))
+        if missing:
+            vectors = self._embedding.embed_documents(missing)
+            self._query_vectors.update(zip(missing, vectors, strict=True))
+        return [self._query_vectors[q] for q in queries]
 
     def add_texts(
         self,

@@ -9,7 +9,7 @@ from typing import Any
 
 from assay.errors import ConfigError
 from assay.pipelines.fingerprint import fingerprint
-from assay.pipelines.knobs import draw, grid
+from assay.pipelines.knobs import RangeDraws, draw, grid
 
 
 class GridSearch:
@@ -21,8 +21,9 @@ class GridSearch:
             raise ConfigError("GridSearch needs at least one config dict")
 
     def get_runs(self, seed: int = 42) -> list[dict[str, Any]]:
-        """The leaf configs, in a deterministic order (the seed is unused by a grid)."""
-        return [dict(leaf) for config in self.configs for leaf in grid(config)]
+        """The leaf configs, in a deterministic order (the seed draws any `Range` once)."""
+        draws = RangeDraws(random.Random(seed))
+        return [dict(leaf) for config in self.configs for leaf in grid(config, draws)]
 
 
 class RandomSearch:
