@@ -443,8 +443,10 @@ def fiqa_grid(corpus: Path, ks: list[int]) -> dict[str, Any]:
 
 
 def rag_knobs(metrics: dict) -> tuple:
-    return tuple(
-        metrics[f"pipeline.rag.{name}"]["value"] for name in ("search.k", "chunk_size", "embedding")
+    return (
+        metrics["search_cfg"]["value"]["k"],
+        metrics["text_splitter_cfg"]["value"]["chunk_size"],
+        metrics["embedding_cfg"]["value"]["model_name"],
     )
 
 

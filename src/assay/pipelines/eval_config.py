@@ -149,7 +149,13 @@ def apply_changes(leaf: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[s
     Nested dicts merge recursively; for the model config and its RAG spec / prompt manager,
     a dict of changes rebuilds the object with those constructor arguments changed, e.g.
     ``{"pipeline": {"sampling_params": {"temperature": 0.7}, "rag": {"search_cfg": {"k": 3}}}}``.
+    RapidFire's clone payload (``{"pipeline_type": "vllm", "sampling_params": {...},
+    "rag_config": {...}}``) is accepted too (see pipelines.clone_payload).
     """
+    from assay.pipelines.clone_payload import apply_clone_payload, is_clone_payload
+
+    if is_clone_payload(changes):
+        return apply_clone_payload(leaf, changes)
     return _merge(dict(leaf), changes)
 
 

@@ -10,6 +10,7 @@ resume, delete, clone-and-modify) are applied.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import time
@@ -19,6 +20,7 @@ from typing import Any
 
 from assay.errors import AssayError, ConfigError, ModelError
 from assay.pipelines.batch import _columns, run_batch
+from assay.pipelines.control_panel import ControlServer, panel_html
 from assay.pipelines.data import dataset_fingerprint, dataset_rows, shard_plan
 from assay.pipelines.display import ConfigRow, LiveView, to_html, to_markdown
 from assay.pipelines.early_stop import EarlyStop, MetricTrace, StopDecision, decide
@@ -40,6 +42,8 @@ log = logging.getLogger(__name__)
 Results = dict[int, tuple[dict[str, list[Any]], dict[str, dict[str, Any]]]]
 """config id -> (processed rows as columns, metrics), as RapidFire's run_evals returns."""
 ShardCallback = Callable[["Experiment", int, int], None]
+RAPIDFIRE_TRACKERS = ("RF_MLFLOW_ENABLED", "RF_TENSORBOARD_ENABLED", "RF_TRACKIO_ENABLED")
+"""RapidFire's metric-logger switches, which assay answers with a warning."""
 
 
 class Experiment:
@@ -81,7 +85,17 @@ class Experiment:
         self.output_dir = Path(output_dir) if output_dir else base / safe
         self.num_cpus, self.num_gpus = check_resources(num_cpus, num_gpus)
         self._log = ExperimentLog(self.output_dir / "experiment.log", name)
+        trackers = [v for v in RAPIDFIRE_TRACKERS if os.environ.get(v, "").lower() in ("1", "true")]
+        if trackers:
+            log.warning(
+                "experiment %r: %s asks RapidFire to log to MLflow/TensorBoard/Trackio; assay "
+                "does not: results are in %s (experiment.sqlite, export())",
+                name,
+                ", ".join(trackers),
+                self.output_dir,
+            )
         self._ended = False
+        self._control: ControlServer | None = None
         self.display = display
         self.max_loaded_engines = max_loaded_engines
         self.cache_responses = cache_responses
@@ -244,6 +258,10 @@ class Experiment:
         view = LiveView(self.display, title=f"experiment {self.name}")
         self._running = True
         try:
+            if view.mode == "notebook":
+                from IPython.display import display
+
+                display(self.control_panel())
             self._apply_pending()
             view.update(self.status_rows())
             assert self.engines is not None, "run_evals builds the engine pool with the scheduler"
@@ -546,6 +564,19 @@ class Experiment:
             + (f" ({message})" if message else "")
         )
 
+    def control_server(self) -> ControlServer:
+        """The loopback HTTP endpoint that stops, resumes, deletes and clones configs while
+        run_evals runs (started on first use; see pipelines.control_panel)."""
+        if self._control is None:
+            self._control = ControlServer(self)
+        return self._control
+
+    def control_panel(self) -> Any:
+        """The notebook control panel (an IPython HTML object; run_evals shows it in notebooks)."""
+        from IPython.display import HTML
+
+        return HTML(panel_html(self.control_server(), sorted(self._configs)))
+
     def get_log_file_path(self, log_type: str | None = None) -> Path:
         """The experiment's log file (RapidFire's ``log_type`` "main"/"experiment" is the same)."""
         if log_type is not None and log_type.lower() not in ("main", "experiment"):
@@ -570,6 +601,9 @@ class Experiment:
         if self.engines is not None:
             self.engines.close()
             self.engines = None
+        if self._control is not None:
+            self._control.close()
+            self._control = None
         self._log.info("experiment ended")
         self._log.close()
         self._ended = True
@@ -670,8 +704,10 @@ class Experiment:
         """Start a new config from `config_id` with `changes` merged in; returns its id.
 
         Changes merge key by key, into model configs, RAG specs and prompt managers too:
-        ``{"batch_size": 8, "pipeline": {"sampling_params": {"temperature": 0.7}}}``. The clone
-        shares indexes and engines with its parent when their settings did not change.
+        ``{"batch_size": 8, "pipeline": {"sampling_params": {"temperature": 0.7}}}``; RapidFire's
+        clone payload works as well: ``{"pipeline_type": "vllm", "sampling_params":
+        {"temperature": 0.7}, "rag_config": {"search_cfg": {"k": 3}}}``. The clone shares
+        indexes and engines with its parent when their settings did not change.
 
         The changes are stored so that an interrupted experiment resumes the clone too, when
         they are plain values (numbers, strings, lists, dicts) without secrets; a clone whose
@@ -704,7 +740,7 @@ class Experiment:
             "model_name": {"value": config.model.model_name},
             **{
                 k: {"value": scrub_value(v, self._secrets)}
-                for k, v in config_headers(config.model).items()
+                for k, v in config_headers(config.model, config.leaf).items()
             },
             SAMPLES: {"value": state.samples},
             "Generation Errors": {"value": state.errors},

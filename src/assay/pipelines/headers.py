@@ -111,8 +111,10 @@ def prompt_manager_config(manager: Any) -> dict[str, Any]:
     return cfg
 
 
-def config_headers(model: Any) -> dict[str, Any]:
-    """RapidFire's knob columns of a model config (and its RAG spec and prompt manager)."""
+def config_headers(model: Any, leaf: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """RapidFire's knob columns of a model config (and its RAG spec and prompt manager), then
+    the leaf's own settings (``batch_size``, ``online_strategy_kwargs``, any key of the user's),
+    functions left out."""
     params = model.knob_params()
     out: dict[str, Any] = {}
     if model.rag is not None:
@@ -133,4 +135,7 @@ def config_headers(model: Any) -> dict[str, Any]:
         if params.get(key) is not None:
             out[key] = params[key]
     ordered = {k: out[k] for k in HEADER_KEYS if k in out}
+    for key, value in (leaf or {}).items():
+        if key != "pipeline" and not callable(value) and key not in ordered:
+            ordered[key] = describe_value(value)
     return redact(ordered)

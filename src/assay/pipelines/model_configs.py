@@ -182,7 +182,7 @@ class VLLMModelConfig(HFModelConfig):
         self.backend = "vllm"
 
     def model_args(self) -> dict[str, Any]:
-        from assay.models._vllm_requests import VLLM_ARGS
+        from assay.models.vllm.requests import VLLM_ARGS
 
         args = super().model_args()
         passed = {k: args.pop(k) for k in list(args) if k not in VLLM_ARGS}
