@@ -57,3 +57,85 @@ def test_configs_name_their_backend_and_args() -> None:
     b = a.replace(sampling_params={"temperature": 0.9})
     assert a.engine_key() == b.engine_key() != a.replace(model_args={"seed": 2}).engine_key()
     assert ModelConfig("dummy").build().generate_until([]) == []
+
+
+def test_rapidfire_api_config_secrets_providers_and_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.pipelines import RFAPIModelConfig
+    from assay.pipelines.api_models import PROVIDER_BASE_URLS
+
+    def config(**endpoint: object) -> RFAPIModelConfig:
+        return RFAPIModelConfig(
+            client_config={"max_retries": 2},
+            endpoint_config={"endpoint": {"model": "m-1", "name": "shown"}, **endpoint},
+            model_config={"max_completion_tokens": 16},
+            rpm_limit=10,
+            tpm_limit=1000,
+        )
+
+    first = config(provider="gemini", api_key_name="rf_test_secret", api_key="key-registered-1")
+    assert first.model_args() == {
+        "max_retries": 2,
+        "model": "m-1",
+        "base_url": PROVIDER_BASE_URLS["gemini"],
+        "rpm": 10,
+        "tpm": 1000,
+    }
+    assert first.model_name == "shown"
+    # A later config names the secret alone: the registered key, never an argument.
+    second = config(provider="gemini", api_key_name="rf_test_secret")
+    assert second._api_key() == "key-registered-1" and second.engine_key() == first.engine_key()
+    monkeypatch.setenv("RF_TEST_OTHER", "key-from-environment")
+    assert config(api_key_name="rf_test_other")._api_key() == "key-from-environment"
+    with pytest.raises(ConfigError, match="export RF_TEST_MISSING"):
+        config(api_key_name="rf_test_missing").engine_key()
+    with pytest.raises(ConfigError, match="api_base_url"):
+        config(provider="azure").model_args()
+    assert (
+        config(provider="azure", api_base_url="http://h/v1").model_args()["base_url"]
+        == "http://h/v1"
+    )
+    split = RFAPIModelConfig(
+        client_config={},
+        endpoint_config={"provider": "anthropic", "endpoint": {"model": "c"}},
+        rpm_limit=5,
+        itpm_limit=800,
+        otpm_limit=160,
+    )
+    assert (split.model_args()["itpm"], split.model_args()["otpm"]) == (800, 160)
+    with pytest.raises(ConfigError, match="not both"):
+        RFAPIModelConfig({}, {"endpoint": {"model": "c"}}, tpm_limit=1, itpm_limit=2, otpm_limit=3)
+    with pytest.raises(ConfigError, match="go together"):
+        RFAPIModelConfig({}, {"endpoint": {"model": "c"}}, itpm_limit=2)
+    with pytest.raises(ConfigError, match="plain list would not expand"):
+        RFAPIModelConfig({}, {"endpoint": [{"model": "a"}, {"model": "b"}]})
+
+
+def test_vllm_config_hands_unknown_engine_args_to_vllm_and_samples_as_written() -> None:
+    from assay.models.vllm.requests import generation_params, parse_vllm_args
+    from assay.requests.types import GenerateRequest
+
+    config = VLLMModelConfig(
+        {
+            "model": "m",
+            "dtype": "half",
+            "max_model_len": 4096,
+            "distributed_executor_backend": "mp",
+            "enable_chunked_prefill": False,
+            "disable_log_stats": True,
+        },
+        {"temperature": 0.8, "top_p": 0.95, "max_tokens": 512, "repetition_penalty": 1.1},
+    )
+    args = config.model_args()
+    assert args["engine_args"] == {
+        "distributed_executor_backend": "mp",
+        "enable_chunked_prefill": False,
+        "disable_log_stats": True,
+    }
+    parsed = parse_vllm_args(args)  # assay's own checks pass; vLLM judges the rest
+    assert parsed.max_model_len == 4096 and parsed.engine_args == args["engine_args"]
+    params = config.gen_params()
+    assert params.as_given and params.max_gen_toks == 512
+    sent = generation_params(GenerateRequest("p", params), default_seed=1234)
+    assert sent == {"temperature": 0.8, "top_p": 0.95, "max_tokens": 512, "repetition_penalty": 1.1}
+    # No max_tokens: vLLM's default of 16 sizes the room left for the prompt.
+    assert VLLMModelConfig({"model": "m"}, {}).gen_params().max_gen_toks == 16

@@ -17,13 +17,16 @@ assay talks to the providers' own OpenAI-compatible endpoints instead (no gatewa
 - ``model_config`` holds generation parameters, sent exactly as given (dict and list values such
   as ``response_format`` included); nothing the user did not set is added;
 - ``rpm_limit`` with ``tpm_limit`` (prompt + requested output tokens), or ``itpm_limit`` with
-  ``otpm_limit`` (input and requested output tokens counted separately, as Anthropic meters).
+  ``otpm_limit`` (input and requested output tokens counted separately, as Anthropic meters);
+- ``api_version`` (Azure) is sent as the ``api-version`` query parameter of every request;
+  ``usage_tracking`` (a gateway setting) is accepted with a warning: assay keeps no usage records.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,6 +41,11 @@ PROVIDER_BASE_URLS = {
     "anthropic": "https://api.anthropic.com/v1/",
 }
 """OpenAI-compatible endpoints of the providers RapidFire's tutorials use."""
+
+
+_ENDPOINT_CONFIG_KEYS = frozenset(
+    {"provider", "api_key_name", "api_key", "api_base_url", "api_version", "endpoint"}
+)
 
 
 class NamedSecrets:
@@ -100,6 +108,12 @@ class APIModelConfig(OpenAIAPIModelConfig):
                 )
             if itpm_limit is None or otpm_limit is None:
                 raise ConfigError("RFAPIModelConfig: itpm_limit and otpm_limit go together")
+        unknown = sorted(set(endpoint_config) - _ENDPOINT_CONFIG_KEYS)
+        if unknown:
+            raise ConfigError(
+                f"RFAPIModelConfig: endpoint_config has unknown key(s) {unknown}; known: "
+                f"{sorted(_ENDPOINT_CONFIG_KEYS)}"
+            )
         key_name, key = endpoint_config.get("api_key_name"), endpoint_config.get("api_key")
         if key_name and key:
             SECRETS.register(str(key_name), str(key))
@@ -114,6 +128,20 @@ class APIModelConfig(OpenAIAPIModelConfig):
         if "name" not in endpoint and "model" not in endpoint:
             raise ConfigError(
                 f"RFAPIModelConfig: endpoint {dict(endpoint)!r} needs a 'model' (or 'name')"
+            )
+        unknown = sorted(set(endpoint) - {"model", "name", "usage_tracking"})
+        if unknown:
+            raise ConfigError(
+                f"RFAPIModelConfig: endpoint has unknown key(s) {unknown}; known: model, name, "
+                "usage_tracking"
+            )
+        if endpoint.get("usage_tracking"):
+            # warnings (not logging) so that it is said once, not once per config and shard.
+            warnings.warn(
+                "RFAPIModelConfig endpoint usage_tracking=True is an MLflow gateway setting; "
+                "assay calls providers directly and keeps no per-endpoint usage records",
+                UserWarning,
+                stacklevel=2,
             )
         return dict(endpoint)
 
@@ -150,6 +178,9 @@ class APIModelConfig(OpenAIAPIModelConfig):
             "model": str(endpoint.get("model") or endpoint["name"]),
             "base_url": self._base_url(),
         }
+        version = self._params["endpoint_config"].get("api_version")
+        if version:
+            args["default_query"] = {"api-version": version}
         for ours, theirs in (
             ("rpm_limit", "rpm"),
             ("tpm_limit", "tpm"),

@@ -160,8 +160,8 @@ class Experiment:
 
         num_actors / gpus_per_actor / cpus_per_actor: Ray replicas per model and their
         resources with executor="ray" (as RapidFire's actors), checked against the
-        experiment's num_cpus / num_gpus; with the local executor, where configs take turns in
-        this process, only num_actors=1 (or None) is allowed. resume: continue from the
+        experiment's num_cpus / num_gpus; the local executor, where configs take turns in this
+        process, says so in a warning and runs as usual. resume: continue from the
         completed shards stored under ``output_dir`` (False starts over).
         on_shard_complete(experiment, config_id, shard) runs after every shard: the place for
         interactive control.
@@ -201,12 +201,19 @@ class Experiment:
     def _plan_actors(
         self, num_actors: int | None, gpus_per_actor: float | None, cpus_per_actor: float | None
     ) -> None:
+        if isinstance(num_actors, bool) or not (num_actors is None or num_actors >= 1):
+            raise ConfigError(f"run_evals num_actors={num_actors!r}: give a positive integer")
         if self.executor == "local":
             if num_actors not in (None, 1) or gpus_per_actor or cpus_per_actor:
-                raise ConfigError(
-                    f"run_evals num_actors={num_actors}, gpus_per_actor={gpus_per_actor}, "
-                    f"cpus_per_actor={cpus_per_actor}: the local executor runs configs in this "
-                    "process, shard by shard; drop them, or pass Experiment(..., executor='ray')"
+                # Same results either way: only the schedule differs, so say it and go on.
+                log.warning(
+                    "run_evals num_actors=%s, gpus_per_actor=%s, cpus_per_actor=%s: the local "
+                    "executor runs one config's shard at a time in this process (API configs "
+                    "still send num_concurrent requests at once); results are the same. For "
+                    "parallel model replicas pass Experiment(..., executor='ray').",
+                    num_actors,
+                    gpus_per_actor,
+                    cpus_per_actor,
                 )
             return
         actors = num_actors or 1

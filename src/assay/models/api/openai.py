@@ -81,6 +81,7 @@ _SHARED_ARGS: dict[str, Arg] = {
     "seed": Arg(int, 1234, nullable=True),
     "max_stop_sequences": Arg(int, 4, minimum=0),
     "extra_body": Arg(dict, None, nullable=True),
+    "default_query": Arg(dict, None, nullable=True),
     "batch_size": Arg(AutoOrCount, "auto"),
 }
 
@@ -131,6 +132,8 @@ class APISettings:
     max_stop_sequences: int
     extra_body: dict[str, Any] | None
     """Fields added to every request body (e.g. top_k or repetition_penalty for vLLM)."""
+    default_query: dict[str, Any] | None
+    """Query parameters added to every request URL (Azure's api-version)."""
     batch_size: BatchSize
     """Groups of requests per cache commit ("auto": the executor's default chunk); at most
     num_concurrent calls are in flight whatever it is."""
@@ -205,13 +208,16 @@ class _APIBackend(LM):
     def identity(self) -> dict[str, Any]:
         """Backend, server, model, tokenizer and generation defaults (never the key)."""
         s = self.settings
-        return {
+        identity = {
             "backend": self.name,
             "base_url": s.base_url,
             "model": s.model,
             "tokenizer": s.tokenizer,
             "generation_defaults": self._generation_defaults(),
         }
+        if s.default_query:  # only when set, so that existing caches keep their keys
+            identity["default_query"] = s.default_query
+        return identity
 
     def provenance(self) -> ModelProvenance:
         """Backend, served model and tokenizer."""
@@ -292,6 +298,7 @@ class _APIBackend(LM):
         return openai.AsyncOpenAI(
             api_key=self._key.reveal(),
             base_url=self.settings.base_url,
+            default_query=self.settings.default_query,
             max_retries=0,
             timeout=self.settings.timeout,
         )
