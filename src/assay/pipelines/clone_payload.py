@@ -27,7 +27,7 @@ from assay.pipelines.model_configs import (
     VLLMModelConfig,
 )
 
-SEARCH_DEFAULTS = {
+SEARCH_DEFAULTS: dict[str, dict[str, Any]] = {
     "similarity": {"k": 5},
     "similarity_score_threshold": {"k": 5, "score_threshold": 0.5},
     "mmr": {"k": 5, "fetch_k": 20, "lambda_mult": 0.5},
@@ -143,9 +143,10 @@ def _rag_changes(rag: Any, rag_config: Mapping[str, Any]) -> Any:
     if "search_cfg" in rag_config:
         search = _object(rag_config["search_cfg"], "search_cfg")
         parent = dict(params.get("search_cfg") or {"type": "similarity"})
-        kind = search.get("type", parent.get("type", "similarity"))
+        kind = str(search.get("type", parent.get("type", "similarity")))
         if kind != parent.get("type", "similarity"):
-            parent = {"type": kind, **SEARCH_DEFAULTS.get(kind, {})}
+            defaults: dict[str, Any] = SEARCH_DEFAULTS.get(kind, {})
+            parent = {"type": kind, **defaults}
         changes["search_cfg"] = {**parent, **search}
     if "reranker_cfg" in rag_config:
         reranker = _object(rag_config["reranker_cfg"], "reranker_cfg")

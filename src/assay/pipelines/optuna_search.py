@@ -66,11 +66,13 @@ def labels(options: Sequence[Any]) -> list[str]:
     keys = {k for _, flat in described if flat for k in flat}
     varying = {k for k in keys if len({repr((f or {}).get(k)) for _, f in described}) > 1}
     out = []
-    for option, (prefix, flat) in zip(options, described, strict=True):
-        if flat is None:
+    for option, (prefix, attrs_shown) in zip(options, described, strict=True):
+        if attrs_shown is None:
             out.append(repr(option))
             continue
-        shown = ", ".join(f"{k}={flat[k]!r}" for k in sorted(varying or keys) if k in flat)
+        shown = ", ".join(
+            f"{k}={attrs_shown[k]!r}" for k in sorted(varying or keys) if k in attrs_shown
+        )
         out.append(f"{prefix}({shown})")
     if len(set(out)) < len(out):
         out = [f"{label}#{i}" for i, label in enumerate(out)]
