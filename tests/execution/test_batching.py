@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assay.execution.batching import batches, run_batched, shard, sorted_groups
+from assay.execution.batching import batches, shard, sorted_groups
 
 
 def test_sorted_groups_longest_first_ties_in_original_order():
@@ -41,20 +41,6 @@ def test_callable_batch_size_gets_the_longest_length_of_the_batch():
     out = list(batches(["aaaaa", "bb", "cccc", "d"], len, size))
     assert [len(b.items) for b in out] == [1, 1, 2]
     assert seen == [5, 4, 2]
-
-
-@given(st.lists(st.text(max_size=8), max_size=40), st.integers(1, 5))
-def test_run_batched_restores_original_order(items, size):
-    calls = []
-
-    def run(batch):
-        calls.append(list(batch))
-        return [s.upper() + "!" for s in batch]
-
-    assert run_batched(items, run, len, size, group=lambda s: len(s) % 3) == [
-        s.upper() + "!" for s in items
-    ]
-    assert all(len(c) <= size for c in calls)
 
 
 @given(st.integers(0, 200), st.integers(1, 9))

@@ -1,4 +1,4 @@
-"""Length-sorted, parameter-grouped batches whose results come back in the original order.
+"""Length-sorted, parameter-grouped batches that carry each item's original index.
 
 Sorting longest first makes padding small and surfaces out-of-memory on the first batch; grouping
 by generation parameters lets a backend pass one parameter set per batch.
@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
-R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,21 +56,6 @@ def batches(
             chunk = members[start : start + max(1, size)]
             yield Batch(tuple(chunk), tuple(items[i] for i in chunk))
             start += len(chunk)
-
-
-def run_batched(
-    items: Sequence[T],
-    run: Callable[[Sequence[T]], Sequence[R]],
-    length: Callable[[T], int],
-    batch_size: int,
-    group: Callable[[T], Hashable] | None = None,
-) -> list[R]:
-    """Run `run` over length-sorted batches and return results in the original order."""
-    out: list[R | None] = [None] * len(items)
-    for batch in batches(items, length, batch_size, group):
-        for index, result in zip(batch.indices, run(batch.items), strict=True):
-            out[index] = result
-    return out  # type: ignore[return-value]
 
 
 def shard(n_items: int, rank: int, world_size: int) -> range:

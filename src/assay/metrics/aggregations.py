@@ -2,6 +2,10 @@
 
 Every function reproduces lm-eval 0.4.13 on the same per-sample values, including its
 arithmetic (plain left-to-right sums), so task numbers match to the last digit.
+
+This module's one job is how one metric's per-sample values become one number. Building a
+task's or group's results entry from them is `results.summary`'s; running estimates while a
+run_evals pipeline scores rows are `stats.online`'s.
 """
 
 from __future__ import annotations

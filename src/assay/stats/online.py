@@ -1,4 +1,7 @@
-"""Online estimates with confidence intervals, refreshed as rows are scored.
+"""Online estimates with confidence intervals, refreshed as rows are scored (run_evals).
+
+Pure statistics: a metric's final corpus aggregation is in `metrics.aggregations`, and task and
+group results entries are built in `results.summary`.
 
 After every shard an evaluation has scored n of the N rows it will score. A metric is either
 *algebraic* (a mean over rows: accuracy, F1, NDCG) or *distributive* (a total over rows: number

@@ -136,6 +136,21 @@ def test_boxed_answer_extraction_matches_lm_eval(solution, boxed, content):
 
 
 @pytest.mark.parametrize(
+    "solution,answer",
+    [
+        ("We get $\\boxed{\\frac{3}{4}}$.", "\\frac{3}{4}"),
+        ("So \\boxed 5$ done", "5"),
+        ("no box", "[invalidanswer]"),
+        ("\\boxed{a{b}", "[invalidanswer]"),
+    ],
+)
+def test_leaderboard_math_gold_answers_mark_a_missing_box_invalid(solution, answer):
+    # The leaderboard's gold answer is "[invalidanswer]" where a solution has no box.
+    row = {"problem": "p", "solution": solution}
+    assert leaderboard._processed(row)["answer"] == answer
+
+
+@pytest.mark.parametrize(
     "response,answer",
     [
         ("Final Answer: The final answer is $7$. I hope it is correct.", "$7$"),

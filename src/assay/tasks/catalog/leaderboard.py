@@ -34,6 +34,7 @@ from assay.tasks.catalog.minerva_math import (
     INVALID_ANSWER,
     REMOVED_EXPRESSIONS,
     SUBSTITUTIONS,
+    last_boxed,
     stated_answer,
 )
 from assay.tasks.config import MetricSpec, TaskConfig
@@ -78,27 +79,6 @@ FEWSHOT_EXAMPLES: list[Row] = [
 ]  # fmt: skip
 """The leaderboard's copy of Minerva's four-shot prompt (it differs from `minerva_math`'s in a
 stray "}" and two line breaks)."""
-
-
-def last_boxed(text: str) -> str:
-    """The last `\\boxed{...}` / `\\fbox{...}` of a solution (or the brace-less `\\boxed x`
-    form), or INVALID_ANSWER."""
-    if "\\boxed " in text:
-        return "\\boxed " + text.split("\\boxed ")[-1].split("$")[0]
-    start = text.rfind("\\boxed")
-    if start < 0:
-        start = text.rfind("\\fbox")
-        if start < 0:
-            return INVALID_ANSWER
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start : i + 1]
-    return INVALID_ANSWER
 
 
 def unbox(boxed: str) -> str:
@@ -179,7 +159,7 @@ def _processed(row: Row) -> Row:
     return {
         "problem": row["problem"],
         "solution": row["solution"],
-        "answer": unbox(last_boxed(row["solution"])),
+        "answer": unbox(last_boxed(row["solution"]) or INVALID_ANSWER),
     }
 
 
