@@ -21,6 +21,8 @@ from assay.execution.executor import Executor
 from assay.execution.factory import backend_args, build_executor
 from assay.execution.progress import ProgressBar
 from assay.execution.stats import RunStats, task_batch_sizes
+from assay.metrics.judges.grading import judge_metrics
+from assay.metrics.judges.role import JudgeRole, check_judge
 from assay.models.base import LM
 from assay.plan import (
     TaskPlan,
@@ -73,6 +75,10 @@ class Evaluation:
             )
             for task in self.tasks
         }
+        self.judged = {
+            name: found for name, s in self.scorers.items() if (found := judge_metrics(s.metrics))
+        }
+        check_judge(settings, list(self.judged))
 
     def load_data(self) -> None:
         """Load every task's dataset and build its first doc (in parallel), before any model is
@@ -128,11 +134,12 @@ class Evaluation:
             clear_folder(folder)
         out = OutputDir(folder) if folder else None
         cache = self._cache(model, out)
+        judge = JudgeRole.build(s, self._cache_path(out)) if self.judged else None
         capabilities = Capabilities.of(model)
         plans = [self.plan(task, capabilities) for task in self.tasks]
         results = ResultsBuilder(self.resolved.groups, self._run_info(model, started, date))
         for plan in plans:
-            record = self._run_task(plan, capabilities, cache, out)
+            record = self._run_task(plan, capabilities, cache, out, judge)
             results.add_task(record, task_batch_sizes(plan.name, record.stats.batch_sizes, cache))
             if out:
                 out.write_results(results.results(self.executor.describe()))
@@ -141,6 +148,8 @@ class Evaluation:
             out.write_results(final)
         if cache is not None:
             cache.close()
+        if judge is not None:
+            judge.close()
         return dict(final)
 
     def _run_task(
@@ -149,9 +158,10 @@ class Evaluation:
         capabilities: Capabilities,
         cache: ResponseCache | None,
         out: OutputDir | None,
+        judge: JudgeRole | None = None,
     ) -> TaskRecord:
-        """One task, shard by shard: docs -> requests -> executor -> filters -> metrics; then
-        its aggregates and samples file."""
+        """One task, shard by shard: docs -> requests -> executor -> filters -> judge (tasks
+        with judge metrics) -> metrics; then its aggregates and samples file."""
         started = time.perf_counter()
         task, filters, metrics = plan.task, plan.scorers.filters, plan.scorers.metrics
         clustered = task.config.cluster_key is not None
@@ -163,6 +173,7 @@ class Evaluation:
         columns = MetricColumns(metrics)
         stats = RunStats()
         hashes: list[tuple[int, str]] = []
+        unparsed: dict[str, int] = {}
         progress = ProgressBar(task.name, self.settings.show_progress and self.executor.primary)
         try:
             docs = task.docs(doc_ids(task, self.settings))
@@ -173,6 +184,9 @@ class Evaluation:
                 ]
                 stats += self._answer(task.name, results, cache, progress)
                 apply_filters(results, filters)
+                if judge is not None and task.name in self.judged:
+                    counts = judge.judge(task.name, results, self.judged[task.name], filter_names)
+                    unparsed = {k: unparsed.get(k, 0) + n for k, n in counts.items()}
                 score(results, task.config, metrics, filters)
                 hashes += [(r.doc_id, doc_hash(r.doc.row or {})) for r in results]
                 clusters = {r.doc_id: cluster_of(task, r.doc, r.doc_id) for r in results}
@@ -189,6 +203,8 @@ class Evaluation:
             self.settings.bootstrap_iters,
             clustered=clustered,
         )
+        # Verdicts the judge gave in no parseable form (their docs are left out of the mean).
+        entry.update({f"{k.replace(',', '_unparsed,', 1)}": n for k, n in unparsed.items()})
         return TaskRecord(
             task,
             entry,  # type: ignore[arg-type]
@@ -230,15 +246,16 @@ class Evaluation:
         return run_key(self.settings, [t.name for t in self.tasks])
 
     def _cache(self, model: LM, out: OutputDir | None) -> ResponseCache | None:
+        path = self._cache_path(out)
+        return ResponseCache(path, model.identity()) if path else None
+
+    def _cache_path(self, out: OutputDir | None) -> Path | None:
         setting = self.settings.cache
         if setting is False:
             return None
-        path = (
-            Path(setting)
-            if isinstance(setting, str | Path)
-            else (out.path / "cache.sqlite" if out else None)
-        )
-        return ResponseCache(path, model.identity()) if path else None
+        if isinstance(setting, str | Path):
+            return Path(setting)
+        return out.path / "cache.sqlite" if out else None
 
     def _run_info(self, model: LM, started: float, date: float) -> RunInfo:
         """What produced this run, taken once when it starts."""
@@ -321,6 +338,8 @@ def evaluate(
     gpus_per_replica: float | None = RunSettings.gpus_per_replica,
     ray_address: str | None = RunSettings.ray_address,
     overwrite: bool = RunSettings.overwrite,
+    judge_model: str | None = RunSettings.judge_model,
+    judge_model_args: dict[str, Any] | str | None = None,
 ) -> dict[str, Any]:
     """Evaluate `model` (a backend name such as "hf", or an LM object) on `tasks` and return the
     results dict (lm-eval layout).
@@ -336,6 +355,7 @@ def evaluate(
         **settings,
         model=model,
         model_args=parse_kv(model_args, "model_args"),
+        judge_model_args=parse_kv(judge_model_args, "judge_model_args"),
         gen_kwargs=parse_kv(gen_kwargs, "gen_kwargs"),
         metadata=parse_kv(metadata, "metadata"),
         samples=parse_samples(samples, "samples"),
@@ -350,6 +370,7 @@ def evaluate(
 _KEYWORD_SETTINGS = frozenset(setting_names()) - {
     "model",
     "model_args",
+    "judge_model_args",
     "gen_kwargs",
     "metadata",
     "samples",

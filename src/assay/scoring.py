@@ -138,6 +138,8 @@ class DocResult:
     """Per filter name: the filtered value of each instance."""
     values: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per filter name: metric name -> per-sample value."""
+    judged: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per filter name: judge metric name -> the judge's Judgement (the judge stage)."""
 
     @classmethod
     def of(cls, doc_id: int, doc: Doc, instances: list[Instance]) -> DocResult:
@@ -177,7 +179,9 @@ def score(
             if config.process_results is not None:
                 values = _user_process_results(config, result, filtered)
             else:
-                sample = _sample_input(result, output_type, filtered)
+                sample = _sample_input(
+                    result, output_type, filtered, result.judged.get(ensemble.name)
+                )
                 values = {}
                 for m in metrics:
                     try:
@@ -190,7 +194,12 @@ def score(
             result.values[ensemble.name] = values
 
 
-def _sample_input(result: DocResult, output_type: OutputType, filtered: list[Any]) -> SampleInput:
+def _sample_input(
+    result: DocResult,
+    output_type: OutputType,
+    filtered: list[Any],
+    judgements: dict[str, Any] | None = None,
+) -> SampleInput:
     if output_type == OutputType.MULTIPLE_CHOICE:
         conditioned = [
             v for inst, v in zip(result.instances, filtered, strict=True) if not inst.unconditioned
@@ -199,7 +208,7 @@ def _sample_input(result: DocResult, output_type: OutputType, filtered: list[Any
             v[0] for inst, v in zip(result.instances, filtered, strict=True) if inst.unconditioned
         ]
         return SampleInput(result.doc, output_type, conditioned, unconditioned or None)
-    return SampleInput(result.doc, output_type, filtered[0])
+    return SampleInput(result.doc, output_type, filtered[0], judgements=judgements)
 
 
 def _user_process_results(

@@ -85,6 +85,11 @@ class RunSettings:
     """Ray: GPUs per replica (default 1 with GPUs, else 0)."""
     ray_address: str | None = None
     """Ray: cluster to join (default a local Ray instance)."""
+    judge_model: str | None = None
+    """Backend that grades answers for judge metrics (judge_score, judge_pairwise,
+    judge_correct); any backend name. Needed only by tasks with judge metrics."""
+    judge_model_args: dict[str, Any] = field(default_factory=dict)
+    """Backend arguments of the judge model (--judge-model-args)."""
 
 
 def parse_samples(value: str | dict[str, Any] | None, flag: str = "--samples") -> Any:

@@ -68,6 +68,15 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.Arg
         "--model-args", "-a", default="", help="k=v,k2=v2 (or JSON) passed to the backend"
     )
     run.add_argument(
+        "--judge-model",
+        default=default("judge_model"),
+        help="backend that grades answers for judge metrics (judge_score, judge_pairwise, "
+        "judge_correct): hf, openai-chat, vllm, dummy, replay ...",
+    )
+    run.add_argument(
+        "--judge-model-args", default="", help="k=v,k2=v2 (or JSON) passed to the judge backend"
+    )
+    run.add_argument(
         "--tasks",
         "-t",
         action="append",
@@ -244,6 +253,7 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
     }
     values.update({name: not getattr(args, flag) for name, flag in _NEGATED_FLAGS.items()})
     values["model_args"] = parse_kv(args.model_args, "--model-args")
+    values["judge_model_args"] = parse_kv(args.judge_model_args, "--judge-model-args")
     values["gen_kwargs"] = parse_kv(args.gen_kwargs, "--gen-kwargs")
     values["metadata"] = parse_kv(args.metadata, "--metadata")
     values["samples"] = parse_samples(args.samples)

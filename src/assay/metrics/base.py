@@ -6,7 +6,7 @@ others lm-eval bootstraps, none otherwise), never guessed from a function's name
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,6 +27,8 @@ class SampleInput:
     generate_until: a string (or a list of strings when the filter keeps several)."""
     unconditioned: list[float] | None = None
     """multiple_choice with acc_mutual_info: log P(choice | "") per choice."""
+    judgements: Mapping[str, Any] | None = None
+    """Judge metrics: the judge's Judgement of this answer per metric name (judge stage)."""
 
 
 StderrRule = Literal["mean", "flat_mean", "bootstrap", "none"]
@@ -93,6 +95,9 @@ for _name, _module in {
         "assay.metrics.perplexity",
     ),
     **dict.fromkeys(["math_verify"], "assay.metrics.math"),
+    **dict.fromkeys(
+        ["judge_score", "judge_pairwise", "judge_correct"], "assay.metrics.judges.grading"
+    ),
     **dict.fromkeys(
         [
             "prompt_level_strict_acc",

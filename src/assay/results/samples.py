@@ -109,6 +109,10 @@ def sample_record(
     }
     if clustered:
         record["cluster"] = cluster
+    if result.judged.get(filter_name):
+        # Every judge prompt, raw verdict and parsed score, so each judged value is auditable.
+        judged: dict[str, Any] = record  # type: ignore[assignment]
+        judged["judge"] = {k: j.record() for k, j in result.judged[filter_name].items()}
     # One key per metric: a TypedDict cannot declare them (see results.schema.SampleRecord).
     extra: dict[str, Any] = record  # type: ignore[assignment]
     for name, value in values.items():
