@@ -86,9 +86,7 @@ class Grader:
                 "task a doc_to_target)."
             )
         if self.kind == "correct":
-            return [
-                self.template.substitute(question=question, answer=answer, reference=reference)
-            ]
+            return [self.template.substitute(question=question, answer=answer, reference=reference)]
         return [
             self.template.substitute(question=question, answer_a=answer, answer_b=reference),
             self.template.substitute(question=question, answer_a=reference, answer_b=answer),

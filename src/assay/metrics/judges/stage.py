@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from assay.errors import DataError
-from assay.metrics.judges.grading import JudgeMetric, Judgement
+from assay.metrics.judges.grading import Judgement, JudgeMetric
 from assay.requests.types import GenerateRequest, GenParams, Request
 from assay.scoring import DocResult
 
