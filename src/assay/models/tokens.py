@@ -56,7 +56,7 @@ class TokenizerView:
         return [ids[-max_tokens:] for ids in encoded]
 
     def _encode_by_flag(self, texts: Sequence[str], flags: list[bool | None]) -> list[Tokens]:
-        out: list[Tokens | None] = [None] * len(texts)
+        out: dict[int, Tokens] = {}
         for value in (None, True, False):
             members = [i for i, f in enumerate(flags) if f is value]
             if not members:
@@ -66,7 +66,7 @@ class TokenizerView:
             ids = dict(zip(unique, self.tokenizer(unique, **kwargs)["input_ids"], strict=True))
             for i in members:
                 out[i] = list(ids[texts[i]])
-        return out  # type: ignore[return-value]
+        return [out[i] for i in range(len(texts))]  # every flag is one of the three values
 
     def encode_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[Tokens, Tokens]]:
         """(context tokens, continuation tokens) of each (context, continuation), as lm-eval.
@@ -86,7 +86,7 @@ class TokenizerView:
         ]
         encoded = self.encode(texts)
         n = len(with_context)
-        out: list[tuple[Tokens, Tokens] | None] = [None] * len(pairs)
+        out: dict[int, tuple[Tokens, Tokens]] = {}
         for k, i in enumerate(with_context):
             context_ids, whole = encoded[k], encoded[n + k]
             out[i] = (context_ids, whole[len(context_ids) :])
@@ -98,7 +98,7 @@ class TokenizerView:
                 out[i] = (ids[:1], ids[1:])
             else:
                 out[i] = ([self.prefix_token_id], ids)
-        return out  # type: ignore[return-value]
+        return [out[i] for i in range(len(pairs))]  # each pair has a context or has none
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of generated tokens, special tokens removed (as lm-eval decodes generations)."""
