@@ -19,7 +19,7 @@ from assay.errors import FailedRequests, ModelError
 from assay.execution.cache import ResponseCache
 from assay.execution.executor import Executor
 from assay.execution.factory import backend_args, build_executor
-from assay.execution.progress import ProgressBar
+from assay.execution.progress import LiveProgress
 from assay.execution.stats import RunStats, task_batch_sizes
 from assay.metrics.judges.grading import judge_metrics
 from assay.metrics.judges.role import JudgeRole, check_judge
@@ -174,9 +174,15 @@ class Evaluation:
         stats = RunStats()
         hashes: list[tuple[int, str]] = []
         unparsed: dict[str, int] = {}
-        progress = ProgressBar(task.name, self.settings.show_progress and self.executor.primary)
+        ids = doc_ids(task, self.settings)
+        progress = LiveProgress(
+            task.name,
+            total_docs=len(ids),
+            enabled=self.settings.show_progress and self.executor.primary,
+            metric=metrics[0].metric.name if metrics else None,
+        )
         try:
-            docs = task.docs(doc_ids(task, self.settings))
+            docs = task.docs(ids)
             while shard := list(islice(docs, SHARD_DOCS)):
                 results = [
                     DocResult.of(doc_id, doc, build_requests(plan.requests, doc, capabilities))
@@ -192,6 +198,11 @@ class Evaluation:
                 clusters = {r.doc_id: cluster_of(task, r.doc, r.doc_id) for r in results}
                 columns.add(results, filter_names, clusters)
                 samples.write(results, clusters)
+                progress.shard_done(
+                    stats.input_tokens + stats.generated_tokens,
+                    stats.token_unit,
+                    _first_metric(results, filter_names, progress.metric),
+                )
         finally:
             progress.close()
             samples.close()
@@ -221,7 +232,7 @@ class Evaluation:
         task: str,
         results: list[DocResult],
         cache: ResponseCache | None,
-        progress: ProgressBar,
+        progress: LiveProgress,
     ) -> RunStats:
         """Have the executor answer every request of a shard (a doc's repeats included); file
         the answers under their docs."""
@@ -231,7 +242,7 @@ class Evaluation:
             for i, inst in enumerate(result.instances)
             for request in repeated(inst.request, result.doc.num_samples or 1)
         ]
-        progress.add_total(len(asked))
+        progress.start_shard(len(results), len(asked))
         try:
             answers = self.executor.run(
                 [r for _, _, r in asked], cache=cache, progress=progress.advance
@@ -287,6 +298,16 @@ class Evaluation:
             self._run_key(),
             started,
         )
+
+
+def _first_metric(
+    results: list[DocResult], filter_names: list[str], metric: str | None
+) -> list[Any]:
+    """A shard's per-doc values of the task's first metric under its first filter (what the
+    live display estimates)."""
+    if metric is None or not filter_names:
+        return []
+    return [r.values[filter_names[0]].get(metric) for r in results]
 
 
 def _name_failed_docs(task: str, exc: FailedRequests, owners: list[tuple[int, int]]) -> ModelError:

@@ -79,8 +79,10 @@ def write_task(folder: Path, name: str, kind: str = "mc", data: Path | None = No
     return path
 
 
-VOLATILE_KEYS = {"date", "total_evaluation_time_seconds", "timings"}
-"""results.json keys that legitimately differ between two runs of the same evaluation."""
+VOLATILE_KEYS = {"date", "total_evaluation_time_seconds", "timings", "from_cache", "computed"}
+"""results.json keys that legitimately differ between two runs of the same evaluation: when it
+ran, how long it took, and how many requests the response cache answered rather than the model
+(a resumed run reads what it had finished; the tests check those counts on their own)."""
 
 
 def normalised_results(path: Path) -> dict[str, Any]:

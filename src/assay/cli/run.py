@@ -208,7 +208,11 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.Arg
         action="store_true",
         help="allow tasks that execute model-written code",
     )
-    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress display at all (transformers' and datasets' bars included)",
+    )
     run.add_argument(
         "--executor",
         choices=["local", "ray"],
@@ -276,6 +280,10 @@ def main(args: argparse.Namespace) -> int:
             "(`assay tasks list NAME` filters by a substring; add --include-path for yours)."
         )
     settings = settings_from_args(args)
+    if not settings.show_progress:
+        from assay.execution.progress import silence_library_progress
+
+        silence_library_progress()
     registry = Registry(args.include_path, args.custom_tasks)
     evaluation = Evaluation(registry.resolve(names), settings)
     results = evaluation.run()
