@@ -16,14 +16,13 @@ prompt), so a request's sample does not depend on which other requests share its
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ModelError
 from assay.models.base import cut_at_stops
-from assay.models.hf.memory import BatchSizer, ModelShape, run_with_backoff
+from assay.models.hf.memory import BatchSizer, ModelShape, one_cpu_thread, run_with_backoff
 from assay.models.hf.prefix import Prefix, PrefixCache
 from assay.models.tokens import TokenizerView
 from assay.requests.types import GenParams
@@ -197,7 +196,7 @@ class Generator:
                 use_cache=True,
                 logits_to_keep=1,
             ).logits[:, -1, :]
-        with torch.inference_mode(), self._threads_for(step_macs):
+        with torch.inference_mode(), one_cpu_thread(self.device, step_macs < _SMALL_STEP_MACS):
             while True:
                 chosen = self._choose(logits, sampling, [generators[a] for a in active])
                 keep = []
@@ -241,21 +240,6 @@ class Generator:
         if think_text:
             text = text.split(think_text)[-1].lstrip()
         return text
-
-    @contextmanager
-    def _threads_for(self, macs: float) -> Iterator[None]:
-        """One intra-op thread on CPU while each step does less than _SMALL_STEP_MACS of work."""
-        import torch
-
-        threads = torch.get_num_threads()
-        if self.device.type != "cpu" or threads == 1 or macs >= _SMALL_STEP_MACS:
-            yield
-            return
-        torch.set_num_threads(1)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(threads)
 
     def _stopped(self, tokens: list[int], stops: list[str], window: int) -> bool:
         """Whether the text so far contains a stop string (cheap tail check, then confirmed)."""

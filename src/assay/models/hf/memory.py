@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -191,6 +192,26 @@ def run_with_backoff(
     for batch in batches(items, length, size, group):
         attempt(batch.indices, batch.items)
     return out
+
+
+@contextmanager
+def one_cpu_thread(device: Any, when: bool = True) -> Iterator[None]:
+    """Run the block on one intra-op thread when `when` and the device is the CPU.
+
+    For small passes, threads cost more to synchronise than they save, and many times more when
+    other processes share the cores (each barrier waits for a descheduled thread).
+    """
+    import torch
+
+    threads = torch.get_num_threads()
+    if not when or device.type != "cpu" or threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _release_memory(device: Any) -> None:

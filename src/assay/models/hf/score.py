@@ -27,7 +27,7 @@ from functools import partial
 from typing import Any
 
 from assay.errors import ModelError
-from assay.models.hf.memory import BatchSizer, ModelShape, run_with_backoff
+from assay.models.hf.memory import BatchSizer, ModelShape, one_cpu_thread, run_with_backoff
 from assay.models.hf.prefix import Prefix, PrefixCache
 
 log = logging.getLogger(__name__)
@@ -76,12 +76,14 @@ class Scorer:
         self.keep_logits = True
         self.share_prefixes = share_prefixes and self.mask_style is not None
         self.prefixes: PrefixCache | None = None
-        self._probe()
-        if prefix_budget_bytes is not None:
-            self.prefixes = PrefixCache(
-                model, device, prefix_budget_bytes, keep_logits=self.keep_logits
-            )
-            self._probe_prefixes()
+        # The probes run a dozen tokens at a time: threads would only wait for each other.
+        with one_cpu_thread(device):
+            self._probe()
+            if prefix_budget_bytes is not None:
+                self.prefixes = PrefixCache(
+                    model, device, prefix_budget_bytes, keep_logits=self.keep_logits
+                )
+                self._probe_prefixes()
 
     def score(self, pairs: Sequence[tuple[Tokens, Tokens]]) -> list[tuple[float, bool]]:
         """(log P(continuation | context), greedy?) per (context tokens, continuation tokens).
