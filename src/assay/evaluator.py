@@ -137,7 +137,7 @@ class Evaluation:
         judge = JudgeRole.build(s, self._cache_path(out)) if self.judged else None
         capabilities = Capabilities.of(model)
         plans = [self.plan(task, capabilities) for task in self.tasks]
-        results = ResultsBuilder(self.resolved.groups, self._run_info(model, started, date))
+        results = ResultsBuilder(self.resolved.groups, self._run_info(model, started, date, judge))
         for plan in plans:
             record = self._run_task(plan, capabilities, cache, out, judge)
             results.add_task(record, task_batch_sizes(plan.name, record.stats.batch_sizes, cache))
@@ -268,7 +268,9 @@ class Evaluation:
             return Path(setting)
         return out.path / "cache.sqlite" if out else None
 
-    def _run_info(self, model: LM, started: float, date: float) -> RunInfo:
+    def _run_info(
+        self, model: LM, started: float, date: float, judge: JudgeRole | None = None
+    ) -> RunInfo:
         """What produced this run, taken once when it starts."""
         s = self.settings
         config: Any = {
@@ -287,6 +289,10 @@ class Evaluation:
             "fewshot_seed": s.fewshot_seed,
             "model_identity": model.identity(),
         }
+        if judge is not None:
+            config["judge_model"] = s.judge_model
+            config["judge_model_args"] = s.judge_model_args
+            config["judge_model_identity"] = judge.identity()
         return RunInfo(
             config,
             git_hash(),

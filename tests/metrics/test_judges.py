@@ -212,3 +212,30 @@ def test_judge_served_over_http_is_cached_and_recorded(tmp_path, tiny_model_dir)
     with sqlite3.connect(tmp_path / "out" / "cache.sqlite") as db:
         models = db.execute("SELECT COUNT(DISTINCT model) FROM responses").fetchone()[0]
     assert models == 2
+
+
+def test_python_task_config_takes_judge_metrics_and_results_name_the_judge():
+    from assay.doc import Doc
+    from assay.evaluator import Evaluation, RunSettings
+    from assay.tasks.config import TaskConfig
+    from assay.tasks.registry import Resolved, TaskRequest
+
+    config = TaskConfig(
+        name="py_judged",
+        prompt_function=lambda row, task_name: Doc(row["q"], choices=[row["a"]], gold_index=0),
+        dataset_loader=lambda **_: {"validation": ROWS},
+        metrics=["judge_correct"],
+        generation_size=8,
+        stop_sequence=["\n"],
+    )
+    settings = RunSettings(
+        model="dummy",
+        model_args={"response": "2"},
+        judge_model="dummy",
+        judge_model_args={"response": "[[NO]]"},
+        show_progress=False,
+    )
+    results = Evaluation(Resolved([TaskRequest(config)]), settings).run()
+    assert results["results"]["py_judged"]["judge_correct,none"] == 0.0
+    assert results["config"]["judge_model"] == "dummy"
+    assert results["config"]["judge_model_identity"]["response"] == "[[NO]]"

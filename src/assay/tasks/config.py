@@ -211,7 +211,10 @@ class TaskConfig:
         """The output type, derived from the metrics when not given."""
         if self.output_type is not None:
             return self.output_type
-        generative = {"exact_match", "bleu", "rouge", "chrf", "ter", "math_verify"}
+        generative = {
+            "exact_match", "bleu", "rouge", "chrf", "ter", "math_verify",
+            "judge_score", "judge_pairwise", "judge_correct",
+        }  # fmt: skip
         names = {m.name for m in self.metrics}  # type: ignore[union-attr]
         if names & {"word_perplexity", "byte_perplexity", "bits_per_byte"}:
             return OutputType.LOGLIKELIHOOD_ROLLING
