@@ -62,3 +62,7 @@ class FailedRequests(ModelError):
 
 class ResultsError(AssayError):
     """A run folder or results file cannot be read, or two runs cannot be compared."""
+
+
+class TrackerError(AssayError):
+    """A finished run could not be logged to a --log-to tracker (its files stay on disk)."""

@@ -59,6 +59,8 @@ class Evaluation:
     def __init__(self, resolved: Resolved, settings: RunSettings) -> None:
         check_settings(settings)
         self.resolved, self.settings = resolved, settings
+        self.tracked: list[str] = []
+        """Where the finished run was logged (one line per --log-to tracker)."""
         self.tasks = [
             Task(
                 configure_task(r.config, settings),
@@ -110,10 +112,22 @@ class Evaluation:
             check_folder(self.settings.output_dir, self._run_key(), None, self.settings.overwrite)
         self.executor = executor or build_executor(self.settings, model)
         try:
-            return self._run_tasks(self.executor.model, started, date)
+            results = self._run_tasks(self.executor.model, started, date)
         finally:
             if executor is None:
                 self.executor.close()
+        if self.settings.log_to and self.executor.primary:
+            self.tracked = self._log_to_trackers(results)
+        return results
+
+    def _log_to_trackers(self, results: dict[str, Any]) -> list[str]:
+        """Log the written run to each --log-to tracker; returns where each run went."""
+        from assay.results.trackers import check_trackers, log_run
+
+        s = self.settings
+        assert s.output_dir is not None  # check_settings refuses --log-to without it
+        trackers = check_trackers(s.log_to, s.log_to_args)
+        return log_run(trackers, results, s.output_dir, s.log_to_args)
 
     def plan(self, task: Task, capabilities: Capabilities) -> TaskPlan:
         """What the run does for `task`, with a backend of `capabilities`."""
@@ -367,6 +381,8 @@ def evaluate(
     overwrite: bool = RunSettings.overwrite,
     judge_model: str | None = RunSettings.judge_model,
     judge_model_args: dict[str, Any] | str | None = None,
+    log_to: str | Sequence[str] | None = None,
+    log_to_args: dict[str, Any] | str | None = None,
 ) -> dict[str, Any]:
     """Evaluate `model` (a backend name such as "hf", or an LM object) on `tasks` and return the
     results dict (lm-eval layout).
@@ -387,6 +403,8 @@ def evaluate(
         metadata=parse_kv(metadata, "metadata"),
         samples=parse_samples(samples, "samples"),
         cluster_by=parse_cluster_by(cluster_by),
+        log_to=split_csv([log_to] if isinstance(log_to, str) else list(log_to or [])),
+        log_to_args=parse_kv(log_to_args, "log_to_args"),
     )
     registry = Registry(_paths(include_path), _paths(custom_tasks))
     names = split_csv([tasks] if isinstance(tasks, str) else list(tasks))
@@ -402,6 +420,8 @@ _KEYWORD_SETTINGS = frozenset(setting_names()) - {
     "metadata",
     "samples",
     "cluster_by",
+    "log_to",
+    "log_to_args",
 }
 """The RunSettings fields evaluate() takes as plain keywords (the rest are parsed first)."""
 

@@ -84,6 +84,15 @@ def check_settings(settings: RunSettings) -> None:
     if (settings.log_samples or settings.predict_only) and settings.output_dir is None:
         flag = "--predict-only" if settings.predict_only else "--log-samples"
         raise ConfigError(f"{flag} needs --output-dir (where samples files are written).")
+    if settings.log_to or settings.log_to_args:
+        from assay.results.trackers import check_trackers
+
+        check_trackers(settings.log_to, settings.log_to_args)
+        if settings.output_dir is None:
+            raise ConfigError(
+                f"--log-to {','.join(settings.log_to)} needs --output-dir (the run's results.json "
+                "and samples files are what it logs)."
+            )
 
 
 def configure_task(config: TaskConfig, settings: RunSettings) -> TaskConfig:

@@ -236,6 +236,20 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.Arg
         default=default("ray_address"),
         help="ray: cluster to join, e.g. auto or ray://head:10001 (default a local Ray instance)",
     )
+    run.add_argument(
+        "--log-to",
+        action="append",
+        default=default("log_to"),
+        metavar="TRACKER",
+        help="log the finished run to mlflow, wandb or hub (comma separated or repeatable; "
+        "each needs its extra: pip install 'assay[mlflow]' ...; needs --output-dir)",
+    )
+    run.add_argument(
+        "--log-to-args",
+        default="",
+        help="tracker settings k=v,...: name (default the output dir's name), project, "
+        "tracking_uri (mlflow), entity, group (wandb), repo=ORG/NAME, private (hub)",
+    )
     return run
 
 
@@ -262,6 +276,8 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
     values["metadata"] = parse_kv(args.metadata, "--metadata")
     values["samples"] = parse_samples(args.samples)
     values["cluster_by"] = parse_cluster_by(args.cluster_by)
+    values["log_to"] = split_csv(args.log_to)
+    values["log_to_args"] = parse_kv(args.log_to_args, "--log-to-args")
     if args.no_cache:
         values["cache"] = False
     return RunSettings(**values)
@@ -299,6 +315,8 @@ def main(args: argparse.Namespace) -> int:
             print(f"\n{name}:\n{json.dumps(config, indent=2, ensure_ascii=False, default=str)}")
     if args.output_dir:
         print(f"\nresults written to {args.output_dir}/results.json")
+    for where in evaluation.tracked:
+        print(f"logged to {where}")
     return 0
 
 

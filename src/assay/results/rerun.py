@@ -84,6 +84,8 @@ _NOT_THE_RUN = frozenset(
         "batch_size", "device", "output_dir", "overwrite", "cache", "confirm_run_unsafe_code",
         "dataset_loading_processes", "show_progress", "executor", "replicas",
         "gpus_per_replica", "ray_address",
+        # Where the finished run is reported.
+        "log_to", "log_to_args",
     }
 )  # fmt: skip
 
