@@ -22,7 +22,7 @@ from assay.execution.factory import backend_args, build_executor
 from assay.execution.progress import LiveProgress
 from assay.execution.stats import RunStats, task_batch_sizes
 from assay.metrics.judges.grading import judge_metrics
-from assay.metrics.judges.role import JudgeRole, check_judge
+from assay.metrics.judges.role import JudgeRole, JudgeTally, check_judge
 from assay.models.base import LM
 from assay.plan import (
     TaskPlan,
@@ -187,7 +187,7 @@ class Evaluation:
         columns = MetricColumns(metrics)
         stats = RunStats()
         hashes: list[tuple[int, str]] = []
-        unparsed: dict[str, int] = {}
+        tally = JudgeTally()
         ids = doc_ids(task, self.settings)
         progress = LiveProgress(
             task.name,
@@ -205,8 +205,7 @@ class Evaluation:
                 stats += self._answer(task.name, results, cache, progress)
                 apply_filters(results, filters)
                 if judge is not None and task.name in self.judged:
-                    counts = judge.judge(task.name, results, self.judged[task.name], filter_names)
-                    unparsed = {k: unparsed.get(k, 0) + n for k, n in counts.items()}
+                    judge.judge(task.name, results, self.judged[task.name], filter_names, tally)
                 score(results, task.config, metrics, filters)
                 hashes += [(r.doc_id, doc_hash(r.doc.row or {})) for r in results]
                 clusters = {r.doc_id: cluster_of(task, r.doc, r.doc_id) for r in results}
@@ -228,8 +227,7 @@ class Evaluation:
             self.settings.bootstrap_iters,
             clustered=clustered,
         )
-        # Verdicts the judge gave in no parseable form (their docs are left out of the mean).
-        entry.update({f"{k.replace(',', '_unparsed,', 1)}": n for k, n in unparsed.items()})
+        entry.update(tally.entries())  # judge metrics: unparseable verdicts, judge noise
         return TaskRecord(
             task,
             entry,  # type: ignore[arg-type]

@@ -169,9 +169,9 @@ def test_judge_metrics_need_a_judge_and_a_judge_needs_judge_metrics(tmp_path):
         run(tmp_path, plain, "dummy", None)
 
 
-def scripted(messages):
+def scripted(body):
     """A judge that scores by question and always prefers the model's answer ("lol")."""
-    prompt = messages[-1]["content"]
+    prompt = body["messages"][-1]["content"]
     if "Two AI assistants" in prompt:
         a_start = prompt.index("assistant A's answer]")
         b_start = prompt.index("assistant B's answer]")
@@ -239,3 +239,35 @@ def test_python_task_config_takes_judge_metrics_and_results_name_the_judge():
     assert results["results"]["py_judged"]["judge_correct,none"] == 0.0
     assert results["config"]["judge_model"] == "dummy"
     assert results["config"]["judge_model_identity"]["response"] == "[[NO]]"
+
+
+def test_repeated_judgements_average_and_report_the_judges_noise(tmp_path, tiny_model_dir):
+    from fixtures.openai_server import OpenAIStubServer
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    listed = "  - metric: judge_score\n    judge_repeats: 3\n"
+    (folder / "judged.yaml").write_text(TASK_YAML.format(data=data, metrics=listed))
+
+    def by_seed(body):  # repeat i of a doc is sampled with seed run_seed + i
+        assert body["temperature"] > 0
+        return f"[[{4 + 2 * (body['seed'] % 3)}]]"
+
+    with OpenAIStubServer(tiny_model_dir, chat_script=by_seed) as server:
+        args = {"model": "judge", "base_url": server.base_url}
+        results = run(tmp_path, folder, "openai-chat", args, seed=0)
+        assert server.requests == len(ROWS) * 3
+    entry = results["results"]["judged"]
+    assert entry["judge_score,none"] == 6.0  # every doc: mean of 4, 6 and 8
+    # sqrt(sum_i s_i^2 / k) / n with s_i^2 = var(4, 6, 8) = 4, k = 3, n = 4 docs
+    assert entry["judge_score_judge_se,none"] == pytest.approx(math.sqrt(4 * 4 / 3) / 4)
+    for record in samples(tmp_path):
+        assert record["judge"]["judge_score"]["repeat_scores"] == [4.0, 6.0, 8.0]
+        assert record["judge"]["judge_score"]["verdicts"] == ["[[4]]", "[[6]]", "[[8]]"]
+
+
+def test_judge_repeats_must_be_a_positive_whole_number():
+    with pytest.raises(ConfigError, match="judge_repeats must be a whole number >= 1"):
+        get_metric("judge_score", judge_repeats=0)

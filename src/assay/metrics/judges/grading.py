@@ -5,14 +5,16 @@ The default prompts follow the judge prompts published with MT-Bench (Zheng et a
 single-answer grading on a 1-10 scale with the score written as ``[[N]]``, pairwise comparison
 with the verdict written as ``[[A]]``, ``[[B]]`` or ``[[C]]`` (tie), and reference-guided
 grading. The wording is assay's own. Each metric takes a ``template`` option: the path of a
-text file (``string.Template`` syntax) that replaces the default prompt.
+text file (``string.Template`` syntax) that replaces the default prompt, and a
+``judge_repeats`` option (default 1): with K > 1 each answer is judged K times with sampled,
+seeded decoding and its value is the mean of the K parsed scores.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -53,8 +55,11 @@ class Judgement:
 
     prompts: list[str]
     verdicts: list[str]
+    """The raw verdicts, repeat by repeat (each repeat answers every prompt, in order)."""
     score: float
     error: str | None = None
+    repeat_scores: list[float] = field(default_factory=list)
+    """With judge_repeats > 1: each repeat's parsed score (NaN when unparseable)."""
 
     def record(self) -> dict[str, Any]:
         """The samples-file form (under the record's ``judge`` key)."""
@@ -65,6 +70,8 @@ class Judgement:
         }
         if self.error is not None:
             out["error"] = self.error
+        if len(self.repeat_scores) > 1:
+            out["repeat_scores"] = [None if math.isnan(v) else v for v in self.repeat_scores]
         return out
 
 
@@ -74,6 +81,8 @@ class Grader:
 
     kind: Kind
     template: Template
+    repeats: int = 1
+    """Judgements per answer (judge_repeats)."""
 
     def prompts(self, question: str, answer: str, reference: str | None) -> list[str]:
         """The judge prompts for one answer: one, or two for pairwise (the model's answer as A,
@@ -169,8 +178,13 @@ def _grader(name: str, kind: Kind, template: Any) -> Grader:
 
 def _judge_metric(name: str, kind: Kind, options: dict[str, Any], higher: bool = True) -> Metric:
     template = options.pop("template", None)
-    reject_unknown(name, options, ["template"])
-    grader = _grader(name, kind, template)
+    repeats = options.pop("judge_repeats", 1)
+    reject_unknown(name, options, ["template", "judge_repeats"])
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ConfigError(
+            f"metric {name!r}: judge_repeats must be a whole number >= 1, got {repeats!r}"
+        )
+    grader = replace(_grader(name, kind, template), repeats=repeats)
 
     def verdict_of(sample: SampleInput) -> float:
         judged = sample.judgements or {}
@@ -181,7 +195,9 @@ def _judge_metric(name: str, kind: Kind, options: dict[str, Any], higher: bool =
             )
         return judged[name].score
 
-    kwargs = {"template": template} if template is not None else {}
+    kwargs: dict[str, Any] = {"template": template} if template is not None else {}
+    if repeats > 1:
+        kwargs["judge_repeats"] = repeats
     return JudgeMetric(
         name,
         verdict_of,

@@ -10,13 +10,14 @@ with the evaluated model's and a re-run asks the judge nothing it already answer
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError, FailedRequests, ModelError
-from assay.metrics.judges.grading import JudgeMetric
+from assay.metrics.judges.grading import Judgement, JudgeMetric
 from assay.metrics.judges.stage import run_judges
 
 if TYPE_CHECKING:
@@ -43,11 +44,59 @@ def check_judge(settings: RunSettings, judged_tasks: Sequence[str]) -> None:
         raise ConfigError("--judge-model-args needs --judge-model NAME.")
 
 
+@dataclass
+class _Column:
+    unparsed: int = 0
+    items: int = 0
+    spread: float = 0.0
+    """Sum over items of s_i^2 / k_i (s_i^2: the unbiased variance of the item's k_i parsed
+    repeat scores); items judged once add nothing."""
+    repeated: bool = False
+
+
+@dataclass
+class JudgeTally:
+    """Per judge metric and filter of a task: unparseable verdicts and the judge's own noise.
+
+    With judge_repeats K > 1, each item's value is the mean of its parsed repeats, so the
+    task's stderr (over item values) already carries the judge's noise: the variance of a mean
+    of per-item means is (sigma_items^2 + sigma_judge^2 / K) / n. The judge's share is reported
+    on its own as ``<metric>_judge_se``: sqrt(sum_i s_i^2 / k_i) / n, over the n items with a
+    parsed score.
+    """
+
+    columns: dict[tuple[str, str], _Column] = field(default_factory=dict)
+
+    def add(self, metric: str, filter_name: str, judgement: Judgement) -> None:
+        """Count one item's judgement."""
+        col = self.columns.setdefault((metric, filter_name), _Column())
+        if math.isnan(judgement.score):
+            col.unparsed += 1
+            return
+        col.items += 1
+        if len(judgement.repeat_scores) > 1:
+            col.repeated = True
+            kept = [v for v in judgement.repeat_scores if not math.isnan(v)]
+            if len(kept) > 1:
+                col.spread += statistics.variance(kept) / len(kept)
+
+    def entries(self) -> dict[str, Any]:
+        """The task entry's keys: ``<metric>_unparsed`` always, ``<metric>_judge_se`` with
+        repeats."""
+        out: dict[str, Any] = {}
+        for (metric, name), col in self.columns.items():
+            out[f"{metric}_unparsed,{name}"] = col.unparsed
+            if col.repeated:
+                se = math.sqrt(col.spread) / col.items if col.items else math.nan
+                out[f"{metric}_judge_se,{name}"] = se
+        return out
+
+
 class JudgeRole:
     """The judge model of a run with its executor and cache."""
 
-    def __init__(self, executor: Executor, cache: ResponseCache | None) -> None:
-        self.executor, self.cache = executor, cache
+    def __init__(self, executor: Executor, cache: ResponseCache | None, seed: int = 0) -> None:
+        self.executor, self.cache, self.seed = executor, cache, seed
 
     @classmethod
     def build(cls, settings: RunSettings, cache_path: Path | None) -> JudgeRole:
@@ -65,7 +114,7 @@ class JudgeRole:
         )
         executor = build_executor(judge_settings)
         cache = ResponseCache(cache_path, executor.model.identity()) if cache_path else None
-        return cls(executor, cache)
+        return cls(executor, cache, settings.seed)
 
     def identity(self) -> dict[str, Any]:
         """The judge backend's identity (recorded in results.json)."""
@@ -77,8 +126,9 @@ class JudgeRole:
         results: Sequence[DocResult],
         metrics: Sequence[JudgeMetric],
         filters: Sequence[str],
-    ) -> dict[str, int]:
-        """Judge a shard; return the number of unparseable verdicts per "metric,filter"."""
+        tally: JudgeTally,
+    ) -> None:
+        """Judge a shard, adding its unparseable verdicts and repeat spreads to `tally`."""
 
         def ask(requests: list[Any]) -> Sequence[object]:
             try:
@@ -91,14 +141,11 @@ class JudgeRole:
                     f"Backend said: {exc}"
                 ) from None
 
-        run_judges(results, metrics, filters, ask)
-        unparsed: dict[str, int] = {}
+        run_judges(results, metrics, filters, ask, self.seed)
         for result in results:
             for name, judged in result.judged.items():
                 for metric, judgement in judged.items():
-                    key = f"{metric},{name}"
-                    unparsed[key] = unparsed.get(key, 0) + math.isnan(judgement.score)
-        return unparsed
+                    tally.add(metric, name, judgement)
 
     def close(self) -> None:
         """Release the judge's executor and cache."""

@@ -8,6 +8,7 @@ metric in `DocResult.judged[filter][metric]`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from assay.errors import DataError
@@ -17,6 +18,8 @@ from assay.scoring import DocResult
 
 JUDGE_PARAMS = GenParams(max_gen_toks=1024)
 """Greedy decoding, room for a short explanation before the verdict."""
+REPEAT_TEMPERATURE = 1.0
+"""Repeated judgements (judge_repeats > 1) sample at this temperature, seeded."""
 
 Ask = Callable[[list[Request]], Sequence[object]]
 """Answers judge requests in order (the judge model behind the run's executor and cache)."""
@@ -27,8 +30,10 @@ def run_judges(
     metrics: Sequence[JudgeMetric],
     filters: Sequence[str],
     ask: Ask,
+    seed: int = 0,
 ) -> None:
-    """Judge every doc's filtered answer for every judge metric and filter pipeline."""
+    """Judge every doc's filtered answer for every judge metric and filter pipeline (K times,
+    sampled with `seed` and the repeat as sample index, for judge_repeats K > 1)."""
     pending: list[tuple[DocResult, str, JudgeMetric, list[str]]] = []
     for result in results:
         question, reference = result.doc.query, _reference(result)
@@ -41,17 +46,40 @@ def run_judges(
                 except DataError as exc:
                     raise DataError(f"doc {result.doc_id}: {exc}") from None
                 pending.append((result, name, metric, prompts))
-    requests: list[Request] = [
-        GenerateRequest(prompt, JUDGE_PARAMS) for *_, prompts in pending for prompt in prompts
-    ]
+    sampled = GenParams(
+        max_gen_toks=1024, do_sample=True, temperature=REPEAT_TEMPERATURE, seed=seed
+    )
+    requests: list[Request] = []
+    for _, _, metric, prompts in pending:
+        assert metric.grader is not None
+        k = metric.grader.repeats
+        params = JUDGE_PARAMS if k == 1 else sampled
+        requests += [GenerateRequest(p, params, i) for i in range(k) for p in prompts]
     verdicts = [str(v) for v in ask(requests)] if requests else []
     at = 0
     for result, name, metric, prompts in pending:
-        said = verdicts[at : at + len(prompts)]
-        at += len(prompts)
         assert metric.grader is not None
-        score, error = metric.grader.score(said)
-        result.judged.setdefault(name, {})[metric.name] = Judgement(prompts, said, score, error)
+        k, n = metric.grader.repeats, len(prompts)
+        said = verdicts[at : at + k * n]
+        at += k * n
+        parsed = [metric.grader.score(said[i * n : (i + 1) * n]) for i in range(k)]
+        result.judged.setdefault(name, {})[metric.name] = _combined(prompts, said, parsed)
+
+
+def _combined(
+    prompts: list[str], said: list[str], parsed: list[tuple[float, str | None]]
+) -> Judgement:
+    """One answer's Judgement from its repeats: the mean of the parsed scores (NaN, with the
+    first reason, when none parsed)."""
+    if len(parsed) == 1:
+        return Judgement(prompts, said, *parsed[0])
+    scores = [value for value, _ in parsed]
+    kept = [v for v in scores if not math.isnan(v)]
+    errors = [e for _, e in parsed if e is not None]
+    if not kept:
+        return Judgement(prompts, said, math.nan, errors[0], scores)
+    error = f"{len(errors)} of {len(parsed)} repeats unparseable: {errors[0]}" if errors else None
+    return Judgement(prompts, said, sum(kept) / len(kept), error, scores)
 
 
 def _reference(result: DocResult) -> str | None:
