@@ -153,3 +153,27 @@ def test_include_paths_win_over_builtins(tmp_path):
     write(tmp_path, "shadow.yaml", TASK.format(name=builtin))
     found = Registry([tmp_path]).get(builtin)
     assert found.source.endswith("shadow.yaml")
+
+
+def test_a_custom_task_files_module_name_is_the_same_in_every_process(tmp_path):
+    """The name reaches results.json: two runs of the same command must write the same one."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "my_tasks.py"
+    path.write_text("TASKS_TABLE = []\n")
+    code = (
+        "import sys; from assay.tasks.registry import _import_file; "
+        "print(_import_file(__import__('pathlib').Path(sys.argv[1])).__name__)"
+    )
+    names = {
+        subprocess.run(
+            [sys.executable, "-c", code, str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**__import__("os").environ, "PYTHONHASHSEED": seed},
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }
+    assert len(names) == 1 and names.pop().startswith("assay_custom_tasks_")

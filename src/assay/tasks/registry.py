@@ -8,6 +8,7 @@ path and by assay's built-ins is served by the include path, and a log line says
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import logging
@@ -488,7 +489,10 @@ def _plugin_modules() -> list[Any]:
 def _import_file(path: Path) -> Any:
     if not path.is_file():
         raise TaskConfigError(f"--custom-tasks {path}: no such file.")
-    key = f"assay_custom_tasks_{abs(hash(str(path.resolve())))}"
+    # The module name reaches results.json (a task's recorded functions): it must not change
+    # between processes, as hash() of a string does.
+    digest = hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:16]
+    key = f"assay_custom_tasks_{digest}"
     spec = importlib.util.spec_from_file_location(key, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
