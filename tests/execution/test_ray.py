@@ -47,6 +47,41 @@ def evaluate_to(
     return results, samples
 
 
+def _number(value: Any) -> float | None:
+    """A float, or a float written as a string (samples files keep responses as strings)."""
+    if isinstance(value, float):
+        return value
+    if isinstance(value, str) and "." in value:
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def close(a: Any, b: Any, tol: float = 1e-5) -> bool:
+    """Equal structures whose floats differ by at most `tol`."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(close(a[k], b[k], tol) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(close(x, y, tol) for x, y in zip(a, b))
+    x, y = _number(a), _number(b)
+    if x is not None and y is not None:
+        return abs(x - y) <= tol
+    return bool(a == b)
+
+
+def same_up_to_float_noise(a: dict[str, bytes], b: dict[str, bytes]) -> bool:
+    """Two runs' samples files: the same records, floats within 1e-5."""
+    assert a.keys() == b.keys()
+    for name in a:
+        lines_a, lines_b = a[name].splitlines(), b[name].splitlines()
+        assert len(lines_a) == len(lines_b), name
+        for x, y in zip(lines_a, lines_b):
+            assert close(json.loads(x), json.loads(y)), (name, x[:200])
+    return True
+
+
 @pytest.mark.slow
 def test_dummy_on_two_replicas_matches_the_local_executor(ray_instance, tmp_path):
     dummy = {"model": "dummy", "model_args": {"batch_size": 2, "seed": 5}}
@@ -78,8 +113,11 @@ def test_tiny_model_on_two_replicas_matches_the_local_executor(
     remote, remote_samples = evaluate_to(
         tmp_path / "ray", tasks=tasks, executor="ray", replicas=2, **hf
     )
-    assert remote_samples == local_samples
-    assert remote["results"] == local["results"]
+    # A replica batches its chunk's requests by its own tokenizer's lengths; a request padded
+    # beside other neighbours than in one process gets log-probabilities that differ in the last
+    # float bits (seen: 5e-7). Everything else, every generation and every score, is identical.
+    assert same_up_to_float_noise(remote_samples, local_samples)
+    assert close(remote["results"], local["results"])
     assert remote["config"]["model_identity"] == local["config"]["model_identity"]
     for task in ("parity_mc_same_split", "parity_gen_regex"):
         assert b"<|assistant|>" in remote_samples[f"samples_{task}.jsonl"]
