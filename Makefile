@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet --upgrade pip
 	# The CPU build of torch must come first: a bare "torch" requirement would pull the CUDA build.
 	$(PIP) install --quiet torch==2.13.0
-	$(PIP) install --quiet -e ".[hf,api,rag,ray,report,dev,lm-eval-tasks,mlflow,wandb,hub]"
+	$(PIP) install --quiet -e ".[hf,api,rag,ray,report,dev,lm-eval-tasks,mlflow,wandb,trackio,hub]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -91,10 +91,11 @@ class RunSettings:
     judge_model_args: dict[str, Any] = field(default_factory=dict)
     """Backend arguments of the judge model (--judge-model-args)."""
     log_to: list[str] = field(default_factory=list)
-    """Experiment trackers the finished run is logged to: mlflow, wandb, hub (needs output_dir)."""
+    """Trackers the finished run is logged to: mlflow, wandb, trackio, hub (needs output_dir)."""
     log_to_args: dict[str, Any] = field(default_factory=dict)
     """Tracker settings: name (the run's name; default the output dir's), project,
-    tracking_uri (mlflow), entity and group (wandb), repo and private (hub)."""
+    tracking_uri (mlflow), entity (wandb), group (wandb, trackio), space_id (trackio), repo and
+    private (hub)."""
 
 
 def parse_samples(value: str | dict[str, Any] | None, flag: str = "--samples") -> Any:

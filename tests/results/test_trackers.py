@@ -1,10 +1,12 @@
-"""`assay run --log-to`: a finished run logged to mlflow (a local file store), wandb (offline) and
-the Hugging Face Hub (its client mocked), read back and compared with results.json; no secret
-reaches any logged file; a missing library or a wrong key is refused before any model loads."""
+"""`assay run --log-to`: a finished run logged to mlflow (a local file store), wandb (offline),
+trackio (its local store) and the Hugging Face Hub (its client mocked), read back and compared
+with results.json; no secret reaches any logged file; a missing library or a wrong key is
+refused before any model loads."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -193,6 +195,34 @@ def test_hub_pushes_results_and_samples_to_a_dataset_repo(tasks, tmp_path, monke
     assert pushed["r1/samples_track_task.jsonl"] == samples
 
 
+def test_trackio_local_run_holds_the_metrics_config_and_samples_table(tasks, tmp_path):
+    """trackio keeps its store path in module constants read at import: a fresh process."""
+    import sqlite3
+    import subprocess
+
+    out, store = tmp_path / "out", tmp_path / "trackio"
+    argv = ["-m", "assay", "run", "-m", "dummy", "-t", "track_task", "--include-path"]
+    argv += [str(tasks), "-o", str(out), "--log-samples", "--no-progress", "--log-to", "trackio"]
+    argv += ["--log-to-args", "project=evals,name=t1"]
+    import assay
+
+    source = str(Path(assay.__file__).parents[1])  # this checkout's assay, not an installed one
+    env = {**os.environ, "PYTHONPATH": source, "TRACKIO_DIR": str(store), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, *argv], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    results = json.loads((out / "results.json").read_text())
+    db = sqlite3.connect(store / "evals.db")
+    logged: dict = {}
+    for (metrics,) in db.execute("SELECT metrics FROM metrics WHERE run_name = 't1'"):
+        logged.update(json.loads(metrics))
+    want = expected_metrics(results)
+    assert {"track_task/acc/none", "track_task/acc_norm/none"} <= set(want)
+    assert {k: logged[k] for k in want} == pytest.approx(want)
+    assert logged["track_task/samples"]["_type"] == "trackio.table"
+    ((config,),) = db.execute("SELECT config FROM configs WHERE run_name = 't1'")
+    assert json.loads(config)["config.model"] == "dummy"
+
+
 def test_hub_needs_a_repo():
     with pytest.raises(ConfigError, match="repo=ORG/NAME"):
         check_trackers(["hub"], {"name": "x"})
@@ -232,7 +262,6 @@ def test_no_secret_reaches_a_logged_file(tasks, tmp_path, wandb_offline):
     ("argv", "message"),
     [
         (["--log-to", "neptune"], "--log-to 'neptune': not a tracker; choose from hub, mlflow"),
-        (["--log-to", "trackio"], "--log-to trackio: trackio is not supported yet"),
         (["--log-to", "mlflow", "--log-to-args", "entity=x"], "--log-to-args 'entity'"),
         (["--log-to", "mlflow", "--no-progress"], "needs --output-dir"),
     ],

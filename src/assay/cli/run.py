@@ -241,14 +241,15 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.Arg
         action="append",
         default=default("log_to"),
         metavar="TRACKER",
-        help="log the finished run to mlflow, wandb or hub (comma separated or repeatable; "
+        help="log the finished run to mlflow, wandb, trackio or hub (comma separated or repeatable; "
         "each needs its extra: pip install 'assay[mlflow]' ...; needs --output-dir)",
     )
     run.add_argument(
         "--log-to-args",
         default="",
         help="tracker settings k=v,...: name (default the output dir's name), project, "
-        "tracking_uri (mlflow), entity, group (wandb), repo=ORG/NAME, private (hub)",
+        "tracking_uri (mlflow), entity (wandb), group (wandb, trackio), space_id (trackio), "
+        "repo=ORG/NAME, private (hub)",
     )
     return run
 

@@ -1,4 +1,4 @@
-"""`assay run --log-to mlflow,wandb,hub`: a finished run logged as one run of each tracker.
+"""`assay run --log-to mlflow,wandb,trackio,hub`: a finished run logged as one run of each tracker.
 
 Each tracker gets the same things: the metrics (one per task, metric and filter, keyed
 `task/metric/filter`), the run's configuration as params, results.json as an artifact, and one
@@ -131,6 +131,39 @@ class WandbTracker:
         return f"wandb run {run.name} ({where})"
 
 
+class TrackioTracker:
+    """A trackio run (stored locally in TRACKIO_DIR, or a Space with space_id): metrics,
+    config, results.json as an artifact, a Table per task."""
+
+    name: ClassVar[str] = "trackio"
+    extra: ClassVar[str] = "trackio"
+    module: ClassVar[str] = "trackio"
+    arg_names: ClassVar[frozenset[str]] = frozenset({"name", "project", "group", "space_id"})
+
+    def log(self, run: TrackedRun, args: Mapping[str, Any]) -> str:
+        import pandas as pd
+        import trackio
+
+        trackio.init(
+            project=str(args.get("project", "assay")),
+            name=run.name,
+            group=args.get("group"),
+            space_id=args.get("space_id"),
+            config=dict(run.params),
+            auto_log_cpu=False,  # one finished run: no system metrics to sample
+            auto_log_gpu=False,
+        )
+        try:
+            trackio.log(dict(run.metrics))
+            for task in run.samples_files:
+                table = trackio.Table(dataframe=pd.DataFrame(run.samples_rows(task)))
+                trackio.log({f"{task}/samples": table})
+            trackio.log_artifact(run.results_file, name="results", type="eval_results")
+        finally:
+            trackio.finish()
+        return f"trackio run {run.name} (project {args.get('project', 'assay')})"
+
+
 class HubTracker:
     """A Hugging Face dataset repo: results.json and the samples files under a folder named
     after the run (as lm-eval's --hf_hub_log_args pushes them)."""
@@ -158,10 +191,8 @@ class HubTracker:
         return f"https://huggingface.co/datasets/{repo}/tree/main/{run.name}"
 
 
-TRACKERS: dict[str, type[Tracker]] = {t.name: t for t in (MlflowTracker, WandbTracker, HubTracker)}
-_UNSUPPORTED = {
-    "trackio": "trackio is not supported yet (its client could not be tested offline here); "
-    "use mlflow or wandb"
+TRACKERS: dict[str, type[Tracker]] = {
+    t.name: t for t in (MlflowTracker, WandbTracker, TrackioTracker, HubTracker)
 }
 
 
@@ -170,8 +201,6 @@ def check_trackers(names: Sequence[str], args: Mapping[str, Any]) -> list[Tracke
     the flag, the value and the extra to install. Imports nothing heavy."""
     chosen: list[Tracker] = []
     for name in names:
-        if name in _UNSUPPORTED:
-            raise ConfigError(f"--log-to {name}: {_UNSUPPORTED[name]}.")
         if name not in TRACKERS:
             raise ConfigError(
                 f"--log-to {name!r}: not a tracker; choose from {', '.join(sorted(TRACKERS))}."
