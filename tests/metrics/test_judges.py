@@ -12,6 +12,7 @@ import pytest
 from assay.errors import ConfigError
 from assay.evaluator import evaluate
 from assay.metrics.base import get_metric
+from assay.results.compare import compare
 
 ROWS = [{"q": f"What is {i}+1?", "a": str(i + 1)} for i in range(4)]
 
@@ -208,6 +209,13 @@ def test_judge_served_over_http_is_cached_and_recorded(tmp_path, tiny_model_dir)
     for key in ("judge_score,none", "judge_pairwise,none", "judge_score_unparsed,none"):
         assert again["results"]["judged"][key] == entry[key]
     assert samples(tmp_path) == samples(tmp_path, "again")
+    # Paired comparison against a judge that scores every answer 7: the doc without a parsed
+    # verdict in the first run is left out, the other three pair (7-2, 7-6, 7-6).
+    run(tmp_path, folder, "dummy", {"response": "[[7]] [[B]]"}, out="sevens")
+    report = compare(tmp_path / "out", tmp_path / "sevens")
+    (row,) = [c for c in report.comparisons if c.metric == "judge_score"]
+    assert row.n == 3 and row.diff == pytest.approx((5 + 1 + 1) / 3)
+    assert any("1 of 4 doc(s) have no value" in s for s in report.pairs[0].skipped)
     # The evaluated model's and the judge's answers are stored under two identities.
     with sqlite3.connect(tmp_path / "out" / "cache.sqlite") as db:
         models = db.execute("SELECT COUNT(DISTINCT model) FROM responses").fetchone()[0]

@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 from collections.abc import Hashable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -429,6 +429,10 @@ def _compare_metric(
         summary.skipped.append(f"{task} {metric},{flt}: {what} cannot be recomputed here")
         return None
     aggregation = AGGREGATIONS.get(name)
+    if name == "nanmean":
+        va, vb, pairing = _both_valued(va, vb, pairing, f"{task} {metric},{flt}", summary)
+        if not va:
+            return None
     if aggregation.stderr == "mean":
         if not all(_is_number(v) for v in (*va, *vb)):
             summary.skipped.append(f"{task} {metric},{flt}: per-doc values are not numbers")
@@ -450,6 +454,28 @@ def _compare_metric(
             seed=options.seed,
         )
     return _row(task, metric, flt, a, b, result)
+
+
+def _both_valued(
+    va: list[Any], vb: list[Any], pairing: _TaskPairing, what: str, summary: PairSummary
+) -> tuple[list[Any], list[Any], _TaskPairing]:
+    """The docs valued in both runs of a nanmean metric (NaN is no value, e.g. a judge's
+    unparseable verdict): each run's number leaves its NaN docs out, so the paired difference
+    is over the docs both runs valued; how many were left out goes to the summary."""
+    kept = [
+        i for i, (x, y) in enumerate(zip(va, vb, strict=True)) if _is_number(x) and _is_number(y)
+    ]
+    if len(kept) < len(va):
+        summary.skipped.append(
+            f"{what}: {len(va) - len(kept)} of {len(va)} doc(s) have no value in one run "
+            f"({'none left to compare' if not kept else 'compared on the other ' + str(len(kept))})"
+        )
+    clusters = None if pairing.clusters is None else [pairing.clusters[i] for i in kept]
+    return (
+        [va[i] for i in kept],
+        [vb[i] for i in kept],
+        replace(pairing, doc_ids=[pairing.doc_ids[i] for i in kept], clusters=clusters),
+    )
 
 
 def _is_number(value: Any) -> bool:
