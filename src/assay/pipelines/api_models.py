@@ -24,16 +24,14 @@ assay talks to the providers' own OpenAI-compatible endpoints instead (no gatewa
 
 from __future__ import annotations
 
-import hashlib
 import os
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.fingerprint import fingerprint
 from assay.pipelines.knobs import List
-from assay.pipelines.model_configs import OpenAIAPIModelConfig, as_given_params, key_variable
+from assay.pipelines.model_configs import OpenAIAPIModelConfig, as_given_params
 
 PROVIDER_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
@@ -208,21 +206,6 @@ class APIModelConfig(OpenAIAPIModelConfig):
                 f"'api_key' in one config of this process, or export {str(name).upper()}"
             )
         return resolved
-
-    def engine_key(self) -> str:
-        key = self._api_key()
-        key_id = hashlib.sha256(key.encode()).hexdigest() if key else None
-        return fingerprint({"backend": self.backend, "args": self.model_args(), "key": key_id})
-
-    def build(self) -> Any:
-        from assay.models.base import load_model
-
-        args = self.model_args()
-        key = self._api_key()
-        if key:
-            os.environ[key_variable(key)] = key
-            args["api_key_env"] = key_variable(key)
-        return load_model(self.backend, args)
 
     # -- what requests ask -----------------------------------------------------------------
     def sampling(self) -> dict[str, Any]:
