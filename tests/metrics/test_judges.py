@@ -164,6 +164,10 @@ def test_judge_metrics_need_a_judge_and_a_judge_needs_judge_metrics(tmp_path):
     folder = task_folder(tmp_path, ["judge_score"])
     with pytest.raises(ConfigError, match="--judge-model"):
         run(tmp_path, folder, None, None)
+    with pytest.raises(ConfigError, match="--judge-model 'nosuch': no such backend"):
+        run(tmp_path, folder, "nosuch", None)
+    with pytest.raises(ConfigError, match="--predict-only computes no metrics"):
+        run(tmp_path, folder, "dummy", None, predict_only=True)
     (tmp_path / "plain").mkdir()
     plain = task_folder(tmp_path / "plain", ["exact_match"])
     with pytest.raises(ConfigError, match="no task of this run has a judge metric"):

@@ -34,6 +34,11 @@ def check_judge(settings: RunSettings, judged_tasks: Sequence[str]) -> None:
             f"task {judged_tasks[0]} has judge metrics (judge_score, judge_pairwise, "
             "judge_correct): pass --judge-model NAME (and --judge-model-args) to grade them."
         )
+    if not judged_tasks and settings.judge_model is not None and settings.predict_only:
+        raise ConfigError(
+            f"--judge-model {settings.judge_model}: --predict-only computes no metrics, so the "
+            "judge would grade nothing; remove one of the two flags."
+        )
     if not judged_tasks and settings.judge_model is not None:
         raise ConfigError(
             f"--judge-model {settings.judge_model}: no task of this run has a judge metric "
@@ -42,6 +47,14 @@ def check_judge(settings: RunSettings, judged_tasks: Sequence[str]) -> None:
         )
     if settings.judge_model_args and settings.judge_model is None:
         raise ConfigError("--judge-model-args needs --judge-model NAME.")
+    from assay.models.base import MODELS
+
+    if settings.judge_model is not None and settings.judge_model not in MODELS:
+        # Before the evaluated model loads, not after its generations.
+        raise ConfigError(
+            f"--judge-model {settings.judge_model!r}: no such backend; choose one of "
+            f"{', '.join(MODELS.names())}."
+        )
 
 
 @dataclass
