@@ -220,6 +220,8 @@ def test_judge_served_over_http_is_cached_and_recorded(tmp_path, tiny_model_dir)
     (row,) = [c for c in report.comparisons if c.metric == "judge_score"]
     assert row.n == 3 and row.diff == pytest.approx((5 + 1 + 1) / 3)
     assert any("1 of 4 doc(s) have no value" in s for s in report.pairs[0].skipped)
+    differs = {key for key, _, _ in report.pairs[0].differs}
+    assert {"settings.judge_model", "settings.judge_model_args"} <= differs
     # The evaluated model's and the judge's answers are stored under two identities.
     with sqlite3.connect(tmp_path / "out" / "cache.sqlite") as db:
         models = db.execute("SELECT COUNT(DISTINCT model) FROM responses").fetchone()[0]

@@ -35,6 +35,8 @@ OUTPUT_SETTINGS = (
     "predict_only",
     "cluster_by",
     "bootstrap_iters",
+    "judge_model",
+    "judge_model_args",
 )
 """RunSettings fields that can change a run's numbers (batch size and device through kernel
 numerics); where outputs go, caching and scheduling are left out."""
