@@ -267,6 +267,7 @@ def test_prefix_cache_false_turns_reuse_off(unshared_lm):
         ({"prefix_cache": "sometimes"}, "prefix_cache"),
         ({"prefix_cache_mb": "-1"}, "prefix_cache_mb"),
         ({"prefix_cache_mb": "lots"}, "prefix_cache_mb"),
+        ({"prefix_cache_mb": "nan"}, "prefix_cache_mb"),
     ],
 )
 def test_bad_prefix_cache_args_are_refused(args, expected):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +83,12 @@ def _token(value: str) -> str | int:
     return int(value) if value.strip().isdigit() else value
 
 
+def _mebibytes(value: float) -> float:
+    if math.isnan(value):
+        raise ValueError(value)
+    return value
+
+
 def _device(value: str) -> str:
     device = value.strip().lower()
     kind, _, index = device.partition(":")
@@ -110,7 +117,9 @@ HF_ARGS: dict[str, Arg] = {
     "quantization_config": Arg(dict, None, nullable=True),
     "think_end_token": Arg(str, None, nullable=True, normalise=_token),
     "prefix_cache": Arg(bool, True),
-    "prefix_cache_mb": Arg(float, 1024.0, minimum=0),
+    "prefix_cache_mb": Arg(
+        float, 1024.0, minimum=0, normalise=_mebibytes, expected="a number of MiB, 0 or more"
+    ),
 }
 
 

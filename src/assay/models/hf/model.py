@@ -9,6 +9,8 @@ continuation positions reach the vocabulary projection, and generation drops fin
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,7 +61,7 @@ class HuggingFaceLM(LM):
             self.max_length,
             self._sizer,
             pad_id,
-            prefix_budget_bytes=int(args.prefix_cache_mb * 2**20) if args.prefix_cache else None,
+            prefix_budget_bytes=_budget_bytes(args) if args.prefix_cache else None,
         )
         self._generator = Generator(
             self.model,
@@ -208,6 +210,12 @@ class HuggingFaceLM(LM):
         if ids is None:
             return set()
         return {int(i) for i in ids} if isinstance(ids, list | tuple) else {int(ids)}
+
+
+def _budget_bytes(args: HFArgs) -> int:
+    """prefix_cache_mb in bytes (inf: no limit)."""
+    mib = args.prefix_cache_mb
+    return sys.maxsize if math.isinf(mib) else int(mib * 2**20)
 
 
 @register_model("hf")
