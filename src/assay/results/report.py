@@ -259,7 +259,9 @@ def _sample_view(record: SampleRecord) -> dict[str, Any]:
 
 def _compressed(samples: list[dict[str, Any]]) -> str:
     text = json.dumps(samples, ensure_ascii=False, separators=(",", ":"), default=str)
-    return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
+    # Level 6: a third of level 9's time at 100k samples, for a page a few percent larger.
+    data = gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
+    return base64.b64encode(data).decode("ascii")
 
 
 # ---------------------------------------------------------------------- per-task plots
