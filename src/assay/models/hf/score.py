@@ -12,22 +12,25 @@ runs once: `hf.prefix` finds it, keeps its key/value cache, and rows hold only w
 attending to the cached positions first (see that module).
 
 Only the positions that predict continuation tokens are projected onto the vocabulary
-(`logits_to_keep`), and log-probabilities are taken there only, in float32.
+(`logits_to_keep`), and log-probabilities are taken there only, in float32. The last layer's
+feed-forward block runs at those positions only (see `hf.last_layer`).
 
-Whether a model honours custom masks, position ids and `logits_to_keep` is checked once on a
-tiny input against the plain one-row-per-request computation; any mismatch turns the feature off.
+Whether a model honours custom masks, position ids, `logits_to_keep` and the pruned last layer
+is checked once on a tiny input against the plain one-row-per-request computation; any mismatch turns the feature off.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from assay.errors import ModelError
 from assay.models.hf.inputs import ExtraInputs, joined
+from assay.models.hf.last_layer import last_feed_forward
 from assay.models.hf.memory import BatchSizer, ModelShape, one_cpu_thread, run_with_backoff
 from assay.models.hf.prefix import PREFIX_KWARG, Prefix, PrefixCache, use_split_attention
 
@@ -82,6 +85,7 @@ class Scorer:
         attn = getattr(model.config, "_attn_implementation", None) or ""
         self.mask_style = _MASK_STYLES.get(attn)
         self.keep_logits = True
+        self.last_layer = last_feed_forward(model)
         self.share_prefixes = share_prefixes and self.mask_style is not None
         self.prefixes: PrefixCache | None = None
         # The probes run a dozen tokens at a time: threads would only wait for each other.
@@ -289,9 +293,9 @@ class Scorer:
         kwargs = {"use_cache": "past_key_values" in kwargs, **kwargs}
         with torch.inference_mode():
             if self.keep_logits:
-                out = self.model(
-                    input_ids=ids.to(self.device), logits_to_keep=keep.to(self.device), **kwargs
-                )
+                keep = keep.to(self.device)
+                with self.last_layer.only(keep) if self.last_layer else nullcontext():
+                    out = self.model(input_ids=ids.to(self.device), logits_to_keep=keep, **kwargs)
                 return out.logits
             out = self.model(input_ids=ids.to(self.device), **kwargs)
             return out.logits[keep.to(out.logits.device)]
@@ -318,7 +322,13 @@ class Scorer:
 
         sizer, self.sizer = self.sizer, BatchSizer(len(pairs), len(pairs), self.device)
         sharing, self.share_prefixes = self.share_prefixes, False
-        if not agrees():
+        agreed = agrees()
+        if not agreed and self.last_layer is not None:
+            self.last_layer.remove()
+            self.last_layer = None
+            log.info("model needs its last layer at every position; the layer runs whole")
+            agreed = agrees()
+        if not agreed:
             self.keep_logits = False
             log.info("model ignores logits_to_keep masks; computing full logits")
             if not agrees():
