@@ -80,7 +80,10 @@ def measure(command: list[str], cwd: Path, env: dict[str, str] | None = None) ->
             stderr=subprocess.STDOUT,
             env={
                 **os.environ,
+                # Offline for both tools: lm-eval otherwise waits out hub look-ups on a machine
+                # without a network (about 50 s of its wall time here), which is not harness work.
                 "HF_DATASETS_OFFLINE": "1",
+                "HF_HUB_OFFLINE": "1",
                 "TOKENIZERS_PARALLELISM": "false",
                 **(env or {}),
             },
