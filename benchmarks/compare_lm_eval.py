@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shutil
 import statistics
 import subprocess
@@ -152,6 +153,9 @@ def measure(command: list[str], out: Path) -> Run:
         capture_output=True,
         text=True,
         check=True,
+        # Offline for both tools: a hub look-up timing out on a machine without a network is
+        # not evaluation work.
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
     )
     report = json.loads(done.stdout)
     if report["code"] != 0:
