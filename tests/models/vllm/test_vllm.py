@@ -15,16 +15,19 @@ import pytest
 
 from assay.errors import ConfigError, ModelError
 from assay.models.base import MODELS
-from assay.models.spans import ScoredSpan
+from assay.models.spans import ScoredSpan, loglikelihood_spans
 from assay.models.vllm.model import VLLMLM, _RayEngine, prefix_counts
 from assay.models.vllm.requests import (
+    CACHED_SCORING_PARAMS,
     SCORING_PARAMS,
+    PromptScores,
     engine_kwargs,
     generation_params,
     parse_vllm_args,
     prefix_leaders,
     prompt_logprob_score,
     prompt_order,
+    reads_prefix_cache,
 )
 from assay.requests.types import (
     GenerateRequest,
@@ -158,6 +161,43 @@ def test_prompt_logprob_score_sums_scored_positions_and_checks_greediness():
         prompt_logprob_score(entries[:3], span)
 
 
+def test_cached_positions_are_never_read_whichever_way_vllm_returns_them():
+    span = ScoredSpan((7, 3, 4, 5, 6), n_context=3)
+    computed = [{5: -0.5, 9: -2.0}, {6: -0.25}]
+    # Two cached tokens: V1's model runner leaves their positions as uninitialised memory, V2's
+    # leaves them out.
+    garbage = [None, {-17: float("nan")}, {0: 0.0}, *computed]
+    assert prompt_logprob_score(garbage, span, cached=2) == (-0.75, True)
+    assert prompt_logprob_score([None, *computed], span, cached=2) == (-0.75, True)
+    # V2 after a preemption: the list lacks the hit it resumed from, unreported.
+    assert prompt_logprob_score([None, {4: -1.0}, *computed], span, cached=0) == (-0.75, True)
+    with pytest.raises(ValueError, match="leaves the log-probability of prompt position 3"):
+        prompt_logprob_score(garbage, span, cached=3)
+    with pytest.raises(ValueError, match="2 prompt log-probabilities for 5 tokens"):
+        prompt_logprob_score([None, computed[1]], span, cached=2)
+    with pytest.raises(ValueError, match="6 prompt log-probabilities for 5 tokens"):
+        prompt_logprob_score([*garbage, None], span, cached=2)
+
+
+@pytest.mark.parametrize(
+    ("n_ids", "n_context", "block", "reads"),
+    [
+        (9, 8, 4, False),  # the context is two whole blocks: a hit can cover all of it
+        (8, 7, 4, True),  # a hit stops at 4 tokens, short of position 6
+        (10, 5, 4, False),  # a block boundary (8) inside the continuation
+        (8, 6, 4, True),  # the continuation (positions 6, 7) inside one block
+        (4, 3, 4, True),  # one block: a hit never takes the last token, so no whole block
+        (8, 7, None, False),  # prefix caching off
+    ],
+)
+def test_a_span_reads_the_prefix_cache_when_no_hit_reaches_its_continuation(
+    n_ids, n_context, block, reads
+):
+    span = ScoredSpan(tuple(range(n_ids)), n_context)
+    assert reads_prefix_cache(span, block) is reads
+    assert CACHED_SCORING_PARAMS == {**SCORING_PARAMS, "skip_reading_prefix_cache": False}
+
+
 def test_prompt_order_puts_shared_prefixes_side_by_side():
     spans = [ScoredSpan((5, 1, 2), 2), ScoredSpan((9, 9), 1), ScoredSpan((5, 1, 3), 2)]
     assert prompt_order(spans) == [0, 2, 1]
@@ -192,6 +232,8 @@ class TransformersEngine:
     """The vLLM engine interface computed by transformers: greedy or seeded sampling, and
     prompt log-probabilities with each position's most likely token, as vLLM reports them."""
 
+    prefix_block_size: int | None = None
+
     def __init__(self, model_dir, max_model_len: int) -> None:
         import torch
         from transformers import AutoModelForCausalLM
@@ -215,7 +257,7 @@ class TransformersEngine:
                 entries.append(
                     {ids[k]: float(logprobs[k - 1, ids[k]]), best: float(logprobs[k - 1, best])}
                 )
-            out.append(entries)
+            out.append(PromptScores(entries, 0))
         return out
 
     def prefix_cache_counts(self):
@@ -284,6 +326,95 @@ def test_loglikelihood_equals_hf_backend_in_one_sorted_engine_call(vllm_lm, hf_l
     [(method, prompts, params)] = vllm_lm.engine.calls
     assert method == "prompt_logprobs" and params == [SCORING_PARAMS] * 4  # the repeat sent once
     assert prompts == sorted(prompts)
+
+
+class PrefixCacheEngine(TransformersEngine):
+    """TransformersEngine with vLLM's prefix cache as seen from outside. A prompt sent with
+    `skip_reading_prefix_cache=False` finds the longest prefix an earlier prompt shared (prompts
+    run one after another), in whole `unit`s (the block size unless given), never its last
+    token; those positions get no computed log-probability: garbage claiming the top token with
+    log-probability 0 (vLLM's V1 model runner), or left out (`drop`: its V2 runner)."""
+
+    def __init__(self, model_dir, block_size: int, unit: int | None = None, drop: bool = False):
+        super().__init__(model_dir, max_model_len=64)
+        self.prefix_block_size = block_size
+        self.unit = unit or block_size
+        self.drop = drop
+        self.seen: list[list[int]] = []
+        self.hits: list[int] = []
+
+    def prompt_logprobs(self, prompts, params):
+        out = []
+        for ids, p, result in zip(prompts, params, super().prompt_logprobs(prompts, params)):
+            hit = 0
+            if p.get("skip_reading_prefix_cache") is False:
+                shared = max((_common_prefix(ids, seen) for seen in self.seen), default=0)
+                hit = min(shared, len(ids) - 1) // self.unit * self.unit
+            self.seen.append(ids)
+            self.hits.append(hit)
+            entries = result.logprobs
+            if self.drop:
+                entries = [None, *entries[hit + 1 :]]
+            else:
+                entries = [None, *({7: 0.0} for _ in range(hit)), *entries[hit + 1 :]]
+            out.append(PromptScores(entries, hit))
+        return out
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+# MMLU-shaped: one shared opening, per-doc questions of several lengths, the same choices.
+CACHED_REQUESTS = [
+    LoglikelihoodRequest(f"The little village sat at the bottom of {place}:", choice)
+    for place in ("a valley", "a green valley", "the green valley", "a very green valley", "it")
+    for choice in (" a", " b", " c", " where a slow river turned a wooden mill")
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("drop", [False, True], ids=["v1-runner", "v2-runner"])
+def test_loglikelihood_reads_the_prefix_cache_where_no_hit_reaches_a_continuation(
+    tiny_model_dir, hf_lm, drop
+):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    engine = PrefixCacheEngine(tiny_model_dir, block_size=4, drop=drop)
+    lm = VLLMLM(parse_vllm_args({"pretrained": str(tiny_model_dir)}), engine, tokenizer)
+    engine.calls.clear()
+    got, want = lm.loglikelihood(CACHED_REQUESTS), hf_lm.loglikelihood(CACHED_REQUESTS)
+    assert [r.logprob for r in got] == pytest.approx([r.logprob for r in want], rel=1e-5)
+    assert [r.is_greedy for r in got] == [r.is_greedy for r in want]
+    # One engine call; a span reads the cache exactly when no hit can reach its continuation,
+    # and both kinds are here, as are hits.
+    [(_, prompts, params)] = engine.calls
+    spans = {s.input_ids: s for s in loglikelihood_spans(lm._view, CACHED_REQUESTS, 62)}
+    reads = [reads_prefix_cache(spans[tuple(ids)], 4) for ids in prompts]
+    assert params == [CACHED_SCORING_PARAMS if r else SCORING_PARAMS for r in reads]
+    assert any(reads) and not all(reads)
+    assert any(engine.hits)
+
+
+@pytest.mark.slow
+def test_a_cache_hit_that_reaches_a_continuation_is_scored_again_uncached(tiny_model_dir, hf_lm):
+    """A model whose hits are finer than its blocks: the spans whose continuation a hit reached
+    after all are sent again without reading the cache."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    engine = PrefixCacheEngine(tiny_model_dir, block_size=4, unit=1)
+    lm = VLLMLM(parse_vllm_args({"pretrained": str(tiny_model_dir)}), engine, tokenizer)
+    engine.calls.clear()
+    got, want = lm.loglikelihood(CACHED_REQUESTS), hf_lm.loglikelihood(CACHED_REQUESTS)
+    assert [r.logprob for r in got] == pytest.approx([r.logprob for r in want], rel=1e-5)
+    assert [r.is_greedy for r in got] == [r.is_greedy for r in want]
+    (_, first, _), (_, again, params) = engine.calls
+    assert 0 < len(again) < len(first) and params == [SCORING_PARAMS] * len(again)
 
 
 @pytest.mark.slow

@@ -307,27 +307,115 @@ metric_list:
 """
 
 
+# MMLU's layout: a subject's description and the same first_n examples before every question,
+# the four letters as choices (" A" is two tokens in the tiny tokenizer) or, in the _text
+# variant, the answers' own words (longer continuations).
+MMLU_SHAPED_TASK = """
+task: {name}
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    train: {data}/qa_train.jsonl
+    test: {data}/qa_test.jsonl
+training_split: train
+test_split: test
+fewshot_split: train
+fewshot_config:
+  sampler: first_n
+num_fewshot: 3
+output_type: multiple_choice
+description: "{description}\\n\\n"
+doc_to_text: "{{{{question.strip()}}}}\\nA. {{{{choices[0]}}}}\\nB. {{{{choices[1]}}}}\\nC. {{{{choices[2]}}}}\\nD. {{{{choices[3]}}}}\\nAnswer:"
+doc_to_choice: {choices}
+doc_to_target: label
+metric_list:
+  - metric: acc
+"""
+RULES = [f"Rule {i}: add the numbers, then check the sum twice." for i in range(12)]
+"""A long constant description (12 rules: 385 tokens; MMLU-shaped prompts take 4, then 3
+examples of about 70 tokens each: some 340 tokens shared, 2 blocks and more)."""
+
+
+def write_tasks(folder: Path) -> None:
+    """shared_prefix_gen, mmlu_shaped and mmlu_shaped_text in `folder`."""
+    data = TASKS_DIR / "data"
+    (folder / "shared_prefix_gen.yaml").write_text(
+        SHARED_PREFIX_TASK.format(data=data, description=" ".join(RULES)), encoding="utf-8"
+    )
+    for name, choices in [("mmlu_shaped", '["A", "B", "C", "D"]'), ("mmlu_shaped_text", "choices")]:
+        (folder / f"{name}.yaml").write_text(
+            MMLU_SHAPED_TASK.format(
+                name=name, data=data, description=" ".join(RULES[:4]), choices=choices
+            ),
+            encoding="utf-8",
+        )
+
+
 def test_vllm_reports_its_prefix_cache_hits_per_task(model_dir, tmp_path):
-    description = " ".join(
-        f"Rule {i}: add the numbers, then check the sum twice." for i in range(12)
-    )
-    (tmp_path / "shared_prefix_gen.yaml").write_text(
-        SHARED_PREFIX_TASK.format(data=TASKS_DIR / "data", description=description),
-        encoding="utf-8",
-    )
+    write_tasks(tmp_path)
     args = [
         "--model", "vllm", "--model-args",
         f"pretrained={model_dir},dtype=float32,max_model_len=512,gpu_memory_utilization=0.1,"
         "enforce_eager=True",
-        "--tasks", "parity_mc_same_split,shared_prefix_gen", "--include-path", str(TASKS_DIR),
-        "--include-path", str(tmp_path), "--limit", "8",
+        "--tasks", "parity_mc_same_split,shared_prefix_gen,mmlu_shaped",
+        "--include-path", str(TASKS_DIR), "--include-path", str(tmp_path), "--limit", "8",
     ]  # fmt: skip
     assay_run(VLLM_PYTHON, args, tmp_path / "out")
     requests = json.loads((tmp_path / "out" / "results.json").read_text())["assay"]["requests"]
-    # Scoring asks for prompt log-probabilities, for which vLLM 0.32 does not look in its prefix
-    # cache at all. Prompts sharing a long prefix hit it: one per prefix runs first, and others
-    # find the prefix's blocks (whole 128-token blocks) cached.
-    assert requests["parity_mc_same_split"]["prefix_cache"] == {"queries": 0, "hits": 0}
-    shared = requests["shared_prefix_gen"]["prefix_cache"]
-    assert 128 <= shared["hits"] < shared["queries"] and shared["hits"] % 128 == 0
-    assert shared["hit_rate"] == round(shared["hits"] / shared["queries"], 4)
+    # Prompts sharing a long prefix hit the cache in whole 128-token blocks: generations, and
+    # loglikelihoods whose continuation no hit can reach (all of mmlu_shaped's but a doc whose
+    # context ends on a block boundary). parity_mc_same_split's prompts are shorter than a block.
+    for task in ("shared_prefix_gen", "mmlu_shaped"):
+        shared = requests[task]["prefix_cache"]
+        assert 256 <= shared["hits"] < shared["queries"] and shared["hits"] % 128 == 0, task
+        assert shared["hit_rate"] == round(shared["hits"] / shared["queries"], 4)
+    short = requests["parity_mc_same_split"]["prefix_cache"]
+    assert short["hits"] == 0 < short["queries"]
+
+
+def test_vllm_scores_with_its_prefix_cache_as_without_it(model_dir, tmp_path):
+    """MMLU-shaped tasks scored with vLLM's prefix cache read where that is exact and without
+    it elsewhere give the numbers of a run with the prefix cache off. 32-token blocks (the CPU
+    build's smallest) put block boundaries inside some continuations and at the end of some
+    contexts, so both kinds of span are here."""
+    from transformers import AutoTokenizer
+
+    from assay.models.spans import loglikelihood_spans
+    from assay.models.tokens import TokenizerView
+    from assay.models.vllm.requests import reads_prefix_cache
+    from assay.requests.types import LoglikelihoodRequest
+
+    write_tasks(tmp_path)
+    common = (
+        f"pretrained={model_dir},dtype=float32,max_model_len=512,gpu_memory_utilization=0.1,"
+        "enforce_eager=True,engine_args={'block_size': 32}"
+    )
+    tasks = ["--tasks", "mmlu_shaped,mmlu_shaped_text", "--include-path", str(tmp_path)]
+    cached = assay_run(VLLM_PYTHON, ["--model", "vllm", "--model-args", common, *tasks],
+                       tmp_path / "cached")  # fmt: skip
+    uncached = assay_run(
+        VLLM_PYTHON,
+        ["--model", "vllm", "--model-args", f"{common},enable_prefix_caching=False", *tasks],
+        tmp_path / "uncached",
+    )
+    worst, spans = 0.0, []
+    view = TokenizerView(AutoTokenizer.from_pretrained(model_dir), None)
+    for task in ("mmlu_shaped", "mmlu_shaped_text"):
+        for a, b in zip(cached[task], uncached[task], strict=True):
+            assert a["arguments"] == b["arguments"]
+            for (x,), (y,) in zip(a["resps"], b["resps"], strict=True):
+                # [loglikelihood, is_greedy] per choice
+                worst = max(worst, abs(float(x[0]) - float(y[0])))
+                assert x[1] == y[1], (task, a["doc_id"])
+            requests = [LoglikelihoodRequest(arg["arg_0"], arg["arg_1"])
+                        for arg in a["arguments"].values()]  # fmt: skip
+            spans += loglikelihood_spans(view, requests, 511)
+    assert worst < 1e-4
+    reads = [reads_prefix_cache(span, 32) for span in spans]
+    assert any(reads) and not all(reads)
+    # Whole prompts (none cut to the window), sharing far more than two blocks.
+    assert max(len(s.input_ids) for s in spans) < 450 and min(s.n_context for s in spans) > 300
+    results = json.loads((tmp_path / "cached" / "results.json").read_text())
+    for task in ("mmlu_shaped", "mmlu_shaped_text"):
+        shared = results["assay"]["requests"][task]["prefix_cache"]
+        assert 0 < shared["hits"] < shared["queries"], task

@@ -14,6 +14,8 @@ from assay.errors import ConfigError, ModelError
 from assay.images import DocImage
 from assay.models.vllm.model import VLLMLM, engine_prompts
 from assay.models.vllm.requests import (
+    SCORING_PARAMS,
+    PromptScores,
     engine_kwargs,
     image_prompt_text,
     multi_modal_data,
@@ -99,6 +101,8 @@ class RecordingEngine:
     prompt; records every call's arguments."""
 
     max_model_len = 64
+    prefix_block_size = 4
+    """Prompts with images never read the prefix cache, whatever its blocks."""
 
     def __init__(self, expansion: int = 5) -> None:
         self.expansion = expansion
@@ -118,7 +122,7 @@ class RecordingEngine:
             # token 0 is always the most likely, so no continuation here is greedy.
             expanded = [0] * extra + list(ids)
             entries = [None, *({tok: -float(k), 0: 0.0} for k, tok in enumerate(expanded) if k)]
-            out.append(entries)
+            out.append(PromptScores(entries, 0))
         return out
 
 
@@ -175,6 +179,7 @@ def test_loglikelihood_reads_the_continuation_from_the_end_of_the_expanded_promp
     positions = range(len(ids) - n_cont, len(ids))
     # Same token ids either way; the image's 5 extra positions shift every log-probability.
     assert lm.engine.calls[1][1][0] == ids
+    assert lm.engine.calls[1][2] == [SCORING_PARAMS]  # images keep vLLM off its prefix cache
     assert text.logprob == -float(sum(positions))
     assert image.logprob == -float(sum(k + 5 for k in positions))
     assert not image.is_greedy

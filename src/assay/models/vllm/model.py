@@ -4,10 +4,14 @@ Every call hands its whole request list to the engine at once (vLLM schedules an
 continuously), unlike lm-eval, whose CLI sends one request per engine call unless told
 `batch_size=auto`. A call's list is one executor chunk: `batch_size=N` requests, or with
 `auto` (the default) the executor's default chunk, which is larger than vLLM's default
-max_num_seqs; each chunk's results are committed to the cache as it returns. Loglikelihoods come from prompt log-probabilities; scoring spans are sent in
-token order so that choices sharing a context hit the prefix cache (`enable_prefix_caching`, on
-by default). Tokenisation, truncation and rolling windows follow the hf backend, so the numbers
-mean the same.
+max_num_seqs; each chunk's results are committed to the cache as it returns. Loglikelihoods
+come from prompt log-probabilities; scoring spans are sent in token order so that choices sharing
+a context (and docs sharing a task's description and few-shot examples) hit the prefix cache
+(`enable_prefix_caching`, on by default). vLLM does not read its prefix cache for prompt
+log-probabilities unless told, since it computes them only for the positions it runs; a span is
+told to when no cache hit can reach its continuation (`reads_prefix_cache`), so every scored
+position is still computed, and the numbers are those of an uncached run. Tokenisation,
+truncation and rolling windows follow the hf backend, so the numbers mean the same.
 
 Docs with images go to the engine as `multi_modal_data` beside the token-id prompt, whose `<image>`
 placeholders became the model's `image_token`; vLLM expands each into the image's features.
@@ -33,8 +37,11 @@ from assay.models.base import LM, ModelProvenance, TokenCounter, cut_at_stops, r
 from assay.models.spans import ScoredSpan, loglikelihood_spans, rolling_spans
 from assay.models.tokens import TokenizerView
 from assay.models.vllm.requests import (
+    CACHED_SCORING_PARAMS,
     SCORING_PARAMS,
+    PromptScores,
     VLLMArgs,
+    continuation_computed,
     engine_kwargs,
     generation_params,
     image_prompt_text,
@@ -43,6 +50,7 @@ from assay.models.vllm.requests import (
     prefix_leaders,
     prompt_logprob_score,
     prompt_order,
+    reads_prefix_cache,
     token_order,
 )
 from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat, template_sha256
@@ -73,6 +81,12 @@ class Engine(Protocol):
 
     max_model_len: int
 
+    @property
+    def prefix_block_size(self) -> int | None:
+        """Tokens per KV-cache block when the prefix cache is on (its hits are whole blocks),
+        None when it is off."""
+        ...
+
     def generated_ids(
         self,
         prompts: list[list[int]],
@@ -87,9 +101,9 @@ class Engine(Protocol):
         prompts: list[list[int]],
         params: list[dict[str, Any]],
         media: list[MultiModalData] | None = None,
-    ) -> list[list[dict[int, float] | None]]:
+    ) -> list[PromptScores]:
         """Per prompt, per position: token id to log-probability (an image's expanded tokens
-        included)."""
+        included), and how many prompt tokens came from the prefix cache."""
         ...
 
     def prefix_cache_counts(self) -> dict[str, int] | None:
@@ -211,9 +225,9 @@ class VLLMLM(LM):
     def prefix_cache_stats(self) -> dict[str, int] | None:
         """vLLM's prefix-cache lookups and hits, in prompt tokens.
 
-        vLLM 0.32 never reads the prefix cache for requests that ask for prompt
-        log-probabilities (`SamplingParams.skip_reading_prefix_cache`): loglikelihood requests
-        count as queries without hits; generation prompts sharing a prefix do hit.
+        Scoring prompts that may read the cache (`reads_prefix_cache`) and generation prompts
+        count; the other scoring prompts skip the lookup (vLLM 0.32's
+        `SamplingParams.skip_reading_prefix_cache`) and count as neither.
         """
         return self.engine.prefix_cache_counts()
 
@@ -268,14 +282,36 @@ class VLLMLM(LM):
         unique = list(index)
         order = prompt_order([span for span, _ in unique])
         media = self._media([unique[i][1] for i in order])
-        logprobs = self.engine.prompt_logprobs(
-            [list(unique[i][0].input_ids) for i in order], [SCORING_PARAMS] * len(order), *media
+        prompts = [list(unique[i][0].input_ids) for i in order]
+        # Images are expanded inside the context, out of reach of the block arithmetic.
+        block = self.engine.prefix_block_size
+        reads = [not unique[i][1] and reads_prefix_cache(unique[i][0], block) for i in order]
+        results = self.engine.prompt_logprobs(
+            prompts, [CACHED_SCORING_PARAMS if r else SCORING_PARAMS for r in reads], *media
         )
+        # A hit that reached the continuation all the same (a model whose hits are not whole
+        # blocks) left its log-probabilities uncomputed: those prompts run again uncached.
+        again = [
+            k
+            for k, i in enumerate(order)
+            if reads[k] and not continuation_computed(unique[i][0], results[k].cached)
+        ]
+        if again:
+            redone = self.engine.prompt_logprobs(
+                [prompts[k] for k in again], [SCORING_PARAMS] * len(again)
+            )
+            for k, result in zip(again, redone, strict=True):
+                results[k], reads[k] = result, False
         scores: list[tuple[float, bool]] = [(0.0, True)] * len(unique)
-        for i, entries in zip(order, logprobs, strict=True):
+        for i, result, read in zip(order, results, reads, strict=True):
             span, pictures = unique[i]
             try:
-                scores[i] = prompt_logprob_score(entries, span, expanded=bool(pictures))
+                scores[i] = prompt_logprob_score(
+                    result.logprobs,
+                    span,
+                    expanded=bool(pictures),
+                    cached=result.cached if read else None,
+                )
             except ValueError as exc:
                 raise ModelError(f"--model vllm: {exc}.") from None
         return [
@@ -378,15 +414,18 @@ def _generated_ids(outputs: list[Any]) -> list[list[int]]:
     return [list(o.outputs[0].token_ids) for o in outputs]
 
 
-def _logprob_tables(outputs: list[Any]) -> list[list[dict[int, float] | None]]:
+def _logprob_tables(outputs: list[Any]) -> list[PromptScores]:
     # Plain floats: vLLM's Logprob objects need not cross a Ray boundary.
     return [
-        [
-            None
-            if entry is None
-            else {t: float(getattr(lp, "logprob", lp)) for t, lp in entry.items()}
-            for entry in o.prompt_logprobs
-        ]
+        PromptScores(
+            [
+                None
+                if entry is None
+                else {t: float(getattr(lp, "logprob", lp)) for t, lp in entry.items()}
+                for entry in o.prompt_logprobs
+            ],
+            o.num_cached_tokens,
+        )
         for o in outputs
     ]
 
@@ -399,6 +438,11 @@ class _LocalEngine:
 
         self.llm = LLM(**kwargs)
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+
+    @property
+    def prefix_block_size(self) -> int | None:
+        cache = self.llm.llm_engine.vllm_config.cache_config
+        return int(cache.block_size) if cache.enable_prefix_caching else None
 
     def generated_ids(
         self,
@@ -413,7 +457,7 @@ class _LocalEngine:
         prompts: list[list[int]],
         params: list[dict[str, Any]],
         media: list[MultiModalData] | None = None,
-    ) -> list[list[dict[int, float] | None]]:
+    ) -> list[PromptScores]:
         return _logprob_tables(_run(self.llm, prompts, params, media))
 
     def prefix_cache_counts(self) -> dict[str, int] | None:
@@ -444,6 +488,9 @@ class _Replica:
     def max_model_len(self) -> int:
         return self.engine.max_model_len
 
+    def prefix_block_size(self) -> int | None:
+        return self.engine.prefix_block_size
+
     def generated_ids(
         self,
         prompts: list[list[int]],
@@ -457,7 +504,7 @@ class _Replica:
         prompts: list[list[int]],
         params: list[dict[str, Any]],
         media: list[MultiModalData] | None = None,
-    ) -> list[list[dict[int, float] | None]]:
+    ) -> list[PromptScores]:
         return self.engine.prompt_logprobs(prompts, params, media)
 
     def prefix_cache_counts(self) -> dict[str, int] | None:
@@ -476,6 +523,11 @@ class _RayEngine:
         self._ray = ray
         self._actors = [actor.remote(kwargs) for _ in range(replicas)]
         self.max_model_len = int(ray.get(self._actors[0].max_model_len.remote()))
+        self._block_size: int | None = ray.get(self._actors[0].prefix_block_size.remote())
+
+    @property
+    def prefix_block_size(self) -> int | None:
+        return self._block_size
 
     def generated_ids(
         self,
@@ -490,7 +542,7 @@ class _RayEngine:
         prompts: list[list[int]],
         params: list[dict[str, Any]],
         media: list[MultiModalData] | None = None,
-    ) -> list[list[dict[int, float] | None]]:
+    ) -> list[PromptScores]:
         return self._spread("prompt_logprobs", prompts, params, media)
 
     def prefix_cache_counts(self) -> dict[str, int] | None:

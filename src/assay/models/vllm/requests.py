@@ -48,7 +48,14 @@ SCORING_PARAMS: dict[str, Any] = {
     "detokenize": False,
 }
 """SamplingParams of a scoring call: the prompt's log-probabilities, plus one ignored token
-(vLLM generates at least one), each position also reporting its most likely token."""
+(vLLM generates at least one), each position also reporting its most likely token. vLLM does not
+read its prefix cache for such a request unless told (`skip_reading_prefix_cache` defaults to
+True when `prompt_logprobs` is set). `detokenize` stays off: positions found cached may hold
+arbitrary token ids (see `prompt_logprob_score`), which vLLM would otherwise try to decode."""
+
+CACHED_SCORING_PARAMS: dict[str, Any] = {**SCORING_PARAMS, "skip_reading_prefix_cache": False}
+"""SCORING_PARAMS for a span no prefix-cache hit can reach the scored part of
+(`reads_prefix_cache`): vLLM reads the cached blocks of its context and computes the rest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,8 +212,48 @@ PromptLogprobs = Sequence[Mapping[int, float] | None]
 """Per prompt position, token id to log-probability (the first position has none)."""
 
 
+@dataclass(frozen=True, slots=True)
+class PromptScores:
+    """vLLM's answer to one scoring prompt."""
+
+    logprobs: list[dict[int, float] | None]
+    """Per prompt position, token id to log-probability (which positions hold real values:
+    `prompt_logprob_score`)."""
+    cached: int | None
+    """Prompt tokens vLLM read from its prefix cache instead of computing them (its
+    `num_cached_tokens`); None when it did not say."""
+
+
+def reads_prefix_cache(span: ScoredSpan, block_size: int | None) -> bool:
+    """Whether a span can be scored exactly with vLLM's prefix cache read
+    (`CACHED_SCORING_PARAMS`): no cache hit can cover the position whose logits score the first
+    continuation token (`n_context - 1`).
+
+    vLLM computes prompt log-probabilities only for the positions it runs. A hit is whole blocks
+    of `block_size` tokens and stops at least one token short of the prompt (vLLM 0.32,
+    `KVCacheManager.get_computed_blocks`: `max_cache_hit_length = request.num_tokens - 1`), so it
+    covers at most `(len - 1) // block_size * block_size` tokens, whatever is cached and even
+    after a preemption. False when the prefix cache is off (`block_size` None). Single-token
+    continuations (multiple-choice letters) qualify unless the context is a whole number of
+    blocks; a longer continuation, unless a block boundary falls inside it.
+    """
+    if block_size is None:
+        return False
+    longest_hit = (len(span.input_ids) - 1) // block_size * block_size
+    return longest_hit <= span.n_context - 1
+
+
+def continuation_computed(span: ScoredSpan, cached: int | None) -> bool:
+    """Whether vLLM, having read `cached` prompt tokens from its prefix cache, computed every
+    scored position of the span (False when it did not say how many it read)."""
+    return cached is not None and cached <= span.n_context - 1
+
+
 def prompt_logprob_score(
-    prompt_logprobs: PromptLogprobs, span: ScoredSpan, expanded: bool = False
+    prompt_logprobs: PromptLogprobs,
+    span: ScoredSpan,
+    expanded: bool = False,
+    cached: int | None = None,
 ) -> tuple[float, bool]:
     """(sum of log-probabilities, is greedy) of a span's scored tokens.
 
@@ -214,13 +261,31 @@ def prompt_logprob_score(
     greedy when every prompt token is the most likely one at its position. `expanded`: the
     prompt carried images, which vLLM expands into many tokens inside the context, so the
     scored tokens are the last entries rather than the span's own positions.
+
+    `cached`: the prompt was sent to read vLLM's prefix cache (`CACHED_SCORING_PARAMS`), and
+    vLLM says it read that many tokens. Positions read from the cache get no computed
+    log-probability: vLLM 0.32's V1 model runner (`GPUModelRunner._get_prompt_logprobs_dict`,
+    which the CPU build uses) leaves them as the uninitialised memory of `torch.empty`, its V2
+    runner (`PromptLogprobsWorker`) leaves them out of the list. Either way the scored tokens
+    are the last entries, which must all have been computed (a ValueError otherwise). A V2 list
+    can be shorter than `cached` says: a request preempted in its prefill starts again from the
+    hit it then finds, which `num_cached_tokens` does not report; so the list may lack any of the
+    context's positions but the last (`reads_prefix_cache` keeps every hit short of it).
     """
     n_ids = len(span.input_ids)
-    if len(prompt_logprobs) < n_ids:
+    if cached is not None and not continuation_computed(span, cached):
+        raise ValueError(
+            f"vLLM read {cached} prompt tokens from its prefix cache, which leaves the "
+            f"log-probability of prompt position {span.n_context} uncomputed"
+        )
+    fewest = n_ids if cached is None else n_ids - span.n_context + 1
+    if len(prompt_logprobs) < fewest or (cached is not None and len(prompt_logprobs) > n_ids):
         raise ValueError(
             f"vLLM returned {len(prompt_logprobs)} prompt log-probabilities for {n_ids} tokens"
         )
-    shift = len(prompt_logprobs) - n_ids if expanded else 0
+    # The entries' offset from the span's positions: images' expansion (more), or cached
+    # positions left out (fewer).
+    shift = len(prompt_logprobs) - n_ids if expanded or cached is not None else 0
     total, greedy = 0.0, True
     for position in range(span.n_context, n_ids):
         entry = prompt_logprobs[position + shift]
