@@ -16,6 +16,7 @@ from typing import IO, Any
 from assay.doc import Doc, OutputType
 from assay.images import image_reference
 from assay.requests.types import LoglikelihoodResult, RollingResult
+from assay.results._indented_json import NotPlain, indented
 from assay.results.schema import SampleRecord
 from assay.results.writer import OutputDir
 from assay.scoring import DocResult
@@ -77,7 +78,11 @@ def target_of(doc: Doc, output_type: OutputType) -> str:
 
 def doc_hash(row: dict[str, Any]) -> str:
     """lm-eval's doc_hash of a dataset row: sha256 of its JSON with indent 2."""
-    return _sha(json.dumps(row, indent=2, ensure_ascii=False, default=_fallback))
+    try:
+        text = indented(row)
+    except NotPlain:  # a value only json.dumps (with _fallback) writes as lm-eval does
+        text = json.dumps(row, indent=2, ensure_ascii=False, default=_fallback)
+    return _sha(text)
 
 
 def sample_record(
