@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assay.errors import ConfigError
-from assay.execution.cache import ResponseCache, model_key, request_key
+from assay.execution.cache import ResponseCache, _encode, model_key, request_key
 from assay.execution.local import run_requests
 from assay.models.base import LM
 from assay.requests.types import (
@@ -161,3 +165,26 @@ def test_image_requests_key_on_each_images_content_hash_never_its_pixels():
     assert request_key(gen) != request_key(
         GenerateRequest("<image>p", GenParams(), images=(DocImage(blue),))
     )
+
+
+class _Text(str):
+    pass
+
+
+@settings(max_examples=300)
+@given(st.text(), st.text())
+def test_loglikelihood_keys_are_the_canonical_json_digest(context: str, continuation: str):
+    # The direct text is canonical_json's: keys written by earlier versions still hit.
+    for request in (
+        LoglikelihoodRequest(context, continuation),
+        LoglikelihoodRequest(_Text(context), continuation),  # the canonical_json path itself
+    ):
+        payload = json.dumps(["ll", context, continuation], sort_keys=True, default=str)
+        assert request_key(request) == hashlib.sha256(payload.encode()).hexdigest()
+
+
+@settings(max_examples=300)
+@given(st.floats(allow_nan=True, allow_infinity=True) | st.integers(), st.booleans() | st.none())
+def test_stored_loglikelihood_text_is_json_dumps(logprob, greedy):
+    result = LoglikelihoodResult(logprob, greedy)  # type: ignore[arg-type]
+    assert _encode(result) == json.dumps(["ll", logprob, greedy])

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
+from json.encoder import encode_basestring_ascii as _json_str
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +40,12 @@ def request_key(request: Request) -> str:
     """Stable digest of a request (kind, text, generation params, sample index, and the content
     hash of each image: never the pixels themselves)."""
     if isinstance(request, LoglikelihoodRequest):
-        payload: list[Any] = ["ll", request.context, request.continuation]
+        context, continuation = request.context, request.continuation
+        if type(context) is str and type(continuation) is str and not request.images:
+            # canonical_json(["ll", context, continuation]), written without json's set-up.
+            text = f'["ll", {_json_str(context)}, {_json_str(continuation)}]'
+            return hashlib.sha256(text.encode()).hexdigest()
+        payload: list[Any] = ["ll", context, continuation]
     elif isinstance(request, RollingRequest):
         payload = ["rolling", request.text]
     else:
@@ -55,7 +62,11 @@ def request_key(request: Request) -> str:
 
 def _encode(result: Result) -> str:
     if isinstance(result, LoglikelihoodResult):
-        return json.dumps(["ll", result.logprob, result.is_greedy])
+        logprob, greedy = result.logprob, result.is_greedy
+        if type(logprob) is float and math.isfinite(logprob) and type(greedy) is bool:
+            # json.dumps(["ll", logprob, greedy]), written directly (one per request).
+            return f'["ll", {float.__repr__(logprob)}, {"true" if greedy else "false"}]'
+        return json.dumps(["ll", logprob, greedy])
     if isinstance(result, RollingResult):
         return json.dumps(["rolling", result.logprob, result.n_tokens])
     return json.dumps(["gen", result])

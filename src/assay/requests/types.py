@@ -25,12 +25,16 @@ class RequestKind(StrEnum):
     GENERATE_UNTIL = "generate_until"
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str)
+"""json.dumps(value, sort_keys=True, default=str) builds this encoder on every call."""
+
+
 def canonical_json(value: Any) -> str:
     """One text per value whatever the key order: what requests are hashed and cached by.
 
     Values JSON cannot hold are written as their ``str()``.
     """
-    return json.dumps(value, sort_keys=True, default=str)
+    return _CANONICAL.encode(value)
 
 
 Messages = tuple[tuple[str, str], ...]
