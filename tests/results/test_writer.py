@@ -64,3 +64,50 @@ def test_results_and_samples_honour_the_umask(tmp_path):
         os.umask(old)
     assert results.stat().st_mode & 0o777 == 0o640
     assert out.samples_path("t").stat().st_mode & 0o777 == 0o640
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_samples_parts_with_a_known_task_hash_are_joined_unread(tmp_path, count):
+    out = OutputDir(tmp_path)
+    parts = []
+    for i in range(count):
+        part = tmp_path / f".part{i}"
+        part.write_text(f'{{"n": {i}, "text": "é\\u2028"}}\n' * 3, encoding="utf-8")
+        parts.append(part)
+    expected = b"".join(p.read_bytes() for p in parts)
+    assert out.write_samples("t", parts, "given") == "given"
+    assert out.samples_path("t").read_bytes() == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["samples_t.jsonl"]
+
+
+@pytest.mark.parametrize("filters", [["none"], ["none", "maj", "first"]])
+def test_samples_log_task_hash_is_the_hash_of_the_written_lines(tmp_path, filters):
+    from assay.doc import Doc, OutputType
+    from assay.requests.instances import Instance
+    from assay.requests.types import GenerateRequest
+    from assay.results.samples import SamplesLog
+    from assay.scoring import DocResult
+
+    out = OutputDir(tmp_path)
+    log = SamplesLog(out, "t", filters, OutputType.GENERATE_UNTIL)
+    for shard in range(2):
+        results = []
+        for i in range(3):
+            doc_id = shard * 3 + i
+            doc = Doc(query=f"q{doc_id}", choices=[f"a{doc_id}"], gold_index=0, row={"i": doc_id})
+            result = DocResult.of(doc_id, doc, [Instance(0, GenerateRequest(f"prompt {doc_id}"))])
+            result.resps[0].append(f"answer {doc_id}")
+            for name in filters:
+                result.filtered[name] = [f"answer {doc_id}"]
+                result.values[name] = {"exact_match": 1}
+            results.append(result)
+        log.write(results, {r.doc_id: None for r in results})
+    task_hash = log.finish()
+    lines = out.samples_path("t").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(x)["filter"] for x in lines] == [f for f in filters for _ in range(6)]
+    digest = hashlib.sha256()
+    for line in lines:
+        record = json.loads(line)
+        digest.update((record["doc_hash"] + record["prompt_hash"] + record["target_hash"]).encode())
+    assert task_hash == digest.hexdigest()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["samples_t.jsonl"]

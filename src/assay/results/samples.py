@@ -160,6 +160,12 @@ class SamplesLog:
         self.handles: dict[str, IO[str]] = {
             name: path.open("w", encoding="utf-8") for name, path in self.parts.items()
         }
+        # lm-eval's task hash, taken as the records are written: sha256 over each line's doc,
+        # prompt and target hashes, file order. Every part holds the same docs with the same
+        # three hashes, so the later parts repeat the first part's text (`_repeat`, kept only
+        # when there are later parts).
+        self._digest = hashlib.sha256()
+        self._repeat: list[bytes] = []
 
     def write(
         self,
@@ -169,7 +175,8 @@ class SamplesLog:
     ) -> None:
         """Append the records of a scored shard (`clusters`: each doc's cluster value;
         `row_hashes`: each result's `doc_hash`, when known)."""
-        for name, handle in self.handles.items():
+        for part, (name, handle) in enumerate(self.handles.items()):
+            hashed = []
             for k, result in enumerate(results):
                 record = sample_record(
                     result,
@@ -181,6 +188,15 @@ class SamplesLog:
                     row_hash=row_hashes[k] if row_hashes is not None else None,
                 )
                 handle.write(dumps(record) + "\n")
+                if part == 0:
+                    hashed.append(
+                        record["doc_hash"] + record["prompt_hash"] + record["target_hash"]
+                    )
+            if part == 0:
+                text = "".join(hashed).encode()
+                self._digest.update(text)
+                if len(self.handles) > 1:
+                    self._repeat.append(text)
 
     def close(self) -> None:
         """Close the part files (idempotent)."""
@@ -192,4 +208,8 @@ class SamplesLog:
         self.close()
         if self.out is None:
             return None
-        return self.out.write_samples(self.task, list(self.parts.values()))
+        digest = self._digest
+        for _ in range(len(self.parts) - 1):
+            for text in self._repeat:
+                digest.update(text)
+        return self.out.write_samples(self.task, list(self.parts.values()), digest.hexdigest())

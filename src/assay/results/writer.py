@@ -36,6 +36,14 @@ def _atomic_write(path: Path, chunks: Iterable[str]) -> None:
         raise
 
 
+def _blocks(parts: list[Path]) -> Iterable[str]:
+    """The parts' text, a megabyte at a time."""
+    for part in parts:
+        with part.open(encoding="utf-8") as handle:
+            while block := handle.read(1 << 20):
+                yield block
+
+
 def safe_name(task: str) -> str:
     """A task name usable in a file name."""
     return re.sub(r"[<>:/|\\?*\[\]\s]+", "__", task)
@@ -65,12 +73,21 @@ class OutputDir:
     def samples_path(self, task: str) -> Path:
         return self.path / f"samples_{safe_name(task)}.jsonl"
 
-    def write_samples(self, task: str, parts: list[Path]) -> str:
+    def write_samples(self, task: str, parts: list[Path], task_hash: str | None = None) -> str:
         """Concatenate per-filter part files (lm-eval order: all docs of filter 1, then 2...).
 
-        Returns lm-eval's task hash: sha256 over every line's doc, prompt and target hashes.
+        Returns lm-eval's task hash: sha256 over every line's doc, prompt and target hashes,
+        read back from the parts unless their writer took it already (`task_hash`).
         """
         target = self.samples_path(task)
+        if task_hash is not None:
+            if len(parts) == 1:
+                os.replace(parts[0], target)  # one complete part is the file: no copy
+            else:
+                _atomic_write(target, _blocks(parts))
+                for part in parts:
+                    part.unlink()
+            return task_hash
         digest = hashlib.sha256()
 
         def chunks() -> Iterable[str]:
