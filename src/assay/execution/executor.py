@@ -184,15 +184,15 @@ def _groups(
         context = request.context if isinstance(request, LoglikelihoodRequest) else key
         groups.setdefault(context, []).append(key)
 
-    def length(key: str) -> int:
-        return sum(size[t] for t in request_texts(unique[key]))
+    # Each key's length, once: the sorts below read it several times per key.
+    lengths = {key: sum(size[t] for t in request_texts(unique[key])) for key in pending}
 
     def packed(group: list[str]) -> int:
         shared = size[unique[group[0]].context] if len(group) > 1 else 0  # type: ignore[union-attr]
-        return sum(length(k) for k in group) - shared * (len(group) - 1)
+        return sum(lengths[k] for k in group) - shared * (len(group) - 1)
 
     for members in groups.values():
-        members.sort(key=lambda k: -length(k))
+        members.sort(key=lambda k: -lengths[k])
     return sorted(groups.values(), key=lambda g: -packed(g))
 
 
