@@ -29,6 +29,9 @@ class SampleInput:
     """multiple_choice with acc_mutual_info: log P(choice | "") per choice."""
     judgements: Mapping[str, Any] | None = None
     """Judge metrics: the judge's Judgement of this answer per metric name (judge stage)."""
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What several metrics derive from this sample, computed by the first that needs it
+    (`choice.choice_outcome`), by name."""
 
 
 StderrRule = Literal[

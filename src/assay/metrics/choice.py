@@ -60,7 +60,15 @@ class ChoiceOutcome:
 
 
 def choice_outcome(sample: SampleInput) -> ChoiceOutcome:
-    """Log-likelihoods, greedy flags and the range-checked gold of a multiple-choice sample."""
+    """Log-likelihoods, greedy flags and the range-checked gold of a multiple-choice sample
+    (computed once per sample, however many of its metrics ask)."""
+    outcome: ChoiceOutcome | None = sample.derived.get("choice_outcome")
+    if outcome is None:
+        outcome = sample.derived["choice_outcome"] = _choice_outcome(sample)
+    return outcome
+
+
+def _choice_outcome(sample: SampleInput) -> ChoiceOutcome:
     doc, results = sample.doc, sample.response
     if not isinstance(results, Sequence) or len(results) != len(doc.choices):
         count = len(results) if isinstance(results, Sequence) else type(results).__name__
