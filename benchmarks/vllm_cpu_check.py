@@ -15,6 +15,11 @@ little: the script sets VLLM_CPU_KVCACHE_SPACE=1 (GiB) unless the environment se
 It runs HellaSwag (multiple choice) and GSM8K (greedy generation, 5-shot) on the ~2M benchmark
 model (benchmarks/build_models.py) with both backends and prints per-choice loglikelihood
 differences, accuracy and the share of identical generations.
+
+Then the MMLU-shaped task (benchmarks/tasks/hellaswag_mmlu.yaml: ~450 tokens shared by every
+doc) on the ~38M model through vLLM alone, with its prefix cache on and off: whole-command wall
+time, vLLM's prefix-cache counters from results.json, and the per-choice loglikelihood
+difference between the two (loglikelihood requests read the cache where that is exact).
 """
 
 from __future__ import annotations
@@ -29,15 +34,24 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = REPO / "benchmarks" / ".models" / "llama-2m"
+SHARED_PREFIX_MODEL = REPO / "benchmarks" / ".models" / "llama-38m"
 TASKS = REPO / "benchmarks" / "tasks"
 VLLM_ARGS = "dtype=float32,max_model_len=2048,gpu_memory_utilization=0.1,enforce_eager=True"
 
 
-def run(python: str, backend: str, model_args: str, task: str, limit: int, out: Path) -> float:
+def run(
+    python: str,
+    backend: str,
+    model_args: str,
+    task: str,
+    limit: int,
+    out: Path,
+    model: Path = MODEL,
+) -> float:
     cmd = [
         python, "-m", "assay", "run",
         "--model", backend,
-        "--model-args", f"pretrained={MODEL},{model_args}",
+        "--model-args", f"pretrained={model},{model_args}",
         "--tasks", task,
         "--include-path", str(TASKS),
         "--limit", str(limit),
@@ -56,20 +70,49 @@ def samples(out: Path, task: str) -> list[dict]:
     return sorted(map(json.loads, lines), key=lambda s: (s["doc_id"], s["filter"]))
 
 
+def prefix_cache_case(python: str, docs: int, out: Path) -> None:
+    """The MMLU-shaped task through vLLM with its prefix cache on, then off."""
+    task = "hellaswag_mmlu_local"
+    seconds, runs = {}, {}
+    for label in ("on", "off"):
+        args = f"{VLLM_ARGS},enable_prefix_caching={label == 'on'}"
+        folder = out / f"vllm_prefix_{label}"
+        seconds[label] = run(python, "vllm", args, task, docs, folder, SHARED_PREFIX_MODEL)
+        runs[label] = samples(folder, task)
+    diffs = [
+        abs(float(a[0][0]) - float(b[0][0]))
+        for x, y in zip(runs["on"], runs["off"], strict=True)
+        for a, b in zip(x["resps"], y["resps"], strict=True)
+    ]
+    same_acc = sum(x["acc"] == y["acc"] for x, y in zip(runs["on"], runs["off"], strict=True))
+    results = json.loads((out / "vllm_prefix_on" / "results.json").read_text())
+    counts = results["assay"]["requests"][task].get("prefix_cache") or {}
+    print(
+        f"{task}: {docs} docs, ~38M model, vllm prefix cache on {seconds['on']:.1f} s, "
+        f"off {seconds['off']:.1f} s (whole commands)"
+    )
+    print(f"  prefix cache with it on: {counts}")
+    print(f"  per-choice loglikelihood max |diff| on vs off {max(diffs):.2e}")
+    print(f"  acc equal on {same_acc}/{len(runs['on'])} docs")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vllm-python", default=str(REPO / ".venv-vllm" / "bin" / "python"))
     parser.add_argument("--out", default="/tmp/assay-vllm-check")
     parser.add_argument("--hellaswag-docs", type=int, default=50)
     parser.add_argument("--gsm8k-docs", type=int, default=10)
+    parser.add_argument("--mmlu-shaped-docs", type=int, default=100)
     args = parser.parse_args()
     if not Path(args.vllm_python).exists():
         sys.exit(f"no vLLM virtualenv at {args.vllm_python}: see this script's docstring")
-    if not MODEL.exists():
+    if not (MODEL.exists() and SHARED_PREFIX_MODEL.exists()):
         subprocess.run([sys.executable, str(REPO / "benchmarks" / "build_models.py")], check=True)
     out = Path(args.out)
     cases = [("hellaswag_local", args.hellaswag_docs), ("gsm8k_local", args.gsm8k_docs)]
     for task, limit in cases:
+        if not limit:  # --hellaswag-docs 0 / --gsm8k-docs 0 skip the case
+            continue
         hf_s = run(sys.executable, "hf", "dtype=float32", task, limit, out / "hf")
         vllm_s = run(args.vllm_python, "vllm", VLLM_ARGS, task, limit, out / "vllm")
         hf, vllm = samples(out / "hf", task), samples(out / "vllm", task)
@@ -89,6 +132,8 @@ def main() -> None:
             other = {y["doc_id"]: y["resps"] for y in vllm}
             same = sum(first[d] == other[d] for d in first)
             print(f"  identical generations {same}/{len(first)} docs")
+    if args.mmlu_shaped_docs:
+        prefix_cache_case(args.vllm_python, args.mmlu_shaped_docs, out)
 
 
 if __name__ == "__main__":
