@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import datasets
 import pytest
@@ -83,6 +84,46 @@ def test_lazy_rows_equal_the_full_map_in_any_order(split, function):
     assert [lazy[i] for i in range(N_ROWS)] == full
 
 
+def _shout(row):
+    return {"query": row["q"].upper()}
+
+
+def process_shout(dataset):
+    return dataset.map(_shout)
+
+
+def test_mapped_blocks_are_cached_on_disk_and_read_by_the_next_run(split):
+    full = split.map(_shout, keep_in_memory=True).to_list()
+    folder = Path(split.cache_files[0]["filename"]).parent
+    before = set(folder.glob("cache-*.arrow"))
+    first = LazyMapped(split, rowwise_maps(process_shout), "t")
+    assert [first[i] for i in range(N_ROWS)] == full
+    written = set(folder.glob("cache-*.arrow")) - before
+    assert len(written) == 3  # one file per block
+    stamps = {path: path.stat().st_mtime_ns for path in written}
+    again = LazyMapped(split, rowwise_maps(process_shout), "t")  # a later run of the task
+    assert [again[i] for i in range(N_ROWS)] == full
+    assert set(folder.glob("cache-*.arrow")) - before == written
+    assert {path: path.stat().st_mtime_ns for path in written} == stamps
+
+
+def test_blocks_are_mapped_in_memory_where_the_cache_cannot_be_written(split, monkeypatch):
+    full = split.map(_shout, keep_in_memory=True).to_list()
+    real_map = datasets.Dataset.map
+    refused = []
+
+    def no_disk(self, function=None, *args, keep_in_memory=False, **kwargs):
+        if not keep_in_memory:
+            refused.append(True)
+            raise PermissionError(13, "Permission denied", "cache.arrow")
+        return real_map(self, function, *args, keep_in_memory=True, **kwargs)
+
+    monkeypatch.setattr(datasets.Dataset, "map", no_disk)
+    lazy = LazyMapped(split, rowwise_maps(process_shout), "t")
+    assert [lazy[i] for i in range(N_ROWS)] == full
+    assert len(refused) == 3
+
+
 def _task(tmp_path, process_docs, **kwargs):
     path = tmp_path / "rows.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in _rows()), encoding="utf-8")
@@ -115,7 +156,9 @@ def test_few_shot_pool_from_the_evaluated_split_is_mapped_lazily_too(tmp_path):
     calls["n"] = 0
     [(_, doc)] = list(task.docs([0]))
     assert [d.query for d in doc.fewshot_samples] == ["QUESTION 1", "QUESTION 2"]
-    assert calls["n"] == 2 * _lazy_docs.BLOCK  # the eval rows' block and the pool's
+    # The pool's first block is the eval rows' first block: mapped once, then read back from
+    # datasets' cache.
+    assert calls["n"] == _lazy_docs.BLOCK
 
 
 def test_other_process_docs_run_over_the_whole_split(tmp_path):

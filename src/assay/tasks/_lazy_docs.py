@@ -14,6 +14,11 @@ Blocks are mapped with datasets' own `map` over `select(range(...))` of the spli
 is produced by the same code as the full map. The first block has the full map's first writer
 batch (1,000 rows), whose Arrow schema datasets infers; later blocks are cast to that schema, as
 the full map casts its later batches.
+
+Each mapped block is cached on disk beside the split, as datasets caches lm-eval's full map:
+a later run of the same task (a restart, another model) reads the blocks it maps again instead
+of calling process_docs on every row. Where the cache cannot be written, blocks are mapped in
+memory.
 """
 
 from __future__ import annotations
@@ -110,7 +115,7 @@ class LazyMapped(Sequence[dict[str, Any]]):
         try:
             for step, (function, kwargs) in enumerate(self.steps):
                 cast = {} if self._features is None else {"features": self._features[step]}
-                part = part.map(function, keep_in_memory=True, **kwargs, **cast)
+                part = _map(part, function, {**kwargs, **cast})
                 features.append(part.features)
         except Exception as exc:  # user code: report it with the task and split
             raise DataError(
@@ -122,6 +127,14 @@ class LazyMapped(Sequence[dict[str, Any]]):
         if self.keep:
             self._kept[start] = block
         return block
+
+
+def _map(part: Any, function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """`part.map(function)` cached on disk by datasets' fingerprint, else kept in memory."""
+    try:
+        return part.map(function, **kwargs)
+    except OSError:  # a read-only or full cache folder: datasets' map needs no file to run
+        return part.map(function, keep_in_memory=True, **kwargs)
 
 
 def processed(
