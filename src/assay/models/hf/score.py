@@ -16,7 +16,8 @@ Only the positions that predict continuation tokens are projected onto the vocab
 feed-forward block runs at those positions only (see `hf.last_layer`).
 
 Whether a model honours custom masks, position ids, `logits_to_keep` and the pruned last layer
-is checked once on a tiny input against the plain one-row-per-request computation; any mismatch turns the feature off.
+is checked once on a tiny input against the plain one-row-per-request computation; any mismatch
+turns the feature off.
 """
 
 from __future__ import annotations
