@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -73,36 +72,15 @@ class OutputDir:
     def samples_path(self, task: str) -> Path:
         return self.path / f"samples_{safe_name(task)}.jsonl"
 
-    def write_samples(self, task: str, parts: list[Path], task_hash: str | None = None) -> str:
-        """Concatenate per-filter part files (lm-eval order: all docs of filter 1, then 2...).
-
-        Returns lm-eval's task hash: sha256 over every line's doc, prompt and target hashes,
-        read back from the parts unless their writer took it already (`task_hash`).
-        """
+    def write_samples(self, task: str, parts: list[Path], task_hash: str) -> str:
+        """Join per-filter part files (lm-eval order: all docs of filter 1, then 2...) into the
+        task's samples file, and return `task_hash` (lm-eval's, which their writer took:
+        `SamplesLog`)."""
         target = self.samples_path(task)
-        if task_hash is not None:
-            if len(parts) == 1:
-                os.replace(parts[0], target)  # one complete part is the file: no copy
-            else:
-                _atomic_write(target, _blocks(parts))
-                for part in parts:
-                    part.unlink()
-            return task_hash
-        digest = hashlib.sha256()
-
-        def chunks() -> Iterable[str]:
+        if len(parts) == 1:
+            os.replace(parts[0], target)  # one complete part is the file: no copy
+        else:
+            _atomic_write(target, _blocks(parts))
             for part in parts:
-                with part.open(encoding="utf-8") as handle:
-                    for line in handle:
-                        record = json.loads(line)
-                        digest.update(
-                            (
-                                record["doc_hash"] + record["prompt_hash"] + record["target_hash"]
-                            ).encode()
-                        )
-                        yield line
-
-        _atomic_write(target, chunks())
-        for part in parts:
-            part.unlink()
-        return digest.hexdigest()
+                part.unlink()
+        return task_hash
