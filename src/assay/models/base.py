@@ -15,6 +15,10 @@ from this one class:
 | `chat_template()`   | None    | renders `--apply-chat-template` prompts (see `prompts.chat`)    |
 | `token_counter()`   | None    | counts prompt tokens (token statistics, `truncate_fewshots`)    |
 | `provenance()`      | backend | what results files record about the model                       |
+| `live_status()`     | None    | a fragment shown on the live progress line (an API's pacing)    |
+
+`generate_until` answers each request with a string or a `Generation` (the answer plus its
+thinking, finish reason and token counts), and may mix the two.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from assay.prompts.chat import ChatTemplate
 from assay.registry import ComponentRegistry
 from assay.requests.types import (
     GenerateRequest,
+    Generation,
     LoglikelihoodRequest,
     LoglikelihoodResult,
     RollingRequest,
@@ -97,8 +102,13 @@ class LM(ABC):
         """Total log P(text) over rolling windows, per request."""
 
     @abstractmethod
-    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
-        """Generated text per request, cut at the first stop string (see `cut_at_stops`)."""
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> Sequence[str | Generation]:
+        """Generated text per request, cut at the first stop string (see `cut_at_stops`).
+
+        A plain string is the answer. A `Generation` also says how the generation ended
+        (finish reason), what the model thought (the thinking kept apart from the answer,
+        whether it closed) and token counts; results files then report truncation rates.
+        """
 
     @abstractmethod
     def identity(self) -> dict[str, Any]:
@@ -132,6 +142,12 @@ class LM(ABC):
         """Running totals of the backend's prefix reuse (its own counters, e.g. tokens queried
         and hit), or None when it keeps none (the default). Each task's difference is reported
         in results.json beside its request counts; `queries` and `hits` give a hit rate."""
+        return None
+
+    def live_status(self) -> str | None:
+        """A short fragment for the live progress line (an API's pacing: "waiting 12 s, rate
+        limited"), or None when there is nothing to say (the default). Read at every refresh,
+        from another thread: keep it cheap and do not block."""
         return None
 
     def provenance(self) -> ModelProvenance:

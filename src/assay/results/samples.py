@@ -203,6 +203,13 @@ class SamplesLog:
         for handle in self.handles.values():
             handle.close()
 
+    def discard(self) -> None:
+        """Close and delete the part files: the task did not finish (an error, Ctrl-C), and a
+        re-run writes them again from the response cache."""
+        self.close()
+        for path in self.parts.values():
+            path.unlink(missing_ok=True)
+
     def finish(self) -> str | None:
         """Join the parts into samples_<task>.jsonl; lm-eval's task hash (None when off)."""
         self.close()
