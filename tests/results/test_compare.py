@@ -161,10 +161,27 @@ def test_identical_runs(tmp_path):
     values = _binary(50, 0.5, 3)
     a = write_run(tmp_path / "a", {"qa": {"acc": values}})
     b = write_run(tmp_path / "b", {"qa": {"acc": values}})
-    row = compare_runs([read_run(a), read_run(b)]).comparisons[0]
-    assert row.diff == 0 and row.stderr == 0
+    report = compare_runs([read_run(a), read_run(b)])
+    row = report.comparisons[0]
+    assert row.diff == 0 and math.isnan(row.stderr)  # no spread: not an estimate of 0
     assert row.p_value == 1.0 and row.p_value_holm == 1.0 and row.mcnemar_p == 1.0
     assert not row.significant()
+    # The interval is the exact bound on the share of docs that differ, marked and explained.
+    share = 1 - 0.05 ** (1 / 50)
+    assert (row.ci_low, row.ci_high) == pytest.approx((-share, share))
+    as_json = report.as_json()["comparisons"][0]
+    assert as_json["stderr"] is None and "Clopper-Pearson" in as_json["note"]
+    text = render_text(report)
+    assert f"[{-share:+.4f}, {share:+.4f}]†" in text and "[+0.0000, +0.0000]" not in text
+    assert "† qa acc,none (a -> b): all 50 per-doc differences are 0" in text
+
+
+def test_rows_estimated_carry_no_note(tmp_path):
+    a = write_run(tmp_path / "a", {"qa": {"acc": _binary(60, 0.5, 1)}})
+    b = write_run(tmp_path / "b", {"qa": {"acc": _binary(60, 0.6, 2)}})
+    report = compare_runs([read_run(a), read_run(b)])
+    assert "note" not in report.as_json()["comparisons"][0]
+    assert "†" not in render_text(report)
 
 
 def _miller(d: np.ndarray, clusters: list[Any]) -> float:

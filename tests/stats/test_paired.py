@@ -46,18 +46,58 @@ def test_paired_interval_is_narrower_than_separate_intervals():
     assert paired_mean(a, b).stderr < separate
 
 
-def test_identical_runs_give_no_difference_and_p_one():
+def test_identical_runs_have_no_estimated_stderr_but_an_exact_bound():
     a, _ = _runs()
     result = paired_mean(a, a)
-    assert result.diff == 0 and result.stderr == 0
-    assert result.p_value == 1.0 and result.mcnemar_p == 1.0
-    assert result.ci_low == result.ci_high == 0
+    assert result.diff == 0 and result.p_value == 1.0 and result.mcnemar_p == 1.0
+    # No doc differs in 200: the share that could differ is at most 1 - 0.05^(1/200) (95 %).
+    share = 1 - 0.05 ** (1 / 200)
+    assert math.isnan(result.stderr)
+    assert result.ci_low == pytest.approx(-share) and result.ci_high == pytest.approx(share)
+    assert share == pytest.approx(3 / 200, rel=0.01)  # the rule of three
+    assert result.mde == pytest.approx(2.8016 * math.sqrt(share / 200), rel=1e-4)
+    assert result.method == "paired-exact-bound"
+    assert "Clopper-Pearson 95% upper bound" in (result.note or "")
 
 
-def test_a_constant_nonzero_difference_is_certain():
+def test_twelve_docs_all_wrong_in_both_runs_do_not_claim_a_tiny_mde():
+    # The user's report: both runs score 0 on all 12 docs.
+    result = paired_mean([0.0] * 12, [0.0] * 12)
+    share = 1 - 0.05 ** (1 / 12)
+    assert (result.ci_low, result.ci_high) == pytest.approx((-share, share))
+    assert result.mde > 0.3 and result.stderr_bound == pytest.approx(math.sqrt(share / 12))
+
+
+def test_a_constant_nonzero_binary_difference_gets_the_exact_sign_test_and_bound():
+    result = paired_mean([0.0] * 10, [1.0] * 10)
+    kept = 0.05 ** (1 / 10)  # lower bound on the share of docs where b - a = 1
+    assert result.diff == 1 and math.isnan(result.stderr)
+    assert (result.ci_low, result.ci_high) == pytest.approx((2 * kept - 1, 1.0))
+    assert result.p_value == pytest.approx(2 * 0.5**10) == result.mcnemar_p
+    assert "exact sign test over the 10 docs" in (result.note or "")
+
+
+def test_a_constant_nonzero_difference_of_other_values_is_not_estimable():
     result = paired_mean([0.2, 0.4, 0.6], [0.5, 0.7, 0.9])
-    assert result.diff == pytest.approx(0.3) and result.p_value == 0.0
-    assert result.mcnemar_p is None  # not 0/1 values
+    assert result.diff == pytest.approx(0.3) and result.mcnemar_p is None  # not 0/1 values
+    assert all(math.isnan(v) for v in (result.stderr, result.ci_low, result.ci_high))
+    assert math.isnan(result.p_value) and math.isnan(result.mde)
+    assert "no bound stands in" in (result.note or "")
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_fewer_than_two_docs(n):
+    result = paired_mean([1.0] * n, [1.0] * n)
+    assert math.isnan(result.stderr) and result.note
+    if n == 1:  # one 0/1 doc still bounds the difference: at most 95 % of docs differ
+        assert (result.ci_low, result.ci_high) == pytest.approx((-0.95, 0.95))
+
+
+def test_one_cluster_has_no_clustered_stderr():
+    a, b = _runs(30, seed=5)
+    result = paired_mean(a, b, clusters=["p"] * 30)
+    assert math.isnan(result.stderr) and math.isnan(result.ci_low) and math.isnan(result.mde)
+    assert "one cluster" in (result.note or "")
 
 
 def test_clustered_form_replaces_the_standard_error():
@@ -132,10 +172,20 @@ def test_bootstrap_of_a_mean_agrees_with_the_closed_form():
     assert boot.stderr == pytest.approx(stats.sem(np.asarray(b) - np.asarray(a)), rel=0.1)
 
 
-def test_bootstrap_of_identical_runs_has_p_one():
+def test_bootstrap_of_identical_runs_has_p_one_and_no_estimated_spread():
     a, _ = _runs(50)
     result = paired_bootstrap(a, a, np.mean, iters=100, seed=0)
-    assert result.diff == 0 and result.stderr == 0 and result.p_value == 1.0
+    assert result.diff == 0 and result.p_value == 1.0
+    assert math.isnan(result.stderr) and math.isnan(result.ci_low) and math.isnan(result.mde)
+    assert "all 100 bootstrap resamples give the same difference" in (result.note or "")
+
+
+def test_bootstrap_of_one_doc_or_one_cluster_has_no_spread():
+    one = paired_bootstrap([0.0], [1.0], np.mean, iters=10)
+    assert math.isnan(one.stderr) and math.isnan(one.p_value) and "1 doc(s)" in (one.note or "")
+    a, b = _runs(20)
+    single = paired_bootstrap(a, b, np.mean, clusters=["x"] * 20, iters=10)
+    assert math.isnan(single.ci_high) and "in 1 cluster(s)" in (single.note or "")
 
 
 def test_cluster_bootstrap_resamples_whole_clusters():

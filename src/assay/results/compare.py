@@ -71,6 +71,9 @@ class Comparison:
     mde: float | None
     clusters: int | None
     method: str
+    note: str | None = None
+    """Why a statistic is null, or which conservative substitute stands in for it (the
+    interval, the MDE); None (and absent from `--json`) when every statistic was estimated."""
 
     def significant(self) -> bool:
         """Whether the Holm-adjusted p-value is below 1 - confidence."""
@@ -108,7 +111,7 @@ class CompareReport:
     def as_json(self) -> dict[str, Any]:
         """The `--json` document."""
         return {
-            "comparisons": [_finite(asdict(c)) for c in self.comparisons],
+            "comparisons": [_json_row(c) for c in self.comparisons],
             "pairs": [
                 {
                     "a": p.a,
@@ -126,6 +129,15 @@ class CompareReport:
                 for p in self.pairs
             ],
         }
+
+
+def _json_row(comparison: Comparison) -> dict[str, Any]:
+    """One comparison as JSON: `note` only where there is one, so rows whose statistics were
+    all estimated read as they always have."""
+    row = _finite(asdict(comparison))
+    if row["note"] is None:
+        del row["note"]
+    return row
 
 
 def _finite(row: dict[str, Any]) -> dict[str, Any]:
@@ -503,6 +515,7 @@ def _row(task: str, metric: str, flt: str, a: Run, b: Run, result: PairedResult)
         mde=result.mde,
         clusters=result.clusters,
         method=result.method,
+        note=result.note,
     )
 
 

@@ -41,6 +41,19 @@ def _p(value: float | None) -> str:
     return "<0.0001" if 0 < value < 1e-4 else f"{value:.4f}"
 
 
+MARK = "†"
+"""Marks the cells of a row whose statistics could not all be estimated; the row's note,
+after the table, says what is missing and which substitute stands in."""
+
+
+def _marked(c: Comparison, text: str) -> str:
+    """A cell of a row with a note: "n/a†" where the value is missing, the value with "†"
+    where a substitute produced it."""
+    if c.note is None:
+        return text
+    return f"n/a{MARK}" if text in ("-", "[-, -]") else text + MARK
+
+
 def table_rows(report: CompareReport) -> list[list[str]]:
     """One row per comparison; the first cell is "*" for significant rows."""
     return [_cells(c) for c in report.comparisons]
@@ -59,11 +72,11 @@ def _cells(c: Comparison) -> list[str]:
         _number(c.mean_a),
         _number(c.mean_b),
         _number(c.diff, signed=True),
-        ci,
-        _p(c.p_value),
-        _p(c.p_value_holm),
+        _marked(c, ci),
+        _marked(c, _p(c.p_value)),
+        _marked(c, _p(c.p_value_holm)),
         _p(c.mcnemar_p),
-        _number(c.mde),
+        _marked(c, _number(c.mde)),
         "-" if c.clusters is None else str(c.clusters),
         c.method,
     ]
@@ -103,6 +116,11 @@ def notes(report: CompareReport) -> list[str]:
     lines = [
         f"* significant: Holm-adjusted p < {alpha:.2g} over the {len(report.comparisons)} "
         "comparisons above. Diff = B - A."
+    ]
+    lines += [
+        f"{MARK} {c.task} {c.metric},{c.filter} ({c.a} -> {c.b}): {c.note}."
+        for c in report.comparisons
+        if c.note is not None
     ]
     for pair in report.pairs:
         lines.append("")

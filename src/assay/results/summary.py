@@ -69,12 +69,16 @@ def task_entry(
 
 
 def _clustered(col: MetricValues, stderr: Any) -> Any:
-    """The clustered stderr of a mean-aggregated column; "N/A" where the plain one is."""
+    """The clustered stderr of a mean-aggregated column; "N/A" where the plain one is, and
+    where the clustered one cannot be estimated (one cluster, a negative estimate)."""
+    import math
+
     from assay.stats.clustered import clustered_stderr
 
     if col.aggregation.stderr != "mean" or stderr == NA:
         return NA
-    return clustered_stderr([float(v) for v in col.values], col.clusters)
+    value = clustered_stderr([float(v) for v in col.values], col.clusters)
+    return NA if math.isnan(value) else value
 
 
 @contextmanager

@@ -24,16 +24,19 @@ import numpy as np
 
 def clustered_variance_of_mean(values: Sequence[float], clusters: Sequence[Hashable]) -> float:
     """Miller's clustered variance of mean(values); `clusters[i]` names the cluster of
-    values[i]. NaN with fewer than two values."""
+    values[i]. NaN with fewer than two values, or with all of them in one cluster (one
+    independent unit has no spread to measure)."""
     x = np.asarray(values, dtype=np.float64)
     n = len(x)
     if len(clusters) != n:
         raise ValueError(f"{n} values but {len(clusters)} cluster labels")
     if n < 2:
         return math.nan
+    _, codes = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)
+    if codes.max() == 0:
+        return math.nan
     deviations = x - x.mean()
     plain = float(deviations @ deviations) / (n - 1) / n
-    _, codes = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)
     sums = np.bincount(codes, weights=deviations)
     # Σ_c (Σ_i e_i)² holds every ordered pair within a cluster, the diagonal included; the
     # diagonal Σ e_i² is removed to leave the cross-products.
@@ -42,10 +45,15 @@ def clustered_variance_of_mean(values: Sequence[float], clusters: Sequence[Hasha
 
 
 def clustered_stderr(values: Sequence[float], clusters: Sequence[Hashable]) -> float:
-    """sqrt of `clustered_variance_of_mean` (0 when negative cross-products outweigh the
-    independent term, which the formula allows)."""
+    """sqrt of `clustered_variance_of_mean`: 0 for values without spread (the plain standard
+    error's convention), NaN where the variance is NaN or where negative cross-products
+    outweigh the independent term, which the formula allows: such an estimate says nothing
+    about the spread, and 0 would claim certainty."""
     variance = clustered_variance_of_mean(values, clusters)
-    return math.sqrt(variance) if variance > 0 else (variance if math.isnan(variance) else 0.0)
+    if variance > 0:
+        return math.sqrt(variance)
+    x = np.asarray(values, dtype=np.float64)
+    return 0.0 if variance == 0 and not np.ptp(x) else math.nan
 
 
 def cluster_count(clusters: Sequence[Hashable]) -> int:

@@ -11,18 +11,26 @@ interval on mean(b) - mean(a) is much narrower than two overlapping intervals su
 - Corpus-level metrics (f1, bleu, perplexity, ...: an aggregation over all docs, not a mean of
   per-doc values) (`paired_bootstrap`): a seeded bootstrap that resamples docs (or whole
   clusters) with the same indices for both runs and recomputes the aggregation on each.
+
+Where the sample cannot estimate a statistic (no docs, one doc, one cluster, every difference
+the same, every bootstrap resample the same) the statistic is NaN and `PairedResult.note` says
+why; it is never reported as 0. For 0/1 metrics whose differences show no spread, an exact
+bound stands in (`assay.stats.exact`): the interval then bounds the difference by the
+Clopper-Pearson bound on the share of docs that could differ, and the MDE uses the variance
+bound it gives; the note names the substitute.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from assay.stats.clustered import cluster_count, clustered_stderr
+from assay.stats.exact import constant_sample_bound
 from assay.stats.normal import check_confidence, two_sided_p, two_sided_z
 from assay.stats.power import mde
 
@@ -30,12 +38,14 @@ METHOD_PAIRED = "paired"
 METHOD_CLUSTERED = "paired-clustered"
 METHOD_BOOTSTRAP = "paired-bootstrap"
 METHOD_CLUSTER_BOOTSTRAP = "paired-cluster-bootstrap"
+EXACT_BOUND = "-exact-bound"
+"""Suffix of the method of a comparison whose interval is the exact bound of `stats.exact`."""
 
 
 @dataclass(frozen=True)
 class PairedResult:
-    """One paired comparison of run b against run a. NaN where a statistic is undefined
-    (fewer than two docs)."""
+    """One paired comparison of run b against run a. NaN where a statistic cannot be
+    estimated from the docs, with the reason in `note`."""
 
     n: int
     """Docs paired."""
@@ -57,7 +67,14 @@ class PairedResult:
     clusters: int | None
     """Distinct clusters (None: docs treated as independent)."""
     method: str
-    """paired, paired-clustered, paired-bootstrap or paired-cluster-bootstrap."""
+    """paired, paired-clustered, paired-bootstrap or paired-cluster-bootstrap; with the suffix
+    -exact-bound when the interval is the exact bound of a sample without spread."""
+    note: str | None = None
+    """Why a statistic is NaN, or which conservative substitute stands in for it; None when
+    every statistic was estimated."""
+    stderr_bound: float | None = None
+    """Where `stderr` cannot be estimated but bounded: the upper bound the MDE was computed
+    from (a group that combines tasks uses it in place of the missing stderr)."""
 
 
 def paired_mean(
@@ -69,51 +86,177 @@ def paired_mean(
 ) -> PairedResult:
     """Compare mean(b) with mean(a) over paired per-doc values (see the module docstring).
 
-    p_value is exactly 1.0 when every difference is 0, and 0.0 when the differences are a
-    nonzero constant (no spread, so no doubt).
+    With no spread in the differences (one doc, or all alike) there is no stderr: for 0/1
+    values the interval is the exact bound of `assay.stats.exact` and the MDE comes from its
+    variance bound, otherwise both are NaN; p_value is exactly 1.0 when every difference is 0,
+    McNemar's exact (sign test) p-value when they are all +1 or all -1, NaN otherwise.
     """
     check_confidence(confidence)
     x, y = _paired_arrays(a, b, clusters)
     n = len(x)
     d = y - x
+    method = METHOD_PAIRED if clusters is None else METHOD_CLUSTERED
+    count = None if clusters is None else cluster_count(clusters)
+    mean_a, mean_b = (float(x.mean()), float(y.mean())) if n else (math.nan, math.nan)
+    mcnemar_p = mcnemar_exact(a, b)
+    if n and _no_spread(d, x, y):
+        return _constant_difference(
+            n,
+            mean_a,
+            mean_b,
+            float(d.mean()),
+            confidence,
+            binary=mcnemar_p is not None,
+            mcnemar_p=mcnemar_p,
+            clusters=count,
+            method=method,
+        )
     if clusters is not None:
         stderr = clustered_stderr(d, clusters)
-        method, count = METHOD_CLUSTERED, cluster_count(clusters)
     else:
         stderr = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-        method, count = METHOD_PAIRED, None
     return _normal_result(
         n,
-        float(x.mean()) if n else math.nan,
-        float(y.mean()) if n else math.nan,
+        mean_a,
+        mean_b,
         stderr,
         confidence,
-        no_difference=bool(n) and not d.any(),
-        mcnemar_p=mcnemar_exact(a, b),
+        no_difference=False,
+        mcnemar_p=mcnemar_p,
         clusters=count,
         method=method,
+        note=_no_stderr_reason(n, count) if math.isnan(stderr) else None,
+    )
+
+
+def _no_spread(d: np.ndarray, x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether the differences are all the same, up to the rounding of the subtraction
+    (0.5 - 0.2 and 0.7 - 0.4 differ in the last bit: that is not a spread)."""
+    scale = max(1.0, float(np.abs(x).max()), float(np.abs(y).max()))
+    return float(np.ptp(d)) <= 1e-12 * scale
+
+
+def _no_stderr_reason(n: int, clusters: int | None) -> str:
+    """Why a sample with spread still has no standard error."""
+    if n == 0:
+        return "no docs paired: nothing to estimate"
+    if clusters is None:
+        return "a per-doc difference is not a finite number: no stderr, interval or MDE"
+    if clusters < 2:
+        return (
+            f"all {n} docs are in one cluster: a clustered variance needs two clusters or "
+            "more, so there is no stderr, interval or MDE"
+        )
+    return (
+        f"the clustered variance estimate over {clusters} clusters is not positive (the "
+        "within-cluster cross-products outweigh the rest): it cannot be estimated, so there "
+        "is no stderr, interval or MDE"
+    )
+
+
+def _constant_difference(
+    n: int,
+    mean_a: float,
+    mean_b: float,
+    value: float,
+    confidence: float,
+    *,
+    binary: bool,
+    mcnemar_p: float | None,
+    clusters: int | None,
+    method: str,
+) -> PairedResult:
+    """Every per-doc difference equals `value` (n >= 1): the sample shows no spread, so its
+    variance is not an estimate of the population's (see the module docstring)."""
+    units = n if clusters is None else clusters
+    what = "docs" if clusters is None else "clusters"
+    seen = (
+        f"all {n} per-doc differences are {value:g}" if n > 1 else f"one doc (difference {value:g})"
+    )
+    if value == 0:
+        p_value = 1.0
+    elif binary:
+        p_value = min(1.0, 2 * 0.5**units)  # the exact sign test: McNemar's with no tie
+    else:
+        p_value = math.nan
+    diff = mean_b - mean_a
+    missing = PairedResult(
+        n=n,
+        mean_a=mean_a,
+        mean_b=mean_b,
+        diff=diff,
+        stderr=math.nan,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        confidence=confidence,
+        p_value=p_value,
+        mcnemar_p=mcnemar_p,
+        mde=math.nan,
+        clusters=clusters,
+        method=method,
+        note=f"{seen}: with no spread their variance cannot be estimated, and the values are "
+        "not 0/1, so no bound stands in: no stderr, interval or MDE"
+        + ("" if value == 0 else "; no p-value"),
+    )
+    if not binary:
+        return missing
+    bound = constant_sample_bound(value, units, confidence)
+    stderr_bound = math.sqrt(bound.variance / units)
+    test = "" if value == 0 else f"; p-value: exact sign test over the {units} {what}"
+    return replace(
+        missing,
+        ci_low=min(bound.low, diff),
+        ci_high=max(bound.high, diff),
+        mde=mde(stderr_bound, confidence),
+        method=method + EXACT_BOUND,
+        stderr_bound=stderr_bound,
+        note=f"{seen}: with no spread their variance cannot be estimated (no stderr). "
+        f"Interval: exact bound from the Clopper-Pearson {confidence:.0%} upper bound on the "
+        f"share of {what} whose difference is not {value:g} ({bound.other_share:.4g} of "
+        f"{units}, rule of three ≈ 3/n); MDE from the variance bound {bound.variance:.4g} "
+        f"it gives{test}",
     )
 
 
 def combine_unweighted(parts: Sequence[PairedResult], confidence: float = 0.95) -> PairedResult:
     """A group that averages its tasks without weights: diff = the mean of the tasks' diffs,
     stderr = sqrt(Σ stderr_t²)/k (independent tasks), the normal interval and p-value on
-    those; method "<the tasks' method>-unweighted"."""
+    those; method "<the tasks' method>-unweighted". A task whose stderr cannot be estimated
+    enters with its `stderr_bound`; the group's stderr is then NaN, its interval, p-value and
+    MDE come from the bound and the note says so (NaN where a task has no bound either)."""
     if not parts:
         raise ValueError("no task comparisons to combine")
     k = len(parts)
-    stderr = math.sqrt(sum(p.stderr**2 for p in parts)) / k
+    spreads = [p.stderr if p.stderr_bound is None else p.stderr_bound for p in parts]
+    stderr = math.sqrt(sum(s**2 for s in spreads)) / k
     counts = [p.clusters for p in parts]
-    return _normal_result(
+    result = _normal_result(
         sum(p.n for p in parts),
         sum(p.mean_a for p in parts) / k,
         sum(p.mean_b for p in parts) / k,
         stderr,
         confidence,
-        no_difference=all(p.p_value == 1.0 and p.diff == 0 and p.stderr == 0 for p in parts),
+        no_difference=all(p.p_value == 1.0 and p.diff == 0 and not p.stderr > 0 for p in parts),
         mcnemar_p=None,
         clusters=None if any(c is None for c in counts) else sum(c or 0 for c in counts),
-        method=f"{parts[0].method}-unweighted",
+        method=f"{parts[0].method.removesuffix(EXACT_BOUND)}-unweighted",
+    )
+    unestimated = sum(1 for p in parts if math.isnan(p.stderr))
+    if not unestimated:
+        return result
+    if math.isnan(stderr):
+        return replace(
+            result,
+            note=f"{unestimated} of the {k} tasks have no stderr and no bound: the group's "
+            "stderr, interval and MDE cannot be estimated",
+        )
+    return replace(
+        result,
+        stderr=math.nan,
+        stderr_bound=stderr,
+        note=f"{unestimated} of the {k} tasks have no estimable stderr (no spread): their "
+        "exact upper bounds stand in, so the group's interval, p-value and MDE are "
+        "conservative and its stderr is not estimated",
     )
 
 
@@ -128,6 +271,7 @@ def _normal_result(
     mcnemar_p: float | None,
     clusters: int | None,
     method: str,
+    note: str | None = None,
 ) -> PairedResult:
     """The normal-approximation statistics of a difference with this standard error."""
     diff = mean_b - mean_a
@@ -146,16 +290,15 @@ def _normal_result(
         mde=mde(stderr, confidence),
         clusters=clusters,
         method=method,
+        note=note,
     )
 
 
 def _normal_p(no_difference: bool, diff: float, stderr: float) -> float:
     if no_difference:
         return 1.0
-    if math.isnan(stderr):
-        return math.nan
-    if stderr == 0:
-        return 0.0
+    if math.isnan(stderr) or stderr <= 0:
+        return math.nan  # no spread is no evidence of certainty
     return two_sided_p(diff / stderr)
 
 
@@ -198,9 +341,12 @@ def paired_bootstrap(
     as there are, with replacement, keeping each drawn cluster's docs), the same draw for both
     runs, from `numpy.random.default_rng(seed)`; draw r is `rng.integers(0, units, units)` in
     order. diff* = aggregate(b*) - aggregate(a*) per replicate; stderr = sd(diff*) (n - 1);
-    the interval is the percentile interval of diff*; the p-value is the two-sided
-    min(1, 2·(min(#{diff* ≤ 0}, #{diff* ≥ 0}) + 1)/(iters + 1)), which is 1.0 for identical
-    runs and never 0.
+    the interval is the percentile interval of diff* (widened to reach diff where every
+    percentile lies on one side of it); the p-value is the two-sided
+    min(1, 2·(min(#{diff* ≤ 0}, #{diff* ≥ 0}) + 1)/(iters + 1)), never 0. With fewer than two
+    docs or clusters, or resamples that all give the same difference, the spread cannot be
+    estimated: stderr, interval and MDE are NaN (p-value 1.0 for identical runs, else NaN)
+    and `note` says why.
     """
     check_confidence(confidence)
     if iters < 2:
@@ -226,12 +372,29 @@ def paired_bootstrap(
         replicates[r] = float(aggregate([b[i] for i in rows])) - float(
             aggregate([a[i] for i in rows])
         )
-    if n < 2:
+    note = None
+    if n < 2 or units < 2:
         stderr = low = high = p_value = math.nan
+        where = f"{n} doc(s)" if clusters is None else f"{n} doc(s) in {units} cluster(s)"
+        note = (
+            f"{where}: a bootstrap needs two or more to estimate a spread, so there is no "
+            "stderr, interval, p-value or MDE"
+        )
+    elif not np.ptp(replicates):
+        stderr = low = high = math.nan
+        p_value = 1.0 if diff == 0 and replicates[0] == 0 else math.nan
+        note = (
+            f"all {iters} bootstrap resamples give the same difference ({replicates[0]:g}): the "
+            "spread cannot be estimated from these docs, so there is no stderr, interval or MDE"
+            + ("" if p_value == 1.0 else ", nor a p-value")
+        )
     else:
         stderr = float(replicates.std(ddof=1))
         tail = (1 - confidence) / 2
         low, high = (float(q) for q in np.quantile(replicates, [tail, 1 - tail]))
+        # A skewed aggregation can put every percentile on one side of the estimate itself:
+        # the interval is widened to reach it rather than exclude the one value observed.
+        low, high = min(low, diff), max(high, diff)
         below, above = int((replicates <= 0).sum()), int((replicates >= 0).sum())
         p_value = min(1.0, 2 * (min(below, above) + 1) / (iters + 1))
     return PairedResult(
@@ -248,6 +411,7 @@ def paired_bootstrap(
         mde=mde(stderr, confidence),
         clusters=count,
         method=method,
+        note=note,
     )
 
 

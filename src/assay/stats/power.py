@@ -31,7 +31,10 @@ def _z_sum(confidence: float, power: float) -> float:
 
 def mde(stderr: float, confidence: float = 0.95, power: float = 0.8) -> float:
     """The smallest true difference detected with probability `power` by a two-sided test at
-    level 1 - confidence, for an estimate with this standard error."""
+    level 1 - confidence, for an estimate with this standard error (NaN for a NaN one: a
+    standard error that could not be estimated gives no MDE)."""
+    if stderr < 0:
+        raise ValueError(f"a standard error must be >= 0, got {stderr!r}")
     return _z_sum(confidence, power) * stderr
 
 
@@ -39,11 +42,17 @@ def docs_needed(
     diff_variance: float, difference: float, confidence: float = 0.95, power: float = 0.8
 ) -> int:
     """Docs n for which a paired comparison detects `difference` with probability `power`:
-    the smallest n with (z_{1-α/2} + z_power)·sqrt(diff_variance / n) ≤ |difference|."""
+    the smallest n with (z_{1-α/2} + z_power)·sqrt(diff_variance / n) ≤ |difference|.
+
+    The variance must be positive: a variance of 0 (or NaN), as a sample without spread
+    shows, would plan a single doc; give an upper bound instead (`assay.stats.exact`)."""
     if difference == 0:
         raise ValueError("the difference to detect must not be 0")
-    if diff_variance < 0:
-        raise ValueError(f"variance must be >= 0, got {diff_variance!r}")
+    if not diff_variance > 0:
+        raise ValueError(
+            f"variance must be > 0, got {diff_variance!r}: a sample without spread does not "
+            "estimate it; plan on an upper bound"
+        )
     exact = (_z_sum(confidence, power) ** 2) * diff_variance / difference**2
     # The rounding guard keeps an exact integer (up to float noise) from becoming the next one.
     return max(1, math.ceil(exact - 1e-9))

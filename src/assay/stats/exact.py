@@ -1,0 +1,78 @@
+"""Exact bounds for the samples that show no spread, where a normal interval would claim
+certainty.
+
+When every doc of a sample gives the same value (two runs that both score 0 on every doc, a
+model right on all of them) the sample variance is 0, and sd/√n, the normal interval and the
+MDE built on it all say the quantity is known exactly. It is not: a doc the sample missed could
+differ. What the sample does bound is the share of the population that differs from what was
+seen, exactly, by the Clopper-Pearson bound for 0 events in n trials,
+
+    share ≤ 1 - (1 - confidence)^(1/n)   with probability at least `confidence`,
+
+about -ln(1 - confidence)/n: the "rule of three" (3/n) at 95 %. On values of known range that
+bound turns into an interval on the mean and an upper bound on the variance (below).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from assay.stats.normal import check_confidence
+
+
+def no_event_upper_bound(trials: int, confidence: float) -> float:
+    """Clopper-Pearson one-sided upper bound on a proportion after 0 events in `trials`
+    independent trials: 1 - (1 - confidence)^(1/trials), about 3/trials at 0.95."""
+    check_confidence(confidence)
+    if trials < 1:
+        raise ValueError(f"trials must be >= 1, got {trials!r}")
+    return 1.0 - (1.0 - confidence) ** (1.0 / trials)
+
+
+@dataclass(frozen=True)
+class ConstantSampleBound:
+    """What a sample of `units` identical values c in [-1, 1] says about its population."""
+
+    units: int
+    """Independent units (docs, or clusters) the sample holds."""
+    value: float
+    """The value every unit showed."""
+    other_share: float
+    """Upper bound on the share of the population whose value is not `value`."""
+    low: float
+    high: float
+    """Interval on the population mean, with coverage at least the confidence it was built at."""
+    variance: float
+    """Upper bound on the population variance (at the same confidence)."""
+
+
+def constant_sample_bound(value: float, units: int, confidence: float) -> ConstantSampleBound:
+    """Bounds from `units` independent draws that all equal `value`, of a variable that lies in
+    [-1, 1] (a paired difference of two 0/1 scores).
+
+    With share q ≥ 1 - other_share of the population at c = `value` and the rest anywhere in
+    [-1, 1], the mean lies in [(c+1)(1-s) - 1, (c-1)(1-s) + 1] (s = other_share) and the variance
+    is at most E(X - c)² ≤ (1 + |c|)²·s. For c = 0 (no doc differs) that is [-s, s] and s.
+    """
+    if not -1.0 <= value <= 1.0:
+        raise ValueError(f"value must lie in [-1, 1], got {value!r}")
+    share = no_event_upper_bound(units, confidence)
+    kept = 1.0 - share
+    return ConstantSampleBound(
+        units=units,
+        value=value,
+        other_share=share,
+        low=max(-1.0, (value + 1.0) * kept - 1.0),
+        high=min(1.0, (value - 1.0) * kept + 1.0),
+        variance=(1.0 + abs(value)) ** 2 * share,
+    )
+
+
+def bernoulli_variance_bound(successes: int, trials: int, confidence: float) -> float:
+    """Upper bound on p(1 - p) of a proportion seen as 0 or `trials` successes out of
+    `trials` (no spread): p lies within the exact bound of the edge, and p(1 - p) grows
+    towards 1/2."""
+    if successes not in (0, trials):
+        raise ValueError("the bound is for samples without spread: 0 or all successes")
+    edge = no_event_upper_bound(trials, confidence)
+    return 0.25 if edge >= 0.5 else edge * (1.0 - edge)
