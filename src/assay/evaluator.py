@@ -63,6 +63,8 @@ from assay.settings import (
     parse_samples,
     setting_names,
 )
+from assay.tasks.code_routes import code_route
+from assay.tasks.code_routes import describe as describe_code_route
 from assay.tasks.names import split_csv
 from assay.tasks.registry import Registry, Resolved
 from assay.tasks.task import Task
@@ -466,9 +468,15 @@ def _sandbox_policy(settings: RunSettings, tasks: Sequence[Task]) -> SandboxPoli
     """The sandbox the run's code tasks use, checked now (before any model is built), with a
     line on stderr saying what it isolates; the unchecked default when no task runs code."""
     policy = SandboxPolicy(settings.sandbox, settings.sandbox_image, settings.sandbox_workers)
-    if not any(task.config.unsafe_code for task in tasks):
+    routes = {task.name: code_route(task.config) for task in tasks if task.config.unsafe_code}
+    if not any(route.sandboxed for route in routes.values()):
+        for name, route in routes.items():  # the task's own code runs them, not the sandbox
+            print(describe_code_route(name, route, policy.mode), file=sys.stderr)
         return policy
     resolved = resolve_sandbox(policy)
+    where = f"docker image {resolved.image}" if resolved.mode == "docker" else resolved.mode
+    for name, route in routes.items():
+        print(describe_code_route(name, route, where), file=sys.stderr)
     print(sandbox_notice(resolved), file=sys.stderr)
     return resolved
 

@@ -219,7 +219,7 @@ def score(
     """Fill `values` of every doc result for every filter ensemble (and `executions`, for
     tasks that run model-written code)."""
     jobs = [(result, ensemble.name) for result in results for ensemble in filters]
-    if config.unsafe_code and config.process_results is not None:
+    if config.unsafe_code:
         scored = _score_code_docs(jobs, config, metrics)
     else:
         scored = [_doc_values(result, name, config, metrics) for result, name in jobs]
@@ -240,15 +240,17 @@ def _doc_values(
         return values, [run.record() for run in runs]
     sample = _sample_input(result, config.resolved_output_type, filtered, result.judged.get(name))
     values = {}
-    for m in metrics:
-        try:
-            values[m.metric.name] = m.metric.sample_fn(sample)
-        except Exception as exc:
-            raise DataError(
-                f"{config.where()}: metric {m.metric.name!r} failed on doc {result.doc_id}: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-    return values, []
+    # A metric may run programs too (lm-eval's YAMLs call evaluate's code_eval, sandboxed).
+    with recording() as runs:
+        for m in metrics:
+            try:
+                values[m.metric.name] = m.metric.sample_fn(sample)
+            except Exception as exc:
+                raise DataError(
+                    f"{config.where()}: metric {m.metric.name!r} failed on doc {result.doc_id}: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+    return values, [run.record() for run in runs]
 
 
 def _score_code_docs(

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from assay.errors import TaskConfigError
+from assay.metrics.code_eval import serving_task_module
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,9 @@ class FunctionRef:
                 assert spec and spec.loader
                 module = importlib.util.module_from_spec(spec)
                 try:
-                    spec.loader.exec_module(module)
+                    # A module that loads evaluate's code_eval gets the sandboxed one.
+                    with serving_task_module(local):
+                        spec.loader.exec_module(module)
                 # SystemExit too: some task modules call sys.exit when a tool is missing.
                 except (Exception, SystemExit) as exc:
                     raise TaskConfigError(_import_failure(local, self.dotted, exc)) from None

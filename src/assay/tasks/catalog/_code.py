@@ -10,26 +10,42 @@ timed_out, killed_by_limit, blocked) goes to the samples file.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-TIMEOUT_S = 5.0
-"""Wall-clock limit per program. code_eval allows 3 s of execution; a fresh interpreter's
-start-up counts here too, hence the margin."""
+if TYPE_CHECKING:
+    from assay.sandbox import SandboxResult
+
+CODE_EVAL_TIMEOUT_S = 3.0
+"""Seconds of execution `code_eval` allows a program (its `timeout` default)."""
+
+STARTUP_S = 2.0
+"""What a fresh interpreter's start-up adds to a program's time: a sandboxed run is given its
+execution time plus this."""
+
+TIMEOUT_S = CODE_EVAL_TIMEOUT_S + STARTUP_S
+"""Wall-clock limit per program of the built-in code tasks."""
 
 MEMORY_MB = 1024
 """Address-space limit per program."""
 
 
-def count_passing(candidates: Sequence[str], tests: str) -> int:
-    """How many candidates pass `tests`: the distinct programs run on the run's sandbox pool
-    (`assay.sandbox.run_many`), each candidate's result recorded for the samples file."""
+def run_programs(programs: Sequence[str], timeout_s: float = TIMEOUT_S) -> list[SandboxResult]:
+    """Run each program in the run's sandbox (`assay.sandbox.run_many`), identical programs
+    once; the results, one per program in order, are recorded for the samples file."""
     from assay.sandbox import Limits, run_many
     from assay.sandbox.policy import record
 
-    unique = list(dict.fromkeys(candidates))
-    limits = Limits(timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)
-    ran = dict(zip(unique, run_many([c + "\n" + tests for c in unique], limits), strict=True))
-    record([ran[candidate] for candidate in candidates])
-    return sum(ran[candidate].passed for candidate in candidates)
+    unique = list(dict.fromkeys(programs))
+    limits = Limits(timeout_s=timeout_s, memory_mb=MEMORY_MB)
+    ran = dict(zip(unique, run_many(unique, limits), strict=True))
+    results = [ran[program] for program in programs]
+    record(results)
+    return results
+
+
+def count_passing(candidates: Sequence[str], tests: str) -> int:
+    """How many candidates pass `tests`, each run as the candidate, a newline and the tests."""
+    return sum(result.passed for result in run_programs([c + "\n" + tests for c in candidates]))
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
