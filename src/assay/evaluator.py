@@ -20,7 +20,7 @@ from assay.errors import DataError, FailedRequests, ModelError
 from assay.execution.cache import ResponseCache
 from assay.execution.executor import Executor
 from assay.execution.factory import backend_args, backend_class, build_executor
-from assay.execution.progress import LiveProgress
+from assay.execution.progress import CacheCounts, LiveProgress
 from assay.execution.seeding import seed_globals, seed_torch
 from assay.execution.stats import RunStats, counter_delta, task_batch_sizes
 from assay.metrics.judges.grading import judge_metrics
@@ -43,7 +43,9 @@ from assay.requests.build import (
     repeated,
 )
 from assay.requests.plan import Capabilities, GenerationPolicy, PromptSettings, RequestPlan
+from assay.requests.types import Generation
 from assay.results.builder import ResultsBuilder, RunInfo, TaskRecord, git_hash
+from assay.results.generations import DOCS_PAGE, GenerationTally, answer_seen
 from assay.results.provenance import backend_identity, run_provenance
 from assay.results.rerun import check_folder, clear_folder, run_key
 from assay.results.samples import SamplesLog, doc_hash
@@ -54,7 +56,7 @@ from assay.sandbox import SandboxMode, SandboxPolicy
 from assay.sandbox.policy import notice as sandbox_notice
 from assay.sandbox.policy import resolve as resolve_sandbox
 from assay.sandbox.policy import using as using_sandbox
-from assay.scoring import DocResult, apply_filters, score
+from assay.scoring import DocResult, ScoredMetric, apply_filters, score
 from assay.settings import (
     SEED_KEYS,
     RunSettings,
@@ -105,6 +107,8 @@ class Evaluation:
         )
         """Per task with judge metrics, the judges that grade it (first, and maybe second)."""
         self.sandbox = _sandbox_policy(settings, self.tasks)
+        self.tallies: dict[str, GenerationTally] = {}
+        """Per task run so far: how its generations ended (results.json's assay.generations)."""
 
     def load_data(self) -> None:
         """Load every task's dataset and build its first doc (in parallel), before any model is
@@ -234,10 +238,16 @@ class Evaluation:
         filter_names = [f.name for f in filters]
         logs = self.settings.log_samples or self.settings.predict_only
         samples = SamplesLog(
-            out if logs else None, task.name, filter_names, task.output_type, clustered
+            out if logs else None,
+            task.name,
+            filter_names,
+            task.output_type,
+            clustered,
+            self.settings.log_samples_reasoning,
         )
         columns = MetricColumns(metrics)
         stats = RunStats()
+        self.tallies[task.name] = GenerationTally(self.settings.unclosed_thinking)
         hashes: list[tuple[int, str]] = []
         ids = doc_ids(task, self.settings)
         reuse_before = self.executor.model.prefix_cache_stats()
@@ -245,7 +255,8 @@ class Evaluation:
             task.name,
             total_docs=len(ids),
             enabled=self.settings.show_progress and self.executor.primary,
-            metric=metrics[0].metric.name if metrics else None,
+            metric=_live_metric(metrics),
+            status=self.executor.model.live_status,
         )
         try:
             docs = task.docs(ids)
@@ -270,7 +281,11 @@ class Evaluation:
                     stats.input_tokens + stats.generated_tokens,
                     stats.token_unit,
                     _first_metric(results, filter_names, progress.metric),
+                    CacheCounts(stats.from_cache, stats.unique_requests),
                 )
+        except BaseException:
+            samples.discard()  # an interrupted or failed task leaves no part files behind
+            raise
         finally:
             progress.close()
             samples.close()
@@ -286,6 +301,9 @@ class Evaluation:
         if judging is not None:
             # Judge metrics: unparseable verdicts, the judge's noise, agreement of two judges.
             entry.update(judging.tally.entries())
+        notice = self.tallies[task.name].warning(task.name)
+        if notice and self.executor.primary:
+            print(f"warning: {notice}", file=sys.stderr)
         return TaskRecord(
             task,
             entry,  # type: ignore[arg-type]
@@ -297,6 +315,7 @@ class Evaluation:
             time.perf_counter() - started,
             judging.record() if judging is not None else None,
             self._sandbox_label() if task.config.unsafe_code else None,
+            self.tallies[task.name],
         )
 
     def _sandbox_label(self) -> str:
@@ -325,9 +344,43 @@ class Evaluation:
             )
         except FailedRequests as exc:
             raise _name_failed_docs(task, exc, [(res.doc_id, i) for res, i, _ in asked]) from None
-        for (result, i, _), answer in zip(asked, answers, strict=True):
-            result.resps[i].append(answer)
+        for (result, i, request), answer in zip(asked, answers, strict=True):
+            result.resps[i].append(
+                self._filed(task, result, (i, len(result.resps[i])), answer, request)
+            )
+        self._refuse_unclosed(task, results)
         return answers.stats
+
+    def _filed(
+        self, task: str, result: DocResult, slot: tuple[int, int], answer: Any, request: Any
+    ) -> Any:
+        """`answer` as filters see it: a Generation's answer under --unclosed-thinking, its
+        metadata kept on the doc result (at `slot`: instance, repeat) and counted."""
+        if not isinstance(answer, Generation):
+            return answer
+        if answer.has_metadata:
+            result.generations[slot] = answer
+            self.tallies[task].add(answer, request)
+        return answer_seen(answer, self.settings.unclosed_thinking)
+
+    def _refuse_unclosed(self, task: str, results: Sequence[DocResult]) -> None:
+        """--unclosed-thinking fail: a task with a generation whose thinking never closed fails,
+        naming its docs."""
+        if self.settings.unclosed_thinking != "fail":
+            return
+        docs = [
+            r.doc_id
+            for r in results
+            if any(g.thinking_closed is False for g in r.generations.values())
+        ]
+        if docs:
+            shown = ", ".join(str(d) for d in docs[:10]) + (" ..." if len(docs) > 10 else "")
+            raise DataError(
+                f"task {task}: {len(docs)} doc(s) have a generation whose thinking never closed "
+                f"(docs {shown}), and --unclosed-thinking fail refuses to score them. Raise "
+                f"max_gen_toks (--gen-kwargs max_gen_toks=N) or the thinking budget, or score "
+                f"them as empty answers (--unclosed-thinking empty); see {DOCS_PAGE}."
+            )
 
     def _follow_ups(
         self, plan: TaskPlan, results: list[DocResult], cache: ResponseCache | None
@@ -345,6 +398,7 @@ class Evaluation:
                 )
         exchanges: dict[int, list[tuple[str, str]]] = {id(r): [] for r in pending}
         last = {id(r): str(r.resps[0][0]) for r in pending}
+        last_generation = {id(r): r.generations.get((0, 0)) for r in pending}
         turn = 0
         while active := [r for r in pending if turn < len(r.doc.follow_ups or [])]:
             requests = []
@@ -366,8 +420,11 @@ class Evaluation:
                     plan.name, exc, [(r.doc_id, turn + 1) for r in active]
                 ) from None
             stats += answers.stats
-            for result, answer in zip(active, answers, strict=True):
-                last[id(result)] = str(answer)
+            for result, answer, request in zip(active, answers, requests, strict=True):
+                result.generations.pop((0, 0), None)
+                last[id(result)] = str(self._filed(plan.name, result, (0, 0), answer, request))
+                last_generation[id(result)] = result.generations.get((0, 0))
+            self._refuse_unclosed(plan.name, active)
             turn += 1
         for result in pending:
             said = exchanges[id(result)]
@@ -375,6 +432,9 @@ class Evaluation:
             answers_in_order = [answer for answer, _ in said]
             result.history = list(zip(users[:-1], answers_in_order, strict=True))
             result.resps[0] = [last[id(result)]]
+            generation = last_generation[id(result)]
+            if generation is not None:  # the doc's response is the last turn's
+                result.generations[(0, 0)] = generation
         return stats
 
     def _run_key(self) -> dict[str, Any]:
@@ -436,6 +496,18 @@ class Evaluation:
             self._run_key(),
             started,
         )
+
+
+def _live_metric(metrics: Sequence[ScoredMetric]) -> str | None:
+    """The metric the live display estimates: the task's first, when its number is a mean
+    whose stderr is sample stddev / sqrt(n), so the live interval is the one results.json's
+    stderr gives (a corpus-level number such as f1 or bleu has no running mean)."""
+    if not metrics or metrics[0].aggregation.stderr not in _MEAN_STDERRS:
+        return None
+    return metrics[0].metric.name
+
+
+_MEAN_STDERRS = frozenset({"mean", "nan_mean", "lighteval_mean"})
 
 
 def _first_metric(

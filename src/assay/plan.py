@@ -20,7 +20,7 @@ from assay.requests.plan import GenerationPolicy, RequestPlan
 from assay.requests.types import normalize_gen_kwargs
 from assay.results.schema import cluster_label
 from assay.scoring import ScoredMetric, build_filters, build_metrics
-from assay.settings import RunSettings
+from assay.settings import SAMPLES_REASONING, UNCLOSED_THINKING, RunSettings
 from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.task import Task
 
@@ -82,6 +82,8 @@ def check_settings(settings: RunSettings) -> None:
         raise ConfigError(
             "--samples and --limit both choose docs; give one (--samples names the doc ids)."
         )
+    _check_choice("--unclosed-thinking", settings.unclosed_thinking, UNCLOSED_THINKING)
+    _check_choice("--log-samples-reasoning", settings.log_samples_reasoning, SAMPLES_REASONING)
     if (settings.log_samples or settings.predict_only) and settings.output_dir is None:
         flag = "--predict-only" if settings.predict_only else "--log-samples"
         raise ConfigError(f"{flag} needs --output-dir (where samples files are written).")
@@ -94,6 +96,11 @@ def check_settings(settings: RunSettings) -> None:
                 f"--log-to {','.join(settings.log_to)} needs --output-dir (the run's results.json "
                 "and samples files are what it logs)."
             )
+
+
+def _check_choice(flag: str, value: Any, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{flag} {value!r}: choose one of {', '.join(choices)}.")
 
 
 def configure_task(config: TaskConfig, settings: RunSettings) -> TaskConfig:

@@ -24,7 +24,7 @@ from assay.metrics.base import (
     get_metric,
 )
 from assay.requests.instances import Instance
-from assay.requests.types import RollingResult
+from assay.requests.types import Generation, RollingResult
 from assay.sandbox.policy import current_policy, recording, using
 from assay.tasks.config import MetricSpec, TaskConfig
 
@@ -185,6 +185,9 @@ class DocResult:
     history: list[tuple[str, str]] = field(default_factory=list)
     """Docs with follow-up turns: the exchanges before the last, as (user turn, model answer);
     the last answer is the doc's response."""
+    generations: dict[tuple[int, int], Generation] = field(default_factory=dict)
+    """Per (instance, repeat) answered by a `Generation`: how it ended and what the model
+    thought; `resps` holds the answer filters see."""
 
     @classmethod
     def of(cls, doc_id: int, doc: Doc, instances: list[Instance]) -> DocResult:

@@ -41,6 +41,11 @@ class Seeds(NamedTuple):
     `random.Random(None)`."""
 
 
+UNCLOSED_THINKING = ("empty", "keep", "fail")
+"""The choices of --unclosed-thinking (RunSettings.unclosed_thinking)."""
+SAMPLES_REASONING = ("full", "length", "none")
+"""The choices of --log-samples-reasoning (RunSettings.log_samples_reasoning)."""
+
 DEFAULT_SEEDS = Seeds()
 """lm-eval's default --seed 0,1234,1234,1234."""
 
@@ -130,6 +135,13 @@ class RunSettings:
     predict_only: bool = False
     """Log the model's answers without computing metrics (lm-eval's bypass metric); implies
     log_samples."""
+    log_samples_reasoning: str = "full"
+    """What samples files keep of each generation's thinking: "full" (the text), "length"
+    (its length in characters) or "none"."""
+    unclosed_thinking: str = "empty"
+    """What is scored for a generation whose thinking never closed (cut by max_gen_toks or by
+    a thinking budget): "empty" (an empty answer), "keep" (what lm-eval scores: the unfinished
+    thought, by its split(think_end)[-1] rule) or "fail" (the task fails, naming the docs)."""
     seed: Seeds = DEFAULT_SEEDS
     """lm-eval's four seeds: Python's random, numpy, torch (also sampled generations), few-shot
     selection. evaluate() and --seed take lm-eval's forms (see parse_seeds)."""

@@ -7,9 +7,14 @@ import argparse
 import json
 from typing import Any
 
+from assay.cli.lm_eval_flags import add_flags as add_lm_eval_flags
+from assay.cli.lm_eval_flags import apply_flags as apply_lm_eval_flags
+from assay.cli.lm_eval_flags import print_notes
 from assay.errors import ConfigError
 from assay.sandbox import MODES
 from assay.settings import (
+    SAMPLES_REASONING,
+    UNCLOSED_THINKING,
     RunSettings,
     default,
     parse_cluster_by,
@@ -33,7 +38,11 @@ def _limit(text: str) -> int | float:
 
 
 def _batch(text: str) -> int | str:
-    if text == "auto" or text.startswith("auto:"):
+    if text == "auto":
+        return text
+    if text.startswith("auto:"):  # lm-eval's auto:N; run as auto (lm_eval_flags says why)
+        if not text[5:].isdigit() or int(text[5:]) < 1:
+            raise argparse.ArgumentTypeError(f"{text}: auto:N takes a whole number N >= 1")
         return text
     try:
         value = int(text)
@@ -161,6 +170,21 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.Arg
         help="log the model's answers without computing metrics (implies --log-samples)",
     )
     run.add_argument(
+        "--log-samples-reasoning",
+        choices=list(SAMPLES_REASONING),
+        default=default("log_samples_reasoning"),
+        help="what samples files keep of each generation's thinking: its text (full), its "
+        f"length in characters, or nothing (default {default('log_samples_reasoning')})",
+    )
+    run.add_argument(
+        "--unclosed-thinking",
+        choices=list(UNCLOSED_THINKING),
+        default=default("unclosed_thinking"),
+        help="a generation whose thinking never closed is scored as an empty answer (empty), "
+        "as lm-eval scores it, the unfinished thought (keep), or fails its task (fail); "
+        f"docs/reasoning-models.md (default {default('unclosed_thinking')})",
+    )
+    run.add_argument(
         "--metadata",
         default="",
         help="JSON (or k=v) merged into every task's metadata, e.g. '{\"max_seq_lengths\": [4096]}'",
@@ -286,6 +310,7 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.Arg
         "tracking_uri (mlflow), entity (wandb), group (wandb, trackio), space_id (trackio), "
         "repo=ORG/NAME, private (hub)",
     )
+    add_lm_eval_flags(run)
     return run
 
 
@@ -335,6 +360,7 @@ def main(args: argparse.Namespace) -> int:
             f"--tasks {listing[0]}: assay lists tasks, groups and tags with `assay tasks list` "
             "(`assay tasks list NAME` filters by a substring; add --include-path for yours)."
         )
+    print_notes(apply_lm_eval_flags(args))
     settings = settings_from_args(args)
     if not settings.show_progress:
         from assay.execution.progress import silence_library_progress

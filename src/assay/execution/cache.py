@@ -13,12 +13,14 @@ import math
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import fields
 from json.encoder import encode_basestring_ascii as _json_str
 from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
 from assay.requests.types import (
+    Generation,
     LoglikelihoodRequest,
     LoglikelihoodResult,
     Request,
@@ -69,7 +71,19 @@ def _encode(result: Result) -> str:
         return json.dumps(["ll", logprob, greedy])
     if isinstance(result, RollingResult):
         return json.dumps(["rolling", result.logprob, result.n_tokens])
+    if isinstance(result, Generation):
+        if result.has_metadata:
+            # A tag of its own: caches written before Generation existed read as before.
+            return json.dumps(["generation", _generation_fields(result)])
+        result = result.text
     return json.dumps(["gen", result])
+
+
+_GENERATION_FIELDS = tuple(f.name for f in fields(Generation))
+
+
+def _generation_fields(result: Generation) -> dict[str, Any]:
+    return {name: getattr(result, name) for name in _GENERATION_FIELDS}
 
 
 def _decode(text: str) -> Result:
@@ -78,6 +92,8 @@ def _decode(text: str) -> Result:
         return LoglikelihoodResult(float(rest[0]), bool(rest[1]))
     if kind == "rolling":
         return RollingResult(float(rest[0]), int(rest[1]))
+    if kind == "generation":
+        return Generation(**rest[0])
     return str(rest[0])
 
 

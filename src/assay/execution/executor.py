@@ -21,6 +21,7 @@ from assay.execution.cache import ResponseCache, request_key
 from assay.execution.stats import Answers, RunStats, TokenUnit
 from assay.models.base import LM
 from assay.requests.types import (
+    Generation,
     LoglikelihoodRequest,
     Request,
     RequestKind,
@@ -145,7 +146,9 @@ class WorkPlan:
     def answers(self, batch_sizes: Sequence[int] = ()) -> Answers:
         """`results()` with the statistics of this plan's run (after every chunk completed);
         `batch_sizes` are those the backend's automatic batch size picked meanwhile."""
-        generated = [r for r in self.done.values() if isinstance(r, str)]
+        generated = [
+            generated_text(r) for r in self.done.values() if isinstance(r, str | Generation)
+        ]
         stats = RunStats(
             requests=len(self.keys),
             unique_requests=len(self._uses),
@@ -158,6 +161,14 @@ class WorkPlan:
             batch_sizes=list(batch_sizes),
         )
         return Answers(self.results(), stats)
+
+
+def generated_text(result: str | Generation) -> str:
+    """All a generation produced, its thinking included (what generated token counts count)."""
+    if isinstance(result, str):
+        return result
+    # str(): an unclosed generation's text repeats its thought, which is counted once.
+    return (result.reasoning or "") + str(result)
 
 
 def request_texts(request: Request) -> tuple[str, ...]:

@@ -140,7 +140,61 @@ class RollingResult:
     """Number of tokens scored."""
 
 
-Result = LoglikelihoodResult | RollingResult | str
+FinishReason = str
+"""Why a generation ended: "stop" (end of sequence), "stop_sequence" (a stop string) or
+"length" (max_gen_toks, or a thinking budget, was reached first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """A generation with what a backend knows about how it ended and what it thought.
+
+    `LM.generate_until` may return one per request instead of a plain string. `text` is the
+    answer with the thinking removed: what filters and metrics see (the run's
+    --unclosed-thinking policy decides what they see when the thinking never closed).
+    """
+
+    text: str
+    """The answer: the generated text after the thinking, cut at the stop strings. When the
+    thinking never closed (`thinking_closed` False) it is what lm-eval would score instead
+    (its `split(think_end)[-1]` rule leaves the unfinished thought, cut at the stop strings;
+    a server that returns the thinking in a field of its own leaves its answer field); the
+    run's --unclosed-thinking policy empties it by default."""
+    reasoning: str | None = None
+    """The thinking as generated, before the end-of-thinking marker (an opening marker the
+    model wrote itself included); None when the model did not think or the backend does not
+    say."""
+    finish_reason: FinishReason | None = None
+    """"stop", "stop_sequence" or "length"; None when the backend does not know."""
+    thinking_closed: bool | None = None
+    """True: the thinking ended before the answer; False: the generation stopped while still
+    thinking, or thought longer than its thinking budget; None: the model did not think."""
+    reasoning_tokens: int | None = None
+    """Tokens spent thinking, when the backend counts them."""
+    answer_tokens: int | None = None
+    """Tokens of the answer, when the backend counts them."""
+
+    def __str__(self) -> str:
+        # Callers that only want an answer (str(result)) get the default policy's answer:
+        # never an unfinished thought.
+        return "" if self.thinking_closed is False else self.text
+
+    @property
+    def has_metadata(self) -> bool:
+        """Whether it says more than its text (a plain string would say as much otherwise)."""
+        return any(
+            value is not None
+            for value in (
+                self.reasoning,
+                self.finish_reason,
+                self.thinking_closed,
+                self.reasoning_tokens,
+                self.answer_tokens,
+            )
+        )
+
+
+Result = LoglikelihoodResult | RollingResult | Generation | str
 
 
 def kind_of(request: Request) -> RequestKind:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.execution.stats import RunStats, collapse_repeats
+from assay.results.generations import GenerationTally, generation_entries
 from assay.results.provenance import task_provenance
 from assay.results.schema import Provenance, ResultsFile, RunConfig, TaskEntry, TaskProvenance
 from assay.results.summary import add_groups
@@ -77,6 +78,8 @@ class TaskRecord:
     sandbox: str | None = None
     """Tasks that run model-written code: the sandbox it ran in (bwrap, rlimits, none,
     docker:IMAGE)."""
+    generations: GenerationTally | None = None
+    """How its generations ended (truncation, unclosed thinking, token counts)."""
 
 
 class ResultsBuilder:
@@ -100,6 +103,7 @@ class ResultsBuilder:
         self.requests: dict[str, dict[str, Any]] = {}
         self.judges: dict[str, list[dict[str, Any]]] = {}
         self.batch_sizes: list[int] = []
+        self.generations: dict[str, GenerationTally] = {}
 
     def add_task(self, record: TaskRecord, batch_sizes: Sequence[int] = ()) -> None:
         """Record a finished task and the automatic batch sizes it ran with; aggregate the
@@ -121,6 +125,7 @@ class ResultsBuilder:
         self.requests[name] = record.stats.counts()
         if record.judges is not None:
             self.judges[name] = record.judges
+        self.generations[name] = record.generations or GenerationTally()
         self.batch_sizes = collapse_repeats([*self.batch_sizes, *batch_sizes])
         add_groups(s, self.groups)
 
@@ -151,5 +156,8 @@ class ResultsBuilder:
         }
         if self.judges:
             final["assay"]["judges"] = dict(self.judges)
+        generations = generation_entries(self.generations, self.sections["group_subtasks"])
+        if generations:  # only runs whose backend said how its generations ended
+            final["assay"]["generations"] = generations
         final["total_evaluation_time_seconds"] = str(time.perf_counter() - info.started)
         return final  # type: ignore[return-value]

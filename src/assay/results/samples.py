@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from assay.doc import Doc, OutputType
 from assay.images import image_reference
-from assay.requests.types import LoglikelihoodResult, RollingResult
+from assay.requests.types import Generation, LoglikelihoodResult, RollingResult
 from assay.results._indented_json import NotPlain, indented
 from assay.results.schema import SampleRecord
 from assay.results.writer import OutputDir
@@ -85,6 +85,24 @@ def doc_hash(row: dict[str, Any]) -> str:
     return _sha(text)
 
 
+def generation_record(generation: Generation, reasoning: str = "full") -> dict[str, Any]:
+    """A generation's line in a samples record: its thinking (the text with `reasoning`
+    "full", its length in characters with "length", nothing with "none"), finish reason,
+    whether the thinking closed, and token counts."""
+    out: dict[str, Any] = {}
+    if reasoning == "full":
+        out["reasoning"] = generation.reasoning
+    elif reasoning == "length":
+        out["reasoning_chars"] = (
+            len(generation.reasoning) if generation.reasoning is not None else None
+        )
+    out["finish_reason"] = generation.finish_reason
+    out["thinking_closed"] = generation.thinking_closed
+    out["reasoning_tokens"] = generation.reasoning_tokens
+    out["answer_tokens"] = generation.answer_tokens
+    return out
+
+
 def sample_record(
     result: DocResult,
     filter_name: str,
@@ -94,10 +112,13 @@ def sample_record(
     clustered: bool = False,
     cluster: Any = None,
     row_hash: str | None = None,
+    reasoning: str = "full",
 ) -> SampleRecord:
     """One samples-file line in lm-eval's layout; with `clustered` (the task has a cluster
     key) the doc's `cluster` value follows the hashes. `row_hash`: the row's `doc_hash` when
-    the caller has it already (it is the slowest part of a record)."""
+    the caller has it already (it is the slowest part of a record). Docs answered by
+    `Generation`s add `generations` (see `generation_record`; `reasoning` is
+    --log-samples-reasoning)."""
     doc, row = result.doc, result.doc.row or {}
     target = target_of(doc, output_type)
     first = result.instances[0].request
@@ -126,6 +147,17 @@ def sample_record(
         # Multi-turn docs: the earlier turns and the model's answers (resps is the last one).
         turns: dict[str, Any] = record  # type: ignore[assignment]
         turns["history"] = [{"user": user, "assistant": answer} for user, answer in result.history]
+    if result.generations:
+        # How each generation ended and what the model thought (resps hold the answers).
+        record["generations"] = [
+            [
+                generation_record(result.generations[(i, j)], reasoning)
+                if (i, j) in result.generations
+                else None
+                for j in range(len(resp))
+            ]
+            for i, resp in enumerate(result.resps)
+        ]
     if result.judged.get(filter_name):
         # Every judge prompt, raw verdict and parsed score, so each judged value is auditable.
         judged: dict[str, Any] = record  # type: ignore[assignment]
@@ -150,8 +182,11 @@ class SamplesLog:
         filters: Sequence[str],
         output_type: OutputType,
         clustered: bool = False,
+        reasoning: str = "full",
     ) -> None:
         self.out, self.task, self.output_type, self.clustered = out, task, output_type, clustered
+        self.reasoning = reasoning
+        """--log-samples-reasoning: full, length or none (see `generation_record`)."""
         self.parts: dict[str, Path] = {}
         if out is not None:
             self.parts = {
@@ -186,6 +221,7 @@ class SamplesLog:
                     clustered=self.clustered,
                     cluster=clusters[result.doc_id],
                     row_hash=row_hashes[k] if row_hashes is not None else None,
+                    reasoning=self.reasoning,
                 )
                 handle.write(dumps(record) + "\n")
                 if part == 0:

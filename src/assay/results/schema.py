@@ -216,7 +216,10 @@ class ResultsFile(TypedDict, total=False):
     """assay only: timings, request and token counts, executor description, `run` (the
     tasks and settings that make two runs the same run; see results/rerun.py) and, for tasks
     with judge metrics, `judges`: per task, each judge's model, model_args, named_by (the flag
-    or the task that chose it), identity and `requests` (sent, unique, from_cache, computed)."""
+    or the task that chose it), identity and `requests` (sent, unique, from_cache, computed);
+    when the backend said how its generations ended, `generations`: per task and group,
+    truncated_rate, unclosed_thinking_rate, reasoning token mean and p95, answer token mean,
+    with their counts (results/generations.py)."""
     total_evaluation_time_seconds: str
 
 
@@ -271,6 +274,12 @@ class SampleRecord(TypedDict, total=False):
     responses, how its run ended: outcome (passed, failed, timed_out, killed_by_limit,
     blocked), detail (which limit, what was blocked), returncode, mode (the sandbox) and
     stderr_tail (the last 500 characters of stderr)."""
+    generations: list[list[dict[str, Any] | None]]
+    """assay only, for docs whose backend said how its generations ended: per request, per
+    repeat, the generation's reasoning (or reasoning_chars, or neither: see
+    --log-samples-reasoning), finish_reason, thinking_closed, reasoning_tokens and
+    answer_tokens (null for an answer given as a plain string); resps hold the answers the
+    filters saw."""
 
 
 # ------------------------------------------------------------------ metric keys
