@@ -69,3 +69,59 @@ def test_missing_or_impossible_inputs_are_refused(tmp_path, capsys):
     argv = ["power", run, "--correlation", "0.5", "--difference", "0.1", "--metric", "f1"]
     assert main(argv) == 2
     assert "--metric 'f1'" in capsys.readouterr().err
+
+
+def test_two_runs_without_spread_plan_on_the_exact_bound_not_on_zero(tmp_path, capsys):
+    # Both runs score 0 on all 12 docs: the variance is not 0, it is not estimated.
+    paths = [str(_run(tmp_path / n, [0.0] * 12)) for n in ("a", "b")]
+    assert main(["power", *paths, "--difference", "0.05"]) == 0
+    out = capsys.readouterr().out
+    share = 1 - 0.05 ** (1 / 12)  # Clopper-Pearson: no differing doc in 12
+    assert "not estimable: all 12 paired differences are 0 (no spread)" in out
+    assert f"in its place: {share:.6g}, an upper bound from the Clopper-Pearson 95% bound" in out
+    assert re.search(rf"^  1 +{_needed(share, 0.05)}$", out, re.M)
+    mde = (1.959963984540054 + 0.8416212335729143) * math.sqrt(share / 12)
+    assert f"(1 sample each): {mde:.4g} (from the variance in its place)" in out
+    assert (
+        not re.search(r"^  1 +1$", out, re.M)
+        and "MDE with the current 12 docs (1 sample each): 0\n" not in out
+    )
+
+
+def test_two_runs_without_spread_take_accuracy_and_correlation_in_its_place(tmp_path, capsys):
+    paths = [str(_run(tmp_path / n, [1.0] * 8)) for n in ("a", "b")]
+    argv = ["power", *paths, "--difference", "0.1", "--accuracy", "0.9", "--correlation", "0.5"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    variance = 2 * 0.09 * 0.5
+    assert f"in its place: {variance:.6g}, accuracy 0.9 for both models, correlation 0.5" in out
+    assert re.search(rf"^  1 +{_needed(variance, 0.1)}$", out, re.M)
+
+
+def test_one_run_without_spread_bounds_its_accuracy(tmp_path, capsys):
+    run = str(_run(tmp_path / "a", [0.0] * 20))
+    assert main(["power", run, "--correlation", "0.5", "--difference", "0.1"]) == 0
+    out = capsys.readouterr().out
+    edge = 1 - 0.05 ** (1 / 20)
+    variance = 2 * edge * (1 - edge) * 0.5
+    assert f"in its place: {variance:.6g}, an upper bound from p(1-p)" in out
+
+
+def test_runs_without_spread_that_no_bound_covers_are_refused(tmp_path, capsys):
+    a = str(_run(tmp_path / "a", [0.2] * 6))
+    b = str(_run(tmp_path / "b", [0.7] * 6))
+    assert main(["power", a, b, "--difference", "0.1"]) == 2
+    err = capsys.readouterr().err
+    assert "all 6 paired differences are 0.5 (no spread)" in err and "--accuracy P" in err
+    assert main(["power", a, "--correlation", "0.3", "--difference", "0.1"]) == 2
+    assert "all 6 scores of" in capsys.readouterr().err
+
+
+def test_assumptions_beside_runs_that_measure_the_variance_are_refused(tmp_path, capsys):
+    a = str(_run(tmp_path / "a", [0.0, 1.0, 1.0, 0.0]))
+    b = str(_run(tmp_path / "b", [1.0, 1.0, 0.0, 0.0]))
+    assert main(["power", a, b, "--difference", "0.1", "--correlation", "0.5"]) == 2
+    assert "leave --correlation out" in capsys.readouterr().err
+    argv = ["power", "--accuracy", "0.5", "--correlation", "1", "--difference", "0.1"]
+    assert main(argv) == 2
+    assert "no difference to detect" in capsys.readouterr().err

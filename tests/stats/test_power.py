@@ -38,3 +38,15 @@ def test_paired_variance_and_repeats():
     assert with_repeats(0.2, 0.05, 4) == pytest.approx(0.1 + 2 * 0.05 / 4)
     with pytest.raises(ValueError, match="half the variance"):
         with_repeats(0.2, 0.15, 2)
+
+
+@pytest.mark.parametrize("variance", [0.0, float("nan"), -0.1])
+def test_docs_needed_refuses_a_variance_that_would_plan_one_doc(variance):
+    with pytest.raises(ValueError, match="variance must be > 0"):
+        docs_needed(variance, 0.05)
+
+
+def test_mde_of_an_unestimated_stderr_is_nan_and_a_negative_one_is_refused():
+    assert math.isnan(mde(float("nan")))
+    with pytest.raises(ValueError, match="standard error must be >= 0"):
+        mde(-0.01)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from assay.cli.compare import confidence_level
@@ -50,36 +51,53 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     power.set_defaults(handler=main)
 
 
+@dataclass(frozen=True)
+class _Variance:
+    """Var(d) of one sample per doc, and where it came from."""
+
+    value: float
+    source: str
+    """What gave the value (runs and docs, assumptions, a bound)."""
+    docs: int
+    """Docs of the runs it came from (0: none), for the current MDE."""
+    unestimated: str | None = None
+    """Why the runs do not estimate the variance, when `value` is a substitute for it."""
+
+
 def main(args: argparse.Namespace) -> int:
     """Print the docs needed per repeats, and the current MDE."""
-    from assay.stats.power import docs_needed, mde, paired_diff_variance, with_repeats
+    from assay.stats.power import docs_needed, mde, with_repeats
 
     repeats = _repeats(args.repeats)
-    variance, source, current = _diff_variance(args, paired_diff_variance)
-    if not 0 <= 2 * args.within_variance <= variance:
+    variance = _diff_variance(args)
+    if not 0 <= 2 * args.within_variance <= variance.value:
         raise ConfigError(
             f"--within-variance {args.within_variance}: must lie between 0 and half the "
-            f"variance of the per-doc differences ({variance:.4g})."
+            f"variance of the per-doc differences ({variance.value:.4g})."
         )
     if args.difference == 0:
         raise ConfigError("--difference: give the nonzero difference to detect, e.g. 0.02.")
     level = f"{args.power:.0%} power at {args.confidence:.0%} confidence (two-sided)"
-    print(f"variance of the per-doc differences: {variance:.6g} ({source})")
+    if variance.unestimated is None:
+        print(f"variance of the per-doc differences: {variance.value:.6g} ({variance.source})")
+    else:
+        print(f"variance of the per-doc differences: not estimable: {variance.unestimated}")
+        print(f"  in its place: {variance.value:.6g}, {variance.source}")
     print(f"docs needed to detect a difference of {args.difference:g} with {level}:")
     shown = repeats if args.within_variance > 0 else [1]
     print("  repeats per doc  docs needed")
     for k in shown:
         needed = docs_needed(
-            with_repeats(variance, args.within_variance, k),
+            with_repeats(variance.value, args.within_variance, k),
             args.difference,
             args.confidence,
             args.power,
         )
         print(f"  {k:<15}  {needed}")
-    if current:
-        stderr = math.sqrt(variance / current)
-        smallest = mde(stderr, args.confidence, args.power)
-        print(f"MDE with the current {current} docs (1 sample each): {smallest:.4g}")
+    if variance.docs:
+        smallest = mde(math.sqrt(variance.value / variance.docs), args.confidence, args.power)
+        basis = "" if variance.unestimated is None else " (from the variance in its place)"
+        print(f"MDE with the current {variance.docs} docs (1 sample each): {smallest:.4g}{basis}")
     return 0
 
 
@@ -93,10 +111,9 @@ def _repeats(text: str) -> list[int]:
     return values
 
 
-def _diff_variance(args: argparse.Namespace, paired_diff_variance: Any) -> tuple[float, str, int]:
-    """Var(d) of one sample per doc, where it came from, and the docs it came from (0: none)."""
-    import numpy as np
-
+def _diff_variance(args: argparse.Namespace) -> _Variance:
+    """Var(d) of one sample per doc: measured on the runs, assumed from --accuracy and
+    --correlation, or, where the runs show no spread, a conservative bound in its place."""
     if len(args.runs) > 2:
         raise ConfigError("assay power reads at most two runs (a baseline and a candidate).")
     if not args.runs:
@@ -105,35 +122,118 @@ def _diff_variance(args: argparse.Namespace, paired_diff_variance: Any) -> tuple
                 "assay power without runs needs --accuracy (the baseline's) and --correlation "
                 "(between the two models' per-doc scores, e.g. 0.5)."
             )
-        var = args.accuracy * (1 - args.accuracy)
-        return (
-            paired_diff_variance(var, var, _correlation(args.correlation)),
-            f"accuracy {args.accuracy:g} for both models, correlation {args.correlation:g}",
-            0,
-        )
-    if args.accuracy is not None:
-        raise ConfigError("--accuracy is for power without runs; the runs give the scores.")
+        return _Variance(*_assumed(args), 0)
     values = [_scores(path, args) for path in args.runs]
     if len(values) == 1:
-        if args.correlation is None:
-            raise ConfigError(
-                "assay power with one run needs --correlation (between the two models' per-doc "
-                "scores, e.g. 0.5); or give two runs to measure it."
-            )
-        scores = np.asarray(list(values[0].values()), dtype=float)
-        var = float(scores.var(ddof=1))
-        variance = paired_diff_variance(var, var, _correlation(args.correlation))
-        return variance, f"{args.runs[0]}, correlation {args.correlation:g}", len(scores)
-    shared = sorted(set(values[0]) & set(values[1]))
+        return _one_run(args, values[0])
+    return _two_runs(args, values[0], values[1])
+
+
+def _assumed(args: argparse.Namespace) -> tuple[float, str]:
+    """Var(d) of two models with accuracy --accuracy each and correlation --correlation."""
+    from assay.stats.power import paired_diff_variance
+
+    var = args.accuracy * (1 - args.accuracy)
+    variance = paired_diff_variance(var, var, _correlation(args.correlation))
+    return variance, f"accuracy {args.accuracy:g} for both models, correlation {args.correlation:g}"
+
+
+def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
+    import numpy as np
+
+    from assay.stats.exact import bernoulli_variance_bound
+    from assay.stats.power import paired_diff_variance
+
+    path = args.runs[0]
+    if args.accuracy is not None:
+        raise ConfigError("--accuracy is for power without runs; the run gives the scores.")
+    if args.correlation is None:
+        raise ConfigError(
+            "assay power with one run needs --correlation (between the two models' per-doc "
+            "scores, e.g. 0.5); or give two runs to measure it."
+        )
+    correlation = _correlation(args.correlation)
+    scores = np.asarray(list(values.values()), dtype=float)
+    n = len(scores)
+    if n > 1 and np.ptp(scores) > 0:
+        variance = paired_diff_variance(*[float(scores.var(ddof=1))] * 2, correlation)
+        return _Variance(variance, f"{path}, correlation {args.correlation:g}", n)
+    seen = f"all {n} scores of {path} are {scores[0]:g}" if n > 1 else f"{path} has one doc"
+    if not _binary(scores):
+        raise ConfigError(
+            f"{seen}: with no spread their variance cannot be estimated, and the scores are "
+            "not 0/1, so no bound stands in. Score more docs, or plan without runs: "
+            "--accuracy P --correlation R."
+        )
+    bound = bernoulli_variance_bound(int(scores.sum()), n, args.confidence)
+    return _Variance(
+        paired_diff_variance(bound, bound, correlation),
+        f"an upper bound from p(1-p) <= {bound:.4g} over the Clopper-Pearson "
+        f"{args.confidence:.0%} bound on the run's accuracy (rule of three ≈ 3/n), "
+        f"correlation {args.correlation:g}",
+        n,
+        f"{seen} (no spread)",
+    )
+
+
+def _two_runs(
+    args: argparse.Namespace, first: dict[int, float], second: dict[int, float]
+) -> _Variance:
+    import numpy as np
+
+    from assay.stats.exact import constant_sample_bound
+
+    shared = sorted(set(first) & set(second))
     if len(shared) < 2:
         raise ConfigError(f"the two runs share {len(shared)} doc(s) of the task: too few.")
-    d = np.asarray([values[1][i] - values[0][i] for i in shared], dtype=float)
-    return float(d.var(ddof=1)), f"{len(shared)} docs paired between the two runs", len(shared)
+    d = np.asarray([second[i] - first[i] for i in shared], dtype=float)
+    n = len(shared)
+    if np.ptp(d) > 0:
+        if args.accuracy is not None or args.correlation is not None:
+            flag = "--accuracy" if args.accuracy is not None else "--correlation"
+            raise ConfigError(
+                f"{flag} is for power without runs (or with runs whose differences show no "
+                "spread); the two runs measure the variance of their differences: leave "
+                f"{flag} out."
+            )
+        return _Variance(float(d.var(ddof=1)), f"{n} docs paired between the two runs", n)
+    unestimated = f"all {n} paired differences are {d[0]:g} (no spread)"
+    if args.accuracy is not None or args.correlation is not None:
+        if args.accuracy is None or args.correlation is None:
+            raise ConfigError(
+                "give both --accuracy and --correlation to plan on assumptions in place of "
+                "the runs' variance, or neither to use the exact bound."
+            )
+        value, source = _assumed(args)
+        return _Variance(value, source + " (given)", n, unestimated)
+    scores = np.asarray([[first[i], second[i]] for i in shared], dtype=float)
+    if not _binary(scores):
+        raise ConfigError(
+            f"{unestimated}: their variance cannot be estimated, and the scores are not 0/1, "
+            "so no bound stands in. Score more docs, or give --accuracy P and --correlation R "
+            "to plan on assumptions."
+        )
+    bound = constant_sample_bound(float(d[0]), n, args.confidence)
+    return _Variance(
+        bound.variance,
+        f"an upper bound from the Clopper-Pearson {args.confidence:.0%} bound on the share of "
+        f"docs whose difference is not {d[0]:g} ({bound.other_share:.4g}, rule of three "
+        "≈ 3/n); or give --accuracy and --correlation to plan on assumptions",
+        n,
+        unestimated,
+    )
+
+
+def _binary(scores: Any) -> bool:
+    return bool(((scores == 0) | (scores == 1)).all())
 
 
 def _correlation(value: float) -> float:
-    if not -1 <= value <= 1:
-        raise ConfigError(f"--correlation {value}: must lie between -1 and 1.")
+    if not -1 <= value < 1:
+        raise ConfigError(
+            f"--correlation {value}: must lie in [-1, 1); at 1 two models of equal accuracy "
+            "score every doc alike, and there is no difference to detect."
+        )
     return value
 
 
