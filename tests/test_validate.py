@@ -75,6 +75,30 @@ def test_no_data_reports_every_failure_and_writes_the_entries(tree, tmp_path, ca
     assert any("org/some_set" in n for n in entries[("task", "hub")]["notes"])
     assert "5 of 8 valid" not in printed and "3 of 8 valid" in printed
 
+    assert entries[("group", "grp")]["member_errors"].keys() == {"bad_metric"}
+
+
+def test_members_are_listed_from_the_files_when_one_fails_to_import(tmp_path):
+    """A member whose code does not import stops the tag's resolve; the tag still lists its
+    members, with the failing one's error beside it."""
+    (tmp_path / "broken_utils.py").write_text("raise ImportError('no such helper')\n")
+    files = {
+        "fine.yaml": "task: fine\ntag: mixed\n" + BODY,
+        "broken.yaml": "task: broken\ntag: mixed\nprocess_docs: !function broken_utils.f\n" + BODY,
+        "mixed_group.yaml": "group: mixed_group\ntask: [fine, broken]\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    out = tmp_path / "report.json"
+    assert main(["validate", "--no-data", "--include-path", str(tmp_path), "--json", str(out)]) == 1
+    entries = {e["name"]: e for e in json.loads(out.read_text())["entries"]}
+    for name in ("mixed", "mixed_group"):
+        entry = entries[name]
+        assert not entry["ok"] and entry["members"] == ["broken", "fine"]
+        assert list(entry["member_errors"]) == ["broken"]
+        assert "no such helper" in entry["member_errors"]["broken"]
+    assert entries["fine"]["ok"] and entries["fine"]["member_errors"] == {}
+
 
 def test_no_data_on_named_tasks_only(tree, capsys):
     assert main(["validate", "--no-data", "--include-path", str(tree), "-t", "good"]) == 0

@@ -35,7 +35,9 @@ class Check:
     ok: bool
     error: str | None = None
     members: list[str] | None = None
-    """The leaf task names of a group or tag."""
+    """The leaf task names of a group or tag (from the files, whether or not they build)."""
+    member_errors: dict[str, str] = field(default_factory=dict)
+    """Of a group or tag: each failing member's error, by member name."""
     notes: list[str] = field(default_factory=list)
     """What a run still needs that was not checked offline (downloads)."""
 
@@ -48,6 +50,7 @@ class Check:
             "ok": self.ok,
             "error": self.error,
             "members": self.members,
+            "member_errors": self.member_errors,
             "notes": self.notes,
         }
 
@@ -129,13 +132,19 @@ class Validator:
         file = reg.source(name)
         if kind == "task":
             error, notes = self._task(name)
-            return Check(name, kind, file, error is None, error, None, notes)
+            return Check(name, kind, file, error is None, error, None, notes=notes)
         try:
             members = reg.members(name)
-            resolved = reg.resolve([name])
         except (Exception, SystemExit) as exc:
             return Check(name, kind, file, False, _error(exc))
-        failures, notes = [], []
+        try:
+            resolved = reg.resolve([name])
+        except (Exception, SystemExit) as exc:
+            # One member that does not build stops the whole resolve: each member is then
+            # checked alone, so the others' verdicts and the failing one's reason are known.
+            errors = {m: e for m in members if (e := self._member_error(m)) is not None}
+            return Check(name, kind, file, False, _error(exc), members, member_errors=errors)
+        failures, notes, errors = [], [], {}
         for request in resolved.tasks:
             config = request.config
             if reg.kind(config.name) == "task" and _built_alone(reg, config):
@@ -147,12 +156,22 @@ class Validator:
                     error, task_notes = _error(exc), []
             if error is not None:
                 failures.append(f"{config.name}: {error}")
+                errors[config.name] = error
             notes += [n for n in task_notes if n not in notes]
         error = None
         if failures:
             more = f" (and {len(failures) - 1} more failing members)" if len(failures) > 1 else ""
             error = f"{len(failures)} of {len(resolved.tasks)} tasks fail; {failures[0]}{more}"
-        return Check(name, kind, file, not failures, error, members, notes)
+        return Check(
+            name, kind, file, not failures, error, members, notes=notes, member_errors=errors
+        )
+
+    def _member_error(self, member: str) -> str | None:
+        """The error of a group's or tag's member checked alone (None when it builds; inline
+        members, `group::task`, exist only inside their group and are not checked alone)."""
+        if "::" in member:
+            return None
+        return self._task(member)[0]
 
     def run(self, names: Iterable[str] | None = None) -> list[Check]:
         """Check `names`, or every name of the include paths plus their unreadable files."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import textwrap
 
 import pytest
@@ -177,3 +178,31 @@ def test_a_custom_task_files_module_name_is_the_same_in_every_process(tmp_path):
         for seed in ("1", "2")
     }
     assert len(names) == 1 and names.pop().startswith("assay_custom_tasks_")
+
+
+SHADOW_GSM8K = """
+from dataclasses import replace
+
+from assay.tasks.catalog.gsm8k import TASKS_TABLE as GSM8K
+
+TASKS_TABLE = [replace(GSM8K[0], source="")]
+"""
+
+
+def test_a_custom_task_file_overriding_a_built_in_says_so_once(tmp_path, caplog):
+    path = write(tmp_path, "shadow.py", SHADOW_GSM8K)
+    name = "gsm8k"
+    reg = Registry([], [path])
+    with caplog.at_level(logging.WARNING, logger="assay.tasks.registry"):
+        config = reg.get(name)
+        reg.get(name)
+    assert config.source == str(path)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        f"'gsm8k' is served by {path} (--custom-tasks), not by assay's built-in task of that name."
+    ]
+    # A custom file's own new task is no override: nothing said.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="assay.tasks.registry"):
+        Registry([], [write(tmp_path, "mine.py", CUSTOM)]).get("mine")
+    assert caplog.records == []

@@ -111,6 +111,7 @@ class Registry:
                 modules += _plugin_modules()
             custom = [_import_file(p) for p in self._custom_files]
             modules += custom
+            builtin: set[str] = set()
             for module in modules:
                 table = getattr(module, "TASKS_TABLE", None)
                 if table is None:
@@ -133,7 +134,9 @@ class Registry:
                         folder = Path(module.__file__ or ".").parent
                         config.hf_data_files = resolve_data_files(config.hf_data_files, folder)
                     earlier = self._python.get(config.name)
-                    if earlier is not None:
+                    if earlier is not None and module in custom and earlier.name in builtin:
+                        _announce_custom(config.name, config.source, "task")
+                    elif earlier is not None:
                         log.info(
                             "task %s: %s replaces %s", config.name, config.source, earlier.source
                         )
@@ -141,7 +144,11 @@ class Registry:
                     for tag in config.tags:
                         self._python_tags.setdefault(tag, []).append(config.name)
                 for group in getattr(module, "GROUPS", []):
+                    if module in custom and group.name in self._python_groups:
+                        _announce_custom(group.name, group.source or module.__file__, "group")
                     self._python_groups[group.name] = group
+                if module not in custom:
+                    builtin.update(c.name for c in table)
         return self._python
 
     def folder_indexes(self) -> list[FolderIndex]:
@@ -493,6 +500,16 @@ _OVERRIDABLE = {
     "fewshot_delimiter": "fewshot_delimiter",
     "task_alias": "alias",
 }
+
+
+def _announce_custom(name: str, source: str | None, kind: str) -> None:
+    """The line an include path's override gives (`Registry._announce`), for --custom-tasks."""
+    log.warning(
+        "%r is served by %s (--custom-tasks), not by assay's built-in %s of that name.",
+        name,
+        source,
+        kind,
+    )
 
 
 def _with_overrides(config: TaskConfig, overrides: dict[str, Any]) -> TaskConfig:
