@@ -1,44 +1,153 @@
-"""Live estimates of `assay run`: the plain lines a non-terminal gets, and their interval."""
+"""Live estimates of `assay run`: the plain lines a non-terminal gets, the terminal display,
+and their interval (the one results.json's stderr gives)."""
 
 from __future__ import annotations
 
 import io
-import math
+import json
 import re
+import threading
+import time
 from pathlib import Path
 
-from scipy import stats
+import pytest
 
 from assay.cli.main import main
 from assay.execution import progress as live
-from assay.execution.progress import LiveProgress
+from assay.execution.progress import CacheCounts, LiveProgress, rate
+from assay.metrics.stderr import mean_stderr
+from assay.stats.normal import two_sided_z
 
 TASKS_DIR = Path(__file__).parents[1] / "data" / "lm_eval_parity" / "tasks"
+INTERVAL = re.compile(r"acc (\d\.\d{4}) \[(\d\.\d{4}), (\d\.\d{4})\]")
 
 
-def test_plain_lines_carry_counts_rates_and_the_running_interval(monkeypatch):
-    monkeypatch.setattr(live, "PLAIN_EVERY_SECONDS", 0.0)
+def scored(scores: list[float], total_docs: int, **kwargs) -> LiveProgress:
+    """A disabled display (prints nothing) fed one shard of `scores`."""
+    progress = LiveProgress("t", total_docs=total_docs, enabled=False, metric="acc", **kwargs)
+    progress.start_shard(docs=len(scores), requests=len(scores))
+    progress.shard_done(0, "tokens", scores)
+    return progress
+
+
+def expected_interval(scores: list[float]) -> tuple[str, str, str]:
+    """mean ± z·stderr, with results.json's stderr, clipped to [0, 1]."""
+    mean = sum(scores) / len(scores)
+    half = two_sided_z(0.95) * mean_stderr(scores)
+    return f"{mean:.4f}", f"{max(0.0, mean - half):.4f}", f"{min(1.0, mean + half):.4f}"
+
+
+def test_a_limit_subset_is_not_the_population():
+    # 4 docs of a 541-doc task (ifeval --limit 4): the interval is the sampling interval,
+    # never the zero-width one a population of 4 would give.
+    scores = [1.0, 0.0, 0.0, 0.0]
+    shown = INTERVAL.search(scored(scores, total_docs=4).estimate()).groups()
+    assert shown == expected_interval(scores) == ("0.2500", "0.0000", "0.7400")
+
+
+def test_a_whole_run_ends_on_the_interval_of_its_stderr():
+    # Every doc scored: the interval keeps the width results.json's stderr gives it.
+    scores = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+    progress = scored(scores, total_docs=len(scores))
+    low, high = (float(x) for x in INTERVAL.search(progress.estimate()).groups()[1:])
+    assert high - low > 0.5
+    assert INTERVAL.search(progress.estimate()).groups() == expected_interval(scores)
+
+
+def test_one_doc_and_equal_values_give_no_interval():
+    assert scored([1.0], total_docs=10).estimate() == "acc 1.0000 (1 doc, no interval yet)"
+    assert scored([0.0] * 5, total_docs=5).estimate() == "acc 0.0000 (all 5 equal, no interval yet)"
+
+
+def test_values_outside_zero_one_are_not_clipped_to_it():
+    scores = [30.0, 50.0, 40.0]
+    estimate = LiveProgress("t", 3, enabled=False, metric="ppl")
+    estimate.start_shard(3, 3)
+    estimate.shard_done(0, None, scores)
+    low, high = (
+        float(x) for x in re.search(r"\[([\d.-]+), ([\d.]+)\]", estimate.estimate()).groups()
+    )
+    half = two_sided_z(0.95) * mean_stderr(scores)
+    assert (low, high) == (round(40 - half, 4), round(40 + half, 4))
+
+
+def test_slow_rates_read_as_seconds_per_doc():
+    assert rate(3, 36.0, "doc") == "12 s/doc"
+    assert rate(2, 5.0, "doc") == "2.5 s/doc"
+    assert rate(30, 2.0, "doc") == "15.0 docs/s"
+
+
+def test_cached_answers_are_counted_apart():
+    progress = scored([1.0] * 8, total_docs=8, status=None)
+    progress.shard_done(0, "tokens", [], CacheCounts(from_cache=8, requests=8))
+    assert progress.rates() == "8/8 from cache"
+    progress.shard_done(0, "tokens", [], CacheCounts(from_cache=5, requests=8))
+    assert progress.rates().startswith("5/8 from cache, ")
+    assert "tok/s" not in progress.rates()
+
+
+def test_plain_lines_come_from_a_timer_before_any_shard_ends(monkeypatch):
+    monkeypatch.setattr(live, "PLAIN_EVERY_SECONDS", 0.01)
     stream = io.StringIO()
-    progress = LiveProgress("t", total_docs=10, enabled=True, stream=stream, metric="acc")
-    progress.start_shard(docs=4, requests=16)
-    progress.advance(16)
-    progress.shard_done(400, "tokens", [1.0, 0.0, 1.0, 1.0])
+    progress = LiveProgress(
+        "t", total_docs=10, enabled=True, stream=stream, metric="acc", status=lambda: "paced"
+    )
+    progress.start_shard(docs=10, requests=20)
+    progress.advance(10)
+    deadline = time.monotonic() + 5
+    while "t: 5/10 docs" not in stream.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
     progress.close()
     first = stream.getvalue().splitlines()[0]
-    assert first.startswith("t: 4/10 docs, ")
-    assert "tok/s" in first and "s left" in first
-    # Normal interval with the observed variance and the finite-population correction.
-    scores = [1.0, 0.0, 1.0, 1.0]
-    mean, n, population = sum(scores) / 4, 4, 10
-    variance = sum((s - mean) ** 2 for s in scores) / (n - 1)
-    half = (
-        stats.norm.ppf(0.975)
-        * math.sqrt(variance / n)
-        * math.sqrt((population - n) / (population - 1))
+    assert first.startswith("t: 5/10 docs, ") and "left" in first and first.endswith("paced")
+    assert not any(t.name == "progress t" for t in threading.enumerate())
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_terminal_display_fits_80_columns_and_shows_the_estimate(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    stream = Terminal()
+    progress = LiveProgress(
+        "a_task_with_a_rather_long_name_indeed",
+        total_docs=12345,
+        enabled=True,
+        stream=stream,
+        metric="prompt_level_strict_acc",
+        status=lambda: "waiting 12 s for the rate limit",
     )
-    low, high = (float(x) for x in re.search(r"acc 0\.7500 \[([\d.]+), ([\d.]+)\]", first).groups())
-    assert low == round(mean - half, 4)
-    assert high == round(min(1.0, mean + half), 4)
+    progress.start_shard(docs=512, requests=2048)
+    progress.shard_done(123456, "tokens", [1.0, 0.0] * 256)
+    progress.close()
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", stream.getvalue())
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert all(len(line) <= 80 for line in lines), lines
+    assert any("512/12345 docs" in line for line in lines)
+    assert any("prompt_level_strict_acc 0.5000 [" in line for line in lines)
+    assert any("waiting 12 s" in line for line in lines)
+
+
+def test_library_log_lines_go_above_the_bar_while_it_is_live(monkeypatch):
+    import logging
+    import sys
+
+    monkeypatch.setenv("COLUMNS", "80")
+    stream = Terminal()
+    handler = logging.StreamHandler(sys.stderr)
+    logger = logging.getLogger("transformers")
+    logger.addHandler(handler)
+    try:
+        progress = LiveProgress("t", total_docs=4, enabled=True, stream=stream, metric="acc")
+        assert handler.stream is not sys.stderr  # routed through the display's console
+        logger.warning("`past_key_values` are deprecated")
+        progress.close()
+        assert handler.stream is sys.stderr  # restored when the task ends
+    finally:
+        logger.removeHandler(handler)
+    assert "past_key_values" in stream.getvalue()
 
 
 def test_disabled_progress_writes_nothing():
@@ -68,12 +177,44 @@ def run(tmp_path: Path, *flags: str) -> int:
     )
 
 
-def test_a_run_off_a_terminal_ends_each_task_with_a_plain_line(tmp_path, capsys):
+def test_a_run_ends_on_the_interval_results_json_gives(tmp_path, capsys):
     assert run(tmp_path) == 0
     err = capsys.readouterr().err
-    assert re.search(r"parity_mc_same_split: 7/7 docs, .* acc [\d.]+ \[", err), err
+    line = re.search(r"parity_mc_same_split: 7/7 docs, .*", err)
+    assert line, err
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    entry = results["results"]["parity_mc_same_split"]
+    mean, stderr = entry["acc,none"], entry["acc_stderr,none"]
+    half = two_sided_z(0.95) * stderr
+    low, high = max(0.0, mean - half), min(1.0, mean + half)
+    assert f"acc {mean:.4f} [{low:.4f}, {high:.4f}]" in line.group(0)
+
+
+def test_a_rerun_from_the_cache_says_so(tmp_path, capsys):
+    assert run(tmp_path) == 0
+    capsys.readouterr()
+    assert run(tmp_path) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"parity_mc_same_split: 7/7 docs, (\d+)/\1 from cache", err), err
+
+
+def test_an_interrupted_task_leaves_no_part_files(tmp_path, monkeypatch):
+    from assay.models.dummy import DummyLM
+
+    def interrupted(self, requests):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(DummyLM, "loglikelihood", interrupted)
+    assert run(tmp_path, "--log-samples") == 130
+    assert not list((tmp_path / "out").glob(".samples_*"))
 
 
 def test_no_progress_silences_the_live_line(tmp_path, capsys):
     assert run(tmp_path, "--no-progress") == 0
-    assert "docs/s" not in capsys.readouterr().err
+    assert "docs" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("status", [None, "paced"])
+def test_the_backend_status_shows_only_when_it_has_one(status):
+    progress = LiveProgress("t", 4, enabled=False, status=lambda: status)
+    assert progress.plain_line().endswith("paced") == (status is not None)
