@@ -38,9 +38,25 @@ def _build() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     return parser, run_parser
 
 
+_NOT_RUN = frozenset({"-h", "--help", "--version"})
+
+
+def _with_command(argv: Sequence[str] | None, commands: Sequence[str]) -> list[str]:
+    """`argv`, with `run` put first when it starts with a flag other than help or version
+    (lm-eval's `lm_eval --model hf ...`), and a note saying so."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    first = next((a for a in given if a not in ("-v", "--verbose")), None)
+    if first is None or first in commands or not first.startswith("-") or first in _NOT_RUN:
+        return given
+    sys.stderr.write("assay: note: no command given; running `assay run` (as lm-eval does).\n")
+    return ["run", *given]
+
+
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line, with `assay run --config FILE`'s flags as defaults under it."""
     parser, run_parser = _build()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    argv = _with_command(argv, list(commands.choices))
     args = parser.parse_args(argv)
     if args.command != "run":
         return args

@@ -129,8 +129,13 @@ def _to_dict(value: Any) -> dict[str, Any]:
 
 
 def to_batch_size(value: Any) -> BatchSize:
-    """ "auto" or a positive whole number; ValueError otherwise."""
+    """ "auto" or a positive whole number; ValueError otherwise. lm-eval's "auto:N" (re-pick
+    the size N times) is "auto": backends that size batches themselves re-pick every batch."""
     if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    if isinstance(value, str) and value.strip().lower().startswith("auto:"):
+        if not value.strip()[5:].isdigit() or int(value.strip()[5:]) < 1:
+            raise ValueError(value)
         return "auto"
     number = _to_int(value)
     if number < 1:

@@ -74,8 +74,14 @@ class HFArgs:
         return None
 
 
+DTYPE_ALIASES = {"half": "float16", "float": "float32", "bf16": "bfloat16", "fp16": "float16"}
+"""Other names of the dtypes: torch's attribute aliases (lm-eval's `dtype=half` is
+`getattr(torch, "half")`) and the usual short forms."""
+
+
 def _dtype(value: str) -> str:
-    return value.strip().lower().removeprefix("torch.")
+    name = value.strip().lower().removeprefix("torch.")
+    return DTYPE_ALIASES.get(name, name)
 
 
 def _token(value: str) -> str | int:
