@@ -337,3 +337,27 @@ def test_function_modules_have_the_same_name_in_every_process(folder):
         for seed in ("1", "2")
     }
     assert len(names) == 1 and next(iter(names)).startswith("assay_user_")
+
+
+def test_a_misspelt_key_gets_a_did_you_mean(folder):
+    write(folder, "typo.yaml", "include: _base.yaml\ntask: typo\ndoc_to_choise: options\n")
+    with pytest.raises(
+        TaskConfigError, match=r"unknown key 'doc_to_choise'\. Did you mean 'doc_to_choice'"
+    ):
+        load(folder, "typo")
+
+
+def test_a_doc_to_target_naming_no_column_lists_the_columns_and_the_row_once(folder):
+    write(folder, "nocol.yaml", "include: _base.yaml\ntask: nocol\ndoc_to_target: label\n")
+    with pytest.raises(DataError) as err:
+        load(folder, "nocol").first_doc()
+    message = str(err.value)
+    assert "doc_to_target 'label' names no column" in message
+    assert "['answer', 'options', 'question', 'word']" in message
+    assert message.count("Row:") == 1 and "not an index into" not in message
+
+
+def test_a_doc_to_choice_naming_no_column_says_so(folder):
+    write(folder, "nochoice.yaml", "include: _base.yaml\ntask: nochoice\ndoc_to_choice: choices\n")
+    with pytest.raises(DataError, match="doc_to_choice 'choices' names no column"):
+        load(folder, "nochoice").first_doc()

@@ -110,6 +110,16 @@ class _Field:
             plain = _PLAIN_VARIABLE.fullmatch(value)
             self.variable = plain.group(1) if plain else None
 
+    def check_column(self, row: dict[str, Any]) -> None:
+        """Refuse a value that reads as a column name (an identifier, no template) the row
+        lacks, listing the columns: called where the value, taken as literal text, failed."""
+        if isinstance(self.value, str) and self.value.isidentifier() and self.value not in row:
+            raise DataError(
+                f"{self.where}: {self.key} {self.value!r} names no column of the data; its "
+                f"columns are {sorted(row)}. Give a column's name, or a template such as "
+                f"'{{{{{sorted(row)[0] if row else 'column'}}}}}'."
+            )
+
     def render(self, row: dict[str, Any]) -> Any:
         value = self.value
         if isinstance(value, str):
@@ -187,6 +197,7 @@ class _DocBuilder:
                 try:
                     choices = ast.literal_eval(choices)
                 except (SyntaxError, ValueError):
+                    self.choice.check_column(row)
                     raise DataError(
                         f"{self.where}: doc_to_choice rendered {choices!r}, not a list."
                     ) from None
@@ -266,9 +277,12 @@ class _DocBuilder:
             return target
         elif isinstance(target, str) and target in choices:
             return choices.index(target)
+        if self.target is not None and target == self.target.value:
+            self.target.check_column(row)
+        # The row itself is printed by the caller (Task.make_doc), once.
         raise DataError(
             f"{self.where}: doc_to_target gave {target!r}, which is not an index into or a member of "
-            f"the {len(choices)} choices {choices}. Row: {str(row)[:300]}"
+            f"the {len(choices)} choices {choices}."
         )
 
 
@@ -505,8 +519,13 @@ def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
         if key in IGNORED_WITH_WARNING:
             log.warning("%s: '%s' is ignored (assay does not decontaminate).", where, key)
         elif key not in TASK_KEYS:
+            import difflib
+
+            valid = sorted(TASK_KEYS - {"group", "group_alias", "aggregate_metric_list"})
+            close = difflib.get_close_matches(str(key), valid, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
             raise TaskConfigError(
-                f"{where}: unknown key '{key}'. Valid keys: {', '.join(sorted(TASK_KEYS - {'group', 'group_alias', 'aggregate_metric_list'}))}."
+                f"{where}: unknown key '{key}'.{hint} Valid keys: {', '.join(valid)}."
             )
     try:
         output_type = OutputType(raw.get("output_type", "generate_until"))

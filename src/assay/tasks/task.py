@@ -209,7 +209,8 @@ class Task:
         except Exception as exc:
             raise DataError(
                 f"{cfg.where()}: could not build the prompt of row {index}"
-                f"{' of the few-shot pool' if fewshot else ''}: {type(exc).__name__}: {exc}. "
+                f"{' of the few-shot pool' if fewshot else ''}: {type(exc).__name__}: "
+                f"{str(exc).rstrip('.')}. "
                 f"Row: {_short(row)}"
             ) from None
         if doc is None:
