@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 
 from assay.errors import ConfigError
+from assay.models.hf import prefix as prefix_module
 from assay.models.hf.model import hf
-from assay.models.hf.prefix import Prefix, PrefixStore, shared_cuts
+from assay.models.hf.prefix import Prefix, PrefixStore, longest_shared_run, shared_cuts
 from assay.requests.types import GenerateRequest, GenParams, LoglikelihoodRequest
 
 TOLERANCE = 1e-4
@@ -69,6 +70,14 @@ def test_a_few_more_shared_tokens_do_not_make_a_new_cut():
 def test_a_cut_leaves_each_input_one_token_of_its_own():
     shared = seq(100, 40)
     assert shared_cuts([shared, [*shared, 5]], min_tokens=32) == [39, 40]
+
+
+def test_longest_shared_run_compares_sorted_neighbours():
+    shared = seq(100, 40)
+    assert longest_shared_run([[*shared, 1], seq(5, 50), [*shared, 2]]) == 40
+    assert longest_shared_run([seq(100, 50), seq(100, 50)]) == 0  # equal inputs count once
+    assert longest_shared_run([[1, 2, 3], [1, 2], [9]]) == 2
+    assert longest_shared_run([seq(1, 5)]) == 0
 
 
 def test_store_matches_partial_prefixes_and_evicts_least_recently_used():
@@ -308,3 +317,48 @@ def test_results_json_reports_what_the_prefix_cache_saved_per_task(tiny_model_di
     assert reuse["prefixes_computed"] == 1 and reuse["inputs_reusing"] == 6
     assert reuse["tokens_reused"] == 6 * reuse["prefix_tokens_computed"] > 0
     assert "prefix_cache" not in runs["off"]
+
+
+# -- whether reuse pays, decided per call ---------------------------------------------------------
+
+
+def distinct_contexts(n: int) -> list[str]:
+    """Contexts that differ from their second token on: no prefix worth sharing."""
+    return [f"{i * 7919} {VILLAGE}ia. {KITCHEN}" for i in range(n)]
+
+
+def test_calls_without_a_shared_prefix_build_no_trie_and_score_as_unshared(
+    tiny_model_dir, unshared_lm, monkeypatch
+):
+    lm = hf(pretrained=str(tiny_model_dir), dtype="float32", batch_size=4)
+
+    def no_trie(*args, **kwargs):
+        raise AssertionError("a trie was built for inputs that share no prefix")
+
+    monkeypatch.setattr(prefix_module, "shared_cuts", no_trie)
+    requests = mc_requests(distinct_contexts(6))
+    assert_same_scores(lm.loglikelihood(requests), unshared_lm.loglikelihood(requests))
+    params = GenParams(until=("\n\n",), max_gen_toks=4)
+    prompts = [GenerateRequest(c, params) for c in distinct_contexts(3)]
+    assert lm.generate_until(prompts) == unshared_lm.generate_until(prompts)
+    assert lm.scorer.prefixes.stats.as_dict() == prefix_module.PrefixStats().as_dict()
+    assert len(lm.scorer.prefixes.store) == 0
+
+
+def test_a_few_near_duplicates_do_not_pay_for_reuse_and_a_shared_description_does(
+    tiny_model_dir, unshared_lm
+):
+    lm = hf(pretrained=str(tiny_model_dir), dtype="float32", batch_size=4)
+    stats = lm.scorer.prefixes.stats
+    # 0-shot HellaSwag's shape: two docs of one source share a long context, the rest nothing.
+    twins = [KITCHEN + "Natalia sold clips.", KITCHEN + "The bread was warm."]
+    contexts = distinct_contexts(12) + twins
+    ids = [lm.tokenizer(c)["input_ids"] for c in contexts]
+    assert shared_cuts(ids)[-2:] != [0, 0]  # the twins do share a prefix worth a cut...
+    requests = mc_requests(contexts)
+    assert_same_scores(lm.loglikelihood(requests), unshared_lm.loglikelihood(requests))
+    assert stats.prefixes_computed == 0 and stats.inputs_reusing == 0  # ...that is not used
+    # Every doc behind one description: reuse runs, and scores stay those of the plain path.
+    requests = mc_requests(questions(KITCHEN, 6))
+    assert_same_scores(lm.loglikelihood(requests), unshared_lm.loglikelihood(requests))
+    assert stats.prefixes_computed == 1 and stats.inputs_reusing == 6

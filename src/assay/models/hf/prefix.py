@@ -26,10 +26,17 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 MIN_SHARED_TOKENS = 32
 """Shorter shared prefixes are recomputed: their saving does not pay for a separate pass."""
+
+MIN_SAVED_SHARE = 0.1
+"""Reuse runs only where it would save at least this share of a call's input tokens. Where docs
+share no prefix worth the name (0-shot HellaSwag: a few near-duplicate contexts save ~4 % of the
+tokens), the machinery cost 6-10 % of the run (a prefix pass and a batch group of their own per
+near-duplicate): a smaller saving cannot pay for it, so such a call runs as if reuse were off."""
 
 
 class _Node:
@@ -73,6 +80,25 @@ def shared_cuts(inputs: Sequence[Sequence[int]], min_tokens: int = MIN_SHARED_TO
                 kept = depth
         cut_of[tokens] = min(kept, len(tokens) - 1) if kept >= min_tokens else 0
     return [cut_of[tuple(tokens)] for tokens in inputs]
+
+
+def longest_shared_run(inputs: Sequence[Sequence[int]]) -> int:
+    """The most leading tokens two distinct inputs have in common (0 for fewer than two).
+
+    In sorted order the input sharing the longest prefix with another sits next to it, so
+    neighbours alone are compared: a cheap test, before any trie is built, of whether any prefix
+    is shared at all.
+    """
+    ordered = sorted(set(map(tuple, inputs)))
+    longest = 0
+    for left, right in pairwise(ordered):
+        common = 0
+        for a, b in zip(left, right, strict=False):
+            if a != b:
+                break
+            common += 1
+        longest = max(longest, common)
+    return longest
 
 
 @dataclass
@@ -164,6 +190,17 @@ Assignment = tuple[Prefix | None, int]
 """The prefix an input starts from and how many of its tokens it covers ((None, 0): none)."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """Where one input would start: a stored prefix, a new one to compute, or nothing."""
+
+    length: int
+    """Leading tokens of the input the prefix covers (0: none)."""
+    stored: Prefix | None = None
+    compute: tuple[int, ...] = ()
+    """Tokens of a new shared prefix to compute (empty: none)."""
+
+
 class PrefixCache:
     """Finds, computes and hands out shared prefixes for one causal language model."""
 
@@ -178,6 +215,8 @@ class PrefixCache:
         self.model = model
         self.device = device
         self.min_tokens = min_tokens
+        self.min_saved_share = MIN_SAVED_SHARE
+        """Share of a call's input tokens reuse must save to run at all."""
         self.keep_logits = keep_logits
         self.store = PrefixStore(budget_bytes)
         self.enabled = reusable_cache(model)
@@ -190,29 +229,52 @@ class PrefixCache:
         return self.store.stats
 
     def assign(self, inputs: Sequence[Sequence[int]]) -> list[Assignment]:
-        """Per input (token ids), the prefix to start from; new shared prefixes are computed."""
+        """Per input (token ids), the prefix to start from; new shared prefixes are computed.
+
+        A call whose inputs share no prefix of `min_tokens` (and match none stored) builds no
+        trie; a call where reuse would save less than `min_saved_share` of its input tokens
+        computes nothing and starts every input from scratch (see `MIN_SAVED_SHARE`).
+        """
+        nothing: list[Assignment] = [(None, 0)] * len(inputs)
         if not self.enabled:
-            return [(None, 0)] * len(inputs)
+            return nothing
         distinct = list(dict.fromkeys(tuple(tokens) for tokens in inputs))
-        cuts = shared_cuts(distinct, self.min_tokens)
+        if not self.store and longest_shared_run(distinct) < self.min_tokens:
+            return nothing
+        plan = self._plan(distinct)
+        total = sum(map(len, distinct))
+        fresh_tokens = sum(len(key) for key in {step.compute for step in plan.values()})
+        saved = sum(step.length for step in plan.values()) - fresh_tokens
+        if saved < self.min_saved_share * total:
+            return nothing
         fresh: dict[tuple[int, ...], Prefix] = {}
         chosen: dict[tuple[int, ...], Assignment] = {}
+        for tokens, step in plan.items():
+            if step.compute:
+                if step.compute not in fresh:
+                    fresh[step.compute] = self._compute(step.compute)
+                chosen[tokens] = (fresh[step.compute], step.length)
+            else:
+                chosen[tokens] = (step.stored, step.length)
+            if chosen[tokens][0] is not None:
+                self.stats.inputs_reusing += 1
+                self.stats.tokens_reused += step.length
+        return [chosen[tuple(tokens)] for tokens in inputs]
+
+    def _plan(self, distinct: Sequence[tuple[int, ...]]) -> dict[tuple[int, ...], _Step]:
+        """Per distinct input, where it would start from; nothing is computed yet."""
+        cuts = shared_cuts(distinct, self.min_tokens)
+        plan: dict[tuple[int, ...], _Step] = {}
         for tokens, cut in zip(distinct, cuts, strict=True):
             stored, matched = self.store.match(tokens[: len(tokens) - 1])
             if matched < self.min_tokens:
                 stored, matched = None, 0
             # A stored prefix wins unless this batch shares markedly more than it covers.
             if cut - matched < self.min_tokens:
-                chosen[tokens] = (stored, matched)
+                plan[tokens] = _Step(stored=stored, length=matched)
             else:
-                key = tokens[:cut]
-                if key not in fresh:
-                    fresh[key] = self._compute(key)
-                chosen[tokens] = (fresh[key], cut)
-            if chosen[tokens][0] is not None:
-                self.stats.inputs_reusing += 1
-                self.stats.tokens_reused += chosen[tokens][1]
-        return [chosen[tuple(tokens)] for tokens in inputs]
+                plan[tokens] = _Step(compute=tokens[:cut], length=cut)
+        return plan
 
     def past(self, prefix: Prefix, length: int, batch: int) -> Any:
         """A fresh DynamicCache holding the first `length` prefix positions for `batch` rows.
