@@ -5,13 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError, ModelError
 from assay.models.args import Arg, AutoOrCount, BatchSize, typed_args
 from assay.models.base import LM, cut_at_stops, register_model
-from assay.requests.types import GenerateRequest, LoglikelihoodRequest, RollingRequest
+from assay.models.thinking import Thinking, split_thinking, thinking_args
+from assay.requests.types import GenerateRequest, Generation, LoglikelihoodRequest, RollingRequest
 
 
 def _prompt_text(request: GenerateRequest) -> str:
@@ -22,19 +24,51 @@ def _prompt_text(request: GenerateRequest) -> str:
     return users[-1] if users else ""
 
 
+_ENDINGS = {
+    "reasoning": str,
+    "finish_reason": str,
+    "thinking_closed": bool,
+    "reasoning_tokens": int,
+    "answer_tokens": int,
+}
+"""What a recorded response may say besides its text (a reasoning model's generation)."""
+FINISH_REASONS = ("stop", "stop_sequence", "length")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One recorded response: its text and, optionally, how the generation ended."""
+
+    response: str
+    ending: dict[str, Any] = field(default_factory=dict)
+    """The keys of `_ENDINGS` the line gave."""
+
+
 class ReplayLM(LM):
     """Generation answers looked up by prompt text in a JSONL file of {"prompt", "response"}.
 
     A "response" answers every sample of its prompt. A line may give {"prompt", "responses":
     [...]} instead: the i-th sample of the prompt (a request's sample_index, e.g. a judge
     metric's judge_samples) gets the i-th response.
+
+    A reasoning model's generation can be replayed too: a line (or an item of "responses",
+    then an object with "response") may add "reasoning" (thinking a server returned apart),
+    "finish_reason" (stop, stop_sequence or length), "thinking_closed", "reasoning_tokens"
+    and "answer_tokens"; with `thinking` (think_end_token ...), "response" is the raw
+    generation and its thinking is split off as `hf` splits it.
     """
 
-    def __init__(self, path: str | Path, batch_size: BatchSize = "auto") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        batch_size: BatchSize = "auto",
+        thinking: Thinking | None = None,
+    ) -> None:
         self.path = Path(path)
         self.batch_size = batch_size
         """Requests per cache commit (a whole number), or "auto" for the executor's default."""
-        self.responses: dict[str, list[str]] = {}
+        self.thinking = thinking
+        self.responses: dict[str, list[Recorded]] = {}
         digest = hashlib.sha256()
         try:
             handle = self.path.open(encoding="utf-8")
@@ -50,18 +84,21 @@ class ReplayLM(LM):
                 try:
                     record = json.loads(line)
                     prompt = record["prompt"]
-                    answers = record["responses"] if "responses" in record else [record["response"]]
+                    answers = record.get("responses", [record])
                 except (json.JSONDecodeError, KeyError, TypeError):
                     answers = None
-                if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+                if not isinstance(answers, list):
+                    answers = None
+                recorded = [_recorded(a, f"{self.path}:{number}") for a in answers or []]
+                if answers is None or None in recorded:
                     raise ConfigError(
                         f"{self.path}:{number}: each line must be a JSON object with 'prompt' and "
                         "'response' (a string), or 'responses' (a list of strings, one per sample)."
                     ) from None
-                self.responses[prompt] = answers
+                self.responses[prompt] = recorded  # type: ignore[assignment]
         self.digest = digest.hexdigest()
 
-    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str | Generation]:
         missing = [_prompt_text(r) for r in requests if _prompt_text(r) not in self.responses]
         short = [
             (r.sample_index, _prompt_text(r))
@@ -83,12 +120,38 @@ class ReplayLM(LM):
                 f"replay: {len(missing)} prompt(s) have no recorded response in {self.path}:\n{listing}{more}\n"
                 "Record responses for exactly these prompts (the prompts in a samples file's arguments)."
             )
-        out = []
+        out: list[str | Generation] = []
         for r in requests:
             answers = self.responses[_prompt_text(r)]
             answer = answers[r.sample_index] if len(answers) > 1 else answers[0]
-            out.append(cut_at_stops(answer, r.params.until))
+            out.append(self._replayed(answer, r))
         return out
+
+    def _replayed(self, answer: Recorded, request: GenerateRequest) -> str | Generation:
+        """A recorded answer as the backend that produced it would have returned it."""
+        until, ending = request.params.until, answer.ending
+        if self.thinking is None and not ending:
+            return cut_at_stops(answer.response, until)
+        if "reasoning" in ending:
+            # Thinking a server returned apart: the response is the answer alone.
+            text = cut_at_stops(answer.response, until)
+            closed = ending.get(
+                "thinking_closed", not (ending.get("finish_reason") == "length" and not text)
+            )
+            return Generation(text, **{**ending, "thinking_closed": closed})
+        prompt = request.prompt if isinstance(request.prompt, str) else ""
+        generation = split_thinking(
+            answer.response,
+            until,
+            self.thinking,
+            opened=self.thinking is not None and self.thinking.opened_by(prompt),
+            finish_reason=ending.get("finish_reason"),
+            reasoning_tokens=ending.get("reasoning_tokens"),
+            answer_tokens=ending.get("answer_tokens"),
+        )
+        if "thinking_closed" in ending:
+            return replace(generation, thinking_closed=ending["thinking_closed"])
+        return generation
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[Any]:
         raise ModelError("replay answers generation requests only; this task needs loglikelihoods.")
@@ -99,17 +162,57 @@ class ReplayLM(LM):
         )
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": "replay", "path": str(self.path), "sha256": self.digest}
+        identity: dict[str, Any] = {
+            "backend": "replay",
+            "path": str(self.path),
+            "sha256": self.digest,
+        }
+        if self.thinking is not None:  # only when set: earlier caches stay valid
+            identity["thinking"] = [self.thinking.end, self.thinking.start, self.thinking.budget]
+        return identity
+
+
+def _recorded(item: Any, where: str) -> Recorded | None:
+    """A "responses" item or a whole line as a Recorded; None when it is neither a string nor
+    an object with a string "response" (a bad ending key is refused by name)."""
+    if isinstance(item, str):
+        return Recorded(item)
+    if not isinstance(item, dict) or not isinstance(item.get("response"), str):
+        return None
+    ending = {k: v for k, v in item.items() if k in _ENDINGS}
+    for key, value in ending.items():
+        kind = _ENDINGS[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ConfigError(
+                f"{where}: {key!r} must be {'a ' + kind.__name__}, got {value!r}."
+            ) from None
+    reason = ending.get("finish_reason")
+    if reason is not None and reason not in FINISH_REASONS:
+        raise ConfigError(
+            f"{where}: finish_reason {reason!r}: give one of {', '.join(FINISH_REASONS)}."
+        )
+    return Recorded(item["response"], ending)
 
 
 @register_model("replay")
 def replay(**model_args: Any) -> ReplayLM:
     """`--model replay --model-args path=FILE.jsonl` (`batch_size`: requests per cache commit)."""
     args = typed_args(
-        "replay", model_args, {"path": Arg(str, ""), "batch_size": Arg(AutoOrCount, "auto")}
+        "replay",
+        model_args,
+        {
+            "path": Arg(str, ""),
+            "batch_size": Arg(AutoOrCount, "auto"),
+            "think_end_token": Arg(str, None, nullable=True),
+            "think_start_token": Arg(str, None, nullable=True),
+            "thinking_budget": Arg(int, None, nullable=True, minimum=0),
+        },
     )
     if not args["path"]:
         raise ConfigError(
             '--model replay needs --model-args path=FILE.jsonl (lines of {"prompt", "response"}).'
         )
-    return ReplayLM(args["path"], args["batch_size"])
+    thinking = thinking_args(
+        "replay", args["think_end_token"], args["think_start_token"], args["thinking_budget"]
+    )
+    return ReplayLM(args["path"], args["batch_size"], thinking)
