@@ -16,6 +16,7 @@ from this one class:
 | `token_counter()`   | None    | counts prompt tokens (token statistics, `truncate_fewshots`)    |
 | `provenance()`      | backend | what results files record about the model                       |
 | `live_status()`     | None    | a fragment shown on the live progress line (an API's pacing)    |
+| `has_batch_api`     | False   | True: `--batch-api` may send requests through a provider batch API |
 
 `generate_until` answers each request with a string or a `Generation` (the answer plus its
 thinking, finish reason and token counts), and may mix the two.
@@ -27,6 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
+from assay.backend_names import BUILTIN_BACKENDS
 from assay.errors import ConfigError
 from assay.models.args import BatchSize
 from assay.prompts.chat import ChatTemplate
@@ -88,6 +90,10 @@ class LM(ABC):
 
     max_length: int | None = None
     """Context window in tokens (prompt + generation), when the backend knows it."""
+
+    has_batch_api: bool = False
+    """True when the backend can send its requests through a provider's batch API (the
+    `batch_api` model arg, which `--batch-api` sets); --batch-api is refused otherwise."""
 
     batch_size: BatchSize | None = None
     """Requests per call as the user set it: a whole number makes the executor commit results
@@ -166,15 +172,7 @@ MODELS: ComponentRegistry[ModelFactory] = ComponentRegistry("model", "assay.mode
 register_model = MODELS.register
 
 # Built-in backends register themselves when imported; listing them imports nothing heavy.
-for _name, _module in {
-    "dummy": "assay.models.dummy",
-    "replay": "assay.models.replay",
-    "hf": "assay.models.hf.model",
-    "hf-multimodal": "assay.models.hf.multimodal",
-    "openai-completions": "assay.models.api.openai",
-    "openai-chat": "assay.models.api.openai",
-    "vllm": "assay.models.vllm.model",
-}.items():
+for _name, _module in BUILTIN_BACKENDS.items():
     MODELS.lazy(_name, _module)
 
 
@@ -183,14 +181,61 @@ def load_model(name: str, model_args: Mapping[str, Any]) -> LM:
     return checked_backend(MODELS.get(name)(**model_args), f"--model {name}")
 
 
+REQUIRED_MEMBERS = ("loglikelihood", "loglikelihood_rolling", "generate_until", "identity")
+"""What any object must have to serve as a backend: the three request methods and identity."""
+
+
 def checked_backend(model: object, where: str) -> LM:
-    """`model` if it is an `LM`; a ConfigError naming `where` it came from otherwise."""
+    """`model` as an `LM`: itself when it subclasses `LM`, wrapped when it has every required
+    member without subclassing it (a duck-typed backend); a ConfigError naming `where` and the
+    missing members otherwise."""
     if isinstance(model, LM):
         return model
+    missing = [name for name in REQUIRED_MEMBERS if not callable(getattr(model, name, None))]
+    if not missing:
+        return _StructuralBackend(model)
     raise ConfigError(
-        f"{where}: {type(model).__name__} is not a model backend; subclass assay.LM (the "
-        "contract in assay/models/base.py; docs/extending.md shows a backend)."
+        f"{where}: {type(model).__name__} is not a model backend: it lacks "
+        f"{', '.join(missing)}. A backend has the methods {', '.join(REQUIRED_MEMBERS)} "
+        "(subclass assay.LM for the optional capabilities' defaults; the contract is in "
+        "assay/models/base.py, and docs/extending.md shows a backend)."
     )
+
+
+class _StructuralBackend(LM):
+    """An object with `LM`'s required members that does not subclass it.
+
+    The required members are the object's own; each optional capability (the module
+    docstring's table) is the object's where it defines one, else `LM`'s default, so the
+    harness sees the whole contract.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        for name, default in vars(LM).items():
+            optional = not name.startswith("_") and name not in REQUIRED_MEMBERS
+            if optional and not isinstance(default, property) and hasattr(model, name):
+                setattr(self, name, getattr(model, name))
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        return list(getattr(self._model, "batch_sizes", []))
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        return list(self._model.loglikelihood(requests))
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
+        return list(self._model.loglikelihood_rolling(requests))
+
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[Any]:
+        return list(self._model.generate_until(requests))
+
+    def identity(self) -> dict[str, Any]:
+        return dict(self._model.identity())
+
+    def provenance(self) -> ModelProvenance:
+        backend = self.identity().get("backend")
+        return {"backend": str(backend) if backend else type(self._model).__name__}
 
 
 def cut_at_stops(text: str, until: Sequence[str]) -> str:

@@ -1,11 +1,17 @@
 """OpenAI-compatible APIs: `--model openai-completions` and `--model openai-chat`.
 
 Both speak to any server with the OpenAI API (OpenAI, vLLM, llama.cpp, `transformers serve`,
-...) through the official `openai` client. Requests run concurrently, bounded by
-`num_concurrent`, paced by optional `rpm`/`tpm` limits, and retried with exponential backoff and
-jitter on 429, 5xx, lost connections and timeouts. A request that still fails makes the whole
-call raise `APIRequestError` naming the failed requests: a task is never scored on answers that
-did not arrive.
+...) through the official `openai` client. Requests run concurrently, at most `num_concurrent`
+at once and fewer while the provider pushes back (`pacing.Pacer`: adaptive concurrency, the
+provider's retry-after and rate-limit headers, the optional `rpm`/`tpm` ceilings). A 429 or 529
+waits as long as the provider asks, up to `max_wait` seconds per request; 5xx answers, lost
+connections and timeouts are retried `max_retries` times with exponential backoff and jitter.
+A request that still fails makes the whole call raise `APIRequestError` naming the failed
+requests: a task is never scored on answers that did not arrive.
+
+Every answer's token usage is counted (`usage_stats`), and priced when the model's prices are
+known (`price_in`/`price_out` args or the bundled table, see `usage`); the run's `--max-cost`
+(`budget`) stops sending requests before it would be exceeded.
 
 `openai-chat` sends a doc's images as OpenAI `image_url` content parts where the prompt says
 `<image>` (PNG data URLs; images given as http(s) or data: URLs pass through unfetched), for
@@ -22,13 +28,25 @@ in the backend's identity, its repr, logs or error messages.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from assay.errors import ConfigError, ModelError
+from assay.models.api.batch_providers import OPENAI_LIMITS, OpenAIBatches
+from assay.models.api.batches import (
+    JOURNAL_FOLDER,
+    BatchJournal,
+    BatchLimits,
+    BatchProvider,
+    BatchRun,
+)
+from assay.models.api.budget import CostLimitReached, SpendingLimit, active_limit
+from assay.models.api.pacing import FailureKind, Limits, Pacer, read_signals
 from assay.models.api.payloads import (
     as_messages,
     echo_score,
@@ -40,15 +58,16 @@ from assay.models.api.payloads import (
     with_image_urls,
 )
 from assay.models.api.runner import (
+    DEFAULT_MAX_WAIT,
     APIRequestError,
     CallOutcome,
     PermanentFailure,
-    RateLimiter,
     RetryPolicy,
     TransientFailure,
     run_calls,
     run_sync,
 )
+from assay.models.api.usage import UsageMeter, UsageStats, model_prices, openai_usage
 from assay.models.args import REQUIRED, Arg, AutoOrCount, BatchSize, typed_args
 from assay.models.base import LM, ModelProvenance, TokenCounter, cut_at_stops, register_model
 from assay.models.spans import ScoredSpan, loglikelihood_spans, rolling_spans
@@ -62,6 +81,7 @@ from assay.prompts.chat import (
 )
 from assay.requests.types import (
     GenerateRequest,
+    Generation,
     LoglikelihoodRequest,
     LoglikelihoodResult,
     RollingRequest,
@@ -73,7 +93,12 @@ __all__ = ["APIRequestError", "OpenAIChatLM", "OpenAICompletionsLM"]
 log = logging.getLogger(__name__)
 R = TypeVar("R")
 
+_CALL: contextvars.ContextVar[int | None] = contextvars.ContextVar("api_call", default=None)
+"""The index of the call whose answer is being received (for --max-cost's accounting)."""
+
 _RETRYABLE_STATUS = {408, 409, 429}
+_OVERLOAD_STATUS = {529}
+"""Anthropic's "overloaded": waited out like a 429, without spending the retry budget."""
 _SHARED_ARGS: dict[str, Arg] = {
     "model": Arg(str, REQUIRED),
     "base_url": Arg(str, "https://api.openai.com/v1"),
@@ -86,11 +111,23 @@ _SHARED_ARGS: dict[str, Arg] = {
     "tpm": Arg(float, None, nullable=True, minimum=1),
     "itpm": Arg(float, None, nullable=True, minimum=1),
     "otpm": Arg(float, None, nullable=True, minimum=1),
+    "max_wait": Arg(float, DEFAULT_MAX_WAIT, minimum=0.001),
+    "price_in": Arg(float, None, nullable=True, minimum=0),
+    "price_out": Arg(float, None, nullable=True, minimum=0),
+    "price_cached_in": Arg(float, None, nullable=True, minimum=0),
+    "batch_discount": Arg(float, None, nullable=True, minimum=0),
     "seed": Arg(int, 1234, nullable=True),
     "max_stop_sequences": Arg(int, 4, minimum=0),
     "extra_body": Arg(dict, None, nullable=True),
     "default_query": Arg(dict, None, nullable=True),
     "batch_size": Arg(AutoOrCount, "auto"),
+    "batch_api": Arg(bool, False),
+    "batch_poll_interval": Arg(float, 30.0, minimum=0.001),
+    "batch_resubmits": Arg(int, 2, minimum=0),
+    "batch_max_requests": Arg(int, None, nullable=True, minimum=1),
+    "batch_max_bytes": Arg(int, None, nullable=True, minimum=1),
+    "batch_dir": Arg(str, None, nullable=True),
+    "batch_cache": Arg(str, None, nullable=True),
 }
 
 _PER_REQUEST_FIELDS = frozenset(
@@ -135,6 +172,16 @@ class APISettings:
     """Prompt tokens per minute, at most (providers that meter input and output apart)."""
     otpm: float | None
     """Requested output tokens (max new tokens) per minute, at most."""
+    max_wait: float
+    """Seconds one request may keep waiting out 429s and 529s, from its first attempt."""
+    price_in: float | None
+    """USD per million input tokens (None: the bundled table's, if it lists the model)."""
+    price_out: float | None
+    """USD per million output tokens."""
+    price_cached_in: float | None
+    """USD per million cached input tokens."""
+    batch_discount: float | None
+    """Fraction of the price taken off through the provider's batch API (0.5: half)."""
     seed: int | None
     """Seed sent with every generation whose request has none."""
     max_stop_sequences: int
@@ -157,6 +204,25 @@ class APISettings:
     """Chat: images where the text says `<image>` (True), or first with the text after."""
     image_detail: str | None = None
     """Chat: OpenAI's `detail` of every image part ("auto", "low", "high"); None omits it."""
+    thinking_budget: int | None = None
+    """Anthropic: tokens the model may think before answering; None: no extended thinking."""
+    batch_api: bool = False
+    """Send generations (and completions scoring) through the provider's batch API: answered
+    within 24 h at half price, instead of one request at a time."""
+    batch_poll_interval: float = 30.0
+    """Batch API: seconds between two looks at unfinished batches."""
+    batch_resubmits: int = 2
+    """Batch API: further submissions of a request that expired, was cancelled or failed
+    transiently."""
+    batch_max_requests: int | None = None
+    """Batch API: requests per batch, at most (None: the provider's limit)."""
+    batch_max_bytes: int | None = None
+    """Batch API: bytes of input per batch, at most (None: the provider's limit)."""
+    batch_dir: str | None = None
+    """Batch API: folder of the journal of submitted batches (the run's output folder's
+    `batches/` when run from the CLI)."""
+    batch_cache: str | None = None
+    """Batch API: the run's response cache, which downloaded answers enter at once."""
 
 
 class _Key:
@@ -182,9 +248,11 @@ class _APIBackend(LM):
     """What the completions and chat backends share: client, runner, errors, generation."""
 
     name: ClassVar[str]
+    per_request_fields: ClassVar[frozenset[str]] = _PER_REQUEST_FIELDS
+    """Body fields every request sets itself: extra_body may not override them."""
 
     def __init__(self, settings: APISettings) -> None:
-        overridden = sorted(_PER_REQUEST_FIELDS & set(settings.extra_body or {}))
+        overridden = sorted(self.per_request_fields & set(settings.extra_body or {}))
         if overridden:
             raise ConfigError(
                 f"--model {self.name}: extra_body sets {', '.join(overridden)}, which every request "
@@ -193,30 +261,67 @@ class _APIBackend(LM):
             )
         self.settings = settings
         self.batch_size = settings.batch_size
+        if settings.batch_discount is not None and settings.batch_discount > 1:
+            raise ConfigError(
+                f"--model {self.name}: batch_discount={settings.batch_discount:g} is the fraction "
+                "of the price taken off through a batch API, between 0 and 1 (0.5: half price)."
+            )
         self._key = _Key(os.environ.get(settings.api_key_env))
-        self._rpm = RateLimiter(settings.rpm) if settings.rpm else None
-        self._tpm = RateLimiter(settings.tpm) if settings.tpm else None
-        self._itpm = RateLimiter(settings.itpm) if settings.itpm else None
-        self._otpm = RateLimiter(settings.otpm) if settings.otpm else None
+        limits = Limits(settings.rpm, settings.tpm, settings.itpm, settings.otpm)
+        self._pacer = Pacer(settings.num_concurrent, limits)
+        self._meter = UsageMeter(
+            model_prices(
+                settings.model,
+                settings.price_in,
+                settings.price_out,
+                settings.price_cached_in,
+                settings.batch_discount,
+            )
+        )
+        self._estimates: dict[int, float] = {}
+        """Calls admitted under --max-cost and not settled yet: their estimated USD."""
         self._tokenizer: Any = None
+        self._batches: BatchRun | None = None
+        """The batch run being waited for (batch API only)."""
+        self._landing: Any = None
+        """The response cache that batch answers enter as they download, once opened."""
+        if settings.batch_api and not (settings.batch_dir or settings.batch_cache):
+            raise ConfigError(
+                f"--model {self.name}: batch_api=true needs a folder to record submitted "
+                "batches in, so that a re-run never pays for them twice: give --output-dir or "
+                "--cache to assay run, or batch_dir=<folder> in the model args."
+            )
 
     # -- the LM protocol -------------------------------------------------------------------
 
-    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str | Generation]:
         """Generated text per request, cut at the request's stop strings."""
         requests = list(requests)
         calls, owners = _dedupe(requests)
         prompts = [self._prompt(r) for r in calls]
 
-        def cost(j: int) -> tuple[float, float]:
-            return self._count_tokens(prompts[j]), calls[j].params.max_gen_toks
+        def answer(j: int, response: Any) -> str | Generation:
+            return cut_answer(self._read(response), calls[j].params.until)
 
-        async def generate(client: Any, j: int) -> str:
-            return cut_at_stops(
-                await self._complete(client, prompts[j], calls[j]), calls[j].params.until
+        if self.settings.batch_api:
+            outcome = self._run_batch(
+                len(calls),
+                self.endpoint,
+                lambda j: self._create_args(prompts[j], calls[j]),
+                answer,
+                landing=calls,
             )
+        else:
 
-        outcome = self._run(len(calls), generate, cost)
+            def cost(j: int) -> tuple[float, float]:
+                return self._count_tokens(prompts[j]), calls[j].params.max_gen_toks
+
+            async def generate(client: Any, j: int) -> str | Generation:
+                return answer(
+                    j, await self._create(client, self._create_args(prompts[j], calls[j]))
+                )
+
+            outcome = self._run(len(calls), generate, cost)
         return self._gather(outcome, owners, lambda texts: texts[0], "generation", hint="")
 
     def identity(self) -> dict[str, Any]:
@@ -242,12 +347,54 @@ class _APIBackend(LM):
         s = self.settings
         return f"{type(self).__name__}(model={s.model!r}, base_url={s.base_url!r})"
 
-    # -- what the two endpoints do differently ---------------------------------------------
+    def live_status(self) -> str | None:
+        """The batches being waited for, while a batch API run waits; else the pacing of
+        requests (`conc 12/32 · 9.8 req/s · 429 ×3 · retries 5`) once any was sent."""
+        run = self._batches
+        if run is not None:
+            return run.status_line
+        return (
+            self._pacer.status()
+            if self._meter.totals()["requests"] or self._pacer.in_flight
+            else None
+        )
+
+    def usage_stats(self) -> UsageStats:
+        """Running totals: requests answered, attempts repeated, 429/529 answers, tokens by
+        kind and their cost in USD (None when a price is unknown), with the prices used."""
+        return self._meter.totals()
+
+    # -- what the endpoints do differently --------------------------------------------------
+
+    endpoint: ClassVar[str]
+    """The path of the generation endpoint, as batch inputs name it (/v1/chat/completions)."""
 
     def _prompt(self, request: GenerateRequest) -> Any:
         raise NotImplementedError
 
-    async def _complete(self, client: Any, prompt: Any, request: GenerateRequest) -> str:
+    def _create_args(self, prompt: Any, request: GenerateRequest) -> dict[str, Any]:
+        """The keyword arguments of the SDK call that generates for `request` (model, prompt,
+        generation fields; `extra_body` holds the fields outside the SDK's schema)."""
+        raise NotImplementedError
+
+    async def _create(self, client: Any, args: dict[str, Any]) -> Any:
+        """Send one generation (`_create_args`) and return the SDK's typed answer."""
+        raise NotImplementedError
+
+    def _read(self, response: Any) -> str | Generation:
+        """The answer in one typed response (before stop strings are applied)."""
+        raise NotImplementedError
+
+    def _response(self, body: dict[str, Any]) -> Any:
+        """A batch result's JSON body as the SDK's typed answer (what `_create` returns)."""
+        raise NotImplementedError
+
+    def _batch_provider(self, client: Any, endpoint: str) -> BatchProvider:
+        """The provider's batch API, for requests to `endpoint`."""
+        raise NotImplementedError
+
+    def _sync_client(self) -> Any:
+        """A synchronous SDK client (batch calls), retrying with the SDK's own backoff."""
         raise NotImplementedError
 
     def _generation_defaults(self) -> dict[str, Any]:
@@ -259,6 +406,79 @@ class _APIBackend(LM):
         }
 
     # -- shared machinery -------------------------------------------------------------------
+
+    has_batch_api = True
+
+    def _run_batch(
+        self,
+        n_calls: int,
+        endpoint: str,
+        create_args: Callable[[int], dict[str, Any]],
+        answer: Callable[[int, Any], R],
+        landing: Sequence[GenerateRequest] | None = None,
+    ) -> CallOutcome[R]:
+        """`answer(j, response)` for every call j, sent through the provider's batch API.
+
+        `create_args(j)` is call j's SDK arguments (as for `_create`). With `landing` (call j
+        answers request `landing[j]`), answers enter the response cache as each batch
+        downloads, before the whole chunk is done.
+        """
+        outcome: CallOutcome[R] = CallOutcome([None] * n_calls)
+        if n_calls == 0:
+            return outcome
+        cache = self._landing_cache() if landing is not None else None
+
+        def deliver(arrived: dict[int, dict[str, Any]]) -> None:
+            landed: list[tuple[str, Any]] = []
+            for j, body in arrived.items():
+                try:
+                    outcome.answers[j] = answer(j, self._response(body))
+                except ValueError as exc:  # pydantic's ValidationError included
+                    outcome.failures[j] = f"the batch answer is malformed: {exc}"
+                except PermanentFailure as exc:
+                    outcome.failures[j] = exc.reason
+                else:
+                    if landing is not None:
+                        landed.append((self._request_key(landing[j]), outcome.answers[j]))
+            if cache is not None and landed:
+                cache.put_many(landed)
+
+        s = self.settings
+        folders = [Path(s.batch_dir)] if s.batch_dir else []
+        if s.batch_cache:
+            folders.append(Path(s.batch_cache).parent / JOURNAL_FOLDER)
+        self._batches = BatchRun(
+            self._batch_provider(self._sync_client(), endpoint),
+            BatchJournal(folders),
+            poll_interval=s.batch_poll_interval,
+            resubmits=s.batch_resubmits,
+        )
+        try:
+            failures = self._batches.run(n_calls, lambda j: flat_body(create_args(j)), deliver)
+        finally:
+            self._batches = None
+        outcome.failures.update(failures)
+        return outcome
+
+    def _batch_limits(self, default: BatchLimits) -> BatchLimits:
+        s = self.settings
+        return BatchLimits(
+            s.batch_max_requests or default.max_requests, s.batch_max_bytes or default.max_bytes
+        )
+
+    def _landing_cache(self) -> Any:
+        """The response cache named by batch_cache (opened once), or None without one."""
+        if self._landing is None and self.settings.batch_cache:
+            from assay.execution.cache import ResponseCache
+
+            self._landing = ResponseCache(self.settings.batch_cache, self.identity())
+        return self._landing
+
+    @staticmethod
+    def _request_key(request: GenerateRequest) -> str:
+        from assay.execution.cache import request_key
+
+        return request_key(request)
 
     def _generation_fields(self, request: GenerateRequest, max_tokens_field: str) -> dict[str, Any]:
         """Body fields of one generation besides the model and the prompt."""
@@ -303,19 +523,44 @@ class _APIBackend(LM):
             return estimated_tokens(texts)
         return sum(len(self.tokenizer(t, add_special_tokens=False).input_ids) for t in texts)
 
-    def _client(self) -> Any:
+    def _sdk(self) -> Any:
+        """The official client package this backend speaks through."""
         try:
             import openai
         except ImportError:
             raise ModelError(
                 f"--model {self.name} needs the openai package; install assay[api]."
             ) from None
-        return openai.AsyncOpenAI(
+        return openai
+
+    def _client(self) -> Any:
+        sdk = self._sdk()
+        return sdk.AsyncOpenAI(
             api_key=self._key.reveal(),
             base_url=self.settings.base_url,
             default_query=self.settings.default_query,
             max_retries=0,
             timeout=self.settings.timeout,
+            http_client=sdk.DefaultAsyncHttpxClient(event_hooks={"response": [self._observe]}),
+        )
+
+    def _sync_client(self) -> Any:
+        return self._sdk().OpenAI(
+            api_key=self._key.reveal(),
+            base_url=self.settings.base_url,
+            default_query=self.settings.default_query,
+            max_retries=self.settings.max_retries,
+            timeout=self.settings.timeout,
+        )
+
+    def _batch_provider(self, client: Any, endpoint: str) -> BatchProvider:
+        return OpenAIBatches(
+            client,
+            self._sdk(),
+            self.settings.base_url,
+            endpoint,
+            self._key.redact,
+            self._batch_limits(OPENAI_LIMITS),
         )
 
     def _run(
@@ -330,50 +575,111 @@ class _APIBackend(LM):
         """
         if n_calls == 0:
             return CallOutcome([])
-        limits = []
-        if self._rpm:
-            limits.append((self._rpm, lambda _j: 1.0))
-        if self._tpm:
-            limits.append((self._tpm, lambda j: sum(tokens(j))))
-        if self._itpm:
-            limits.append((self._itpm, lambda j: tokens(j)[0]))
-        if self._otpm:
-            limits.append((self._otpm, lambda j: tokens(j)[1]))
-        policy = RetryPolicy(max_retries=self.settings.max_retries)
+        s = self.settings
+        policy = RetryPolicy(max_retries=s.max_retries, max_wait=s.max_wait)
+        spending = active_limit()
+        if spending is not None and self._meter.prices is None:
+            raise ConfigError(
+                f"--max-cost needs the prices of --model {self.name} model={s.model!r}, which "
+                "the bundled price table does not list: give price_in= and price_out= (USD per "
+                "million tokens) in --model-args."
+            )
+
+        async def attempt(client: Any, j: int) -> R:
+            _CALL.set(j)
+            return await self._classified(call(client, j))
 
         async def run() -> CallOutcome[R]:
             async with self._client() as client:
                 return await run_calls(
                     n_calls,
-                    lambda j: self._classified(call(client, j)),
-                    concurrency=self.settings.num_concurrent,
+                    lambda j: attempt(client, j),
+                    pacer=self._pacer,
                     retry=policy,
-                    limits=limits,
+                    cost=tokens,
+                    admit=self._admission(spending, tokens) if spending else None,
                 )
 
-        outcome = run_sync(run)
+        try:
+            outcome = run_sync(run)
+        finally:
+            if spending is not None:  # calls that never got an answer cost nothing
+                for estimate in self._estimates.values():
+                    spending.settle(estimate, 0.0)
+                self._estimates.clear()
+        self._meter.count_attempts(outcome.retries, outcome.rate_limited)
         if outcome.retries:
-            log.info("%s: %d request(s) were retried", self.name, outcome.retries)
+            log.info(
+                "%s: %d attempt(s) repeated, %d of them after a 429/529",
+                self.name,
+                outcome.retries,
+                outcome.rate_limited,
+            )
         return outcome
+
+    def _admission(
+        self, spending: SpendingLimit, tokens: Callable[[int], tuple[float, float]]
+    ) -> Callable[[int], bool]:
+        """`admit` for run_calls under --max-cost: each call is estimated at the dearest answer
+        so far, or before any, at its prompt and max new tokens at the model's prices."""
+        prices = self._meter.prices
+        assert prices is not None
+
+        def admit(j: int) -> bool:
+            estimate = self._meter.most_per_request
+            if not estimate:
+                prompt, output = tokens(j)
+                estimate = (prompt * prices.input + output * prices.output) / 1e6
+            if not spending.admit(estimate):
+                return False
+            self._estimates[j] = estimate
+            return True
+
+        return admit
+
+    async def _observe(self, response: Any) -> None:
+        """Every HTTP answer: the provider's rate-limit headers go to the pacer; a successful
+        answer's token usage to the meter (and its cost to the run's --max-cost)."""
+        self._pacer.observe(read_signals(response.headers))
+        if not response.is_success:
+            return
+        await response.aread()
+        try:
+            usage = response.json().get("usage")
+        except ValueError:
+            usage = None
+        cost = self._meter.record(openai_usage(usage))
+        spending, j = active_limit(), _CALL.get()
+        if spending is not None and j is not None and j in self._estimates:
+            spending.settle(self._estimates.pop(j), cost or 0.0)
 
     async def _classified(self, pending: Awaitable[R]) -> R:
         """Await one API call, turning client errors into transient or permanent failures."""
-        import openai
-
+        sdk = self._sdk()
         try:
             return await pending
-        except openai.APITimeoutError:
-            raise TransientFailure(f"no answer within {self.settings.timeout:g} s") from None
-        except openai.APIConnectionError as exc:
+        except sdk.APITimeoutError:
+            raise TransientFailure(
+                f"no answer within {self.settings.timeout:g} s", kind="timeout"
+            ) from None
+        except sdk.APIConnectionError as exc:
             cause = exc.__cause__ or exc
             raise TransientFailure(
                 self._key.redact(f"connection failed: {type(cause).__name__}: {cause}")
             ) from None
-        except openai.APIStatusError as exc:
+        except sdk.APIStatusError as exc:
             status = exc.status_code
             reason = self._key.redact(f"HTTP {status}: {_server_message(exc)}")
             if status in _RETRYABLE_STATUS or status >= 500:
-                raise TransientFailure(reason, _retry_after(exc)) from None
+                signals = read_signals(exc.response.headers)
+                kind: FailureKind = "error"
+                if status == 429:
+                    kind = "rate_limited"
+                elif status in _OVERLOAD_STATUS:
+                    kind = "overloaded"
+                raise TransientFailure(
+                    reason, signals.retry_after, kind=kind, signals=signals
+                ) from None
             raise PermanentFailure(reason + self._status_hint(status)) from None
 
     def _status_hint(self, status: int) -> str:
@@ -395,10 +701,11 @@ class _APIBackend(LM):
         what: str,
         hint: str,
     ) -> list[R]:
-        """Per request, `combine` of its calls' answers; an APIRequestError if any is missing."""
+        """Per request, `combine` of its calls' answers; an APIRequestError if any is missing
+        (CostLimitReached when --max-cost kept them from being sent)."""
         if outcome.ok:
             return [combine([outcome.answers[j] for j in calls]) for calls in owners]
-        abandoned = set(outcome.abandoned)
+        abandoned = set(outcome.abandoned) | set(outcome.unsent)
         failures: dict[int, str] = {}
         missing: list[int] = []
         partial: list[Any] = []
@@ -410,6 +717,16 @@ class _APIBackend(LM):
                 missing.append(i)
             complete = not reasons and not any(j in abandoned for j in calls)
             partial.append(combine([outcome.answers[j] for j in calls]) if complete else None)
+        spending = active_limit()
+        if not failures and outcome.unsent and spending is not None:
+            raise CostLimitReached(
+                f"--max-cost {spending.max_usd:g} USD reached: this run's API requests cost "
+                f"{spending.spent:.6f} USD so far, and {len(missing)} of {len(owners)} "
+                f"{what} request(s) of --model {self.name} were not sent (each was estimated "
+                "at the dearest answer so far). The answers that arrived are in the response "
+                "cache: re-run with a larger --max-cost to continue from there.",
+                partial,
+            )
         summary = (
             f"--model {self.name}: {len(failures)} of {len(owners)} {what} request(s) to "
             f"{self.settings.base_url} failed"
@@ -422,6 +739,7 @@ class OpenAICompletionsLM(_APIBackend):
     """`/v1/completions`: generation, and loglikelihoods from echoed prompt logprobs."""
 
     name = "openai-completions"
+    endpoint = "/v1/completions"
     ARGS: ClassVar[dict[str, Arg]] = {
         **_SHARED_ARGS,
         "max_length": Arg(int, 2048, minimum=3),
@@ -496,15 +814,25 @@ class OpenAICompletionsLM(_APIBackend):
             text = text[len(bos) :]
         return text
 
-    async def _complete(self, client: Any, prompt: str, request: GenerateRequest) -> str:
-        response = await client.completions.create(
-            model=self.settings.model,
-            prompt=prompt,
+    def _create_args(self, prompt: str, request: GenerateRequest) -> dict[str, Any]:
+        return {
+            "model": self.settings.model,
+            "prompt": prompt,
             **self._generation_fields(request, "max_tokens"),
-        )
+        }
+
+    async def _create(self, client: Any, args: dict[str, Any]) -> Any:
+        return await client.completions.create(**args)
+
+    def _read(self, response: Any) -> str:
         if not response.choices:
             raise PermanentFailure("the server answered with no choices")
         return response.choices[0].text or ""
+
+    def _response(self, body: dict[str, Any]) -> Any:
+        from openai.types import Completion
+
+        return Completion.model_validate(body)
 
     def _render_chat(
         self,
@@ -532,20 +860,29 @@ class OpenAICompletionsLM(_APIBackend):
         unique = list(index)
         owners = [[index[s] for s in spans] for spans in per_request]
 
-        async def score(client: Any, j: int) -> tuple[float, bool]:
-            response = await client.completions.create(
-                model=self.settings.model,
-                prompt=list(unique[j].input_ids),
-                max_tokens=1,
-                temperature=0,
-                logprobs=1,
-                echo=True,
-            )
+        def args(j: int) -> dict[str, Any]:
+            return {
+                "model": self.settings.model,
+                "prompt": list(unique[j].input_ids),
+                "max_tokens": 1,
+                "temperature": 0,
+                "logprobs": 1,
+                "echo": True,
+            }
+
+        def read(j: int, response: Any) -> tuple[float, bool]:
             if not response.choices:
                 raise PermanentFailure("the server answered with no choices")
             return echo_score(response.choices[0].logprobs, unique[j])
 
-        outcome = self._run(len(unique), score, lambda j: (len(unique[j].input_ids), 1))
+        if self.settings.batch_api:
+            outcome = self._run_batch(len(unique), self.endpoint, args, read)
+        else:
+
+            async def score(client: Any, j: int) -> tuple[float, bool]:
+                return read(j, await client.completions.create(**args(j)))
+
+            outcome = self._run(len(unique), score, lambda j: (len(unique[j].input_ids), 1))
         hint = (
             f"{what} needs a /v1/completions server that accepts token-id prompts and echoes their "
             "log-probabilities (echo=True, logprobs=1), such as vLLM; chat-only servers cannot score."
@@ -574,6 +911,7 @@ class OpenAIChatLM(_APIBackend):
     """
 
     name = "openai-chat"
+    endpoint = "/v1/chat/completions"
     accepts_messages = True
     accepts_images = True
     ARGS: ClassVar[dict[str, Arg]] = {
@@ -622,19 +960,43 @@ class OpenAIChatLM(_APIBackend):
             detail=s.image_detail,
         )
 
-    async def _complete(
-        self, client: Any, prompt: list[dict[str, Any]], request: GenerateRequest
-    ) -> str:
-        response = await client.chat.completions.create(
-            model=self.settings.model,
-            messages=with_image_urls(prompt),
+    def _create_args(
+        self, prompt: list[dict[str, Any]], request: GenerateRequest
+    ) -> dict[str, Any]:
+        return {
+            "model": self.settings.model,
+            "messages": with_image_urls(prompt),
             **self._generation_fields(request, self.settings.max_tokens_field),
-        )
+        }
+
+    async def _create(self, client: Any, args: dict[str, Any]) -> Any:
+        return await client.chat.completions.create(**args)
+
+    def _read(self, response: Any) -> str:
         if not response.choices:
             raise PermanentFailure("the server answered with no choices")
         # A null content (e.g. a reasoning model that ran out of tokens) counts as empty text,
         # as in lm-eval.
         return response.choices[0].message.content or ""
+
+    def _response(self, body: dict[str, Any]) -> Any:
+        from openai.types.chat import ChatCompletion
+
+        return ChatCompletion.model_validate(body)
+
+
+def flat_body(args: dict[str, Any]) -> dict[str, Any]:
+    """An SDK call's keyword arguments as the JSON body it sends (`extra_body` merged in)."""
+    body = {k: v for k, v in args.items() if k != "extra_body"}
+    body.update(args.get("extra_body") or {})
+    return body
+
+
+def cut_answer(answer: str | Generation, until: Sequence[str]) -> str | Generation:
+    """An answer cut at the first stop string (a Generation's answer text only)."""
+    if isinstance(answer, Generation):
+        return replace(answer, text=cut_at_stops(answer.text, until))
+    return cut_at_stops(answer, until)
 
 
 def _dedupe(requests: list[GenerateRequest]) -> tuple[list[GenerateRequest], list[list[int]]]:
@@ -655,12 +1017,3 @@ def _server_message(exc: Any) -> str:
         message = message or body.get("detail")
     text = str(message if message else getattr(exc, "message", exc))
     return text if len(text) <= 300 else text[:297] + "..."
-
-
-def _retry_after(exc: Any) -> float | None:
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None

@@ -1,0 +1,214 @@
+"""Anthropic's Messages API: `--model anthropic-chat`, through the official `anthropic` client.
+
+The same machinery as `openai-chat` (response cache, bounded concurrency, rpm/tpm limits,
+retries with backoff and jitter, the batch API with `batch_api=true`), speaking Anthropic's
+request shape: the system prompt apart from the turns, images as base64 `image` blocks,
+`stop_sequences`, a required `max_tokens`, and extended thinking with `thinking_budget=N`
+(`thinking={"type": "enabled", "budget_tokens": N}`). Answers are `Generation`s: the text
+blocks are the answer, thinking blocks its reasoning, and `stop_reason` its finish reason
+(end_turn: stop, max_tokens: length, stop_sequence: stop_sequence).
+
+429, 529 (overloaded), 5xx, timeouts and lost connections are retried; other 4xx are not.
+Chat endpoints return no prompt log-probabilities, so loglikelihoods are refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from assay.errors import ModelError
+from assay.models._decoding import decoding_of
+from assay.models.api.anthropic_messages import read_message, split_system, stop_sequences
+from assay.models.api.batch_providers import ANTHROPIC_LIMITS, AnthropicBatches
+from assay.models.api.batches import BatchProvider
+from assay.models.api.openai import _SHARED_ARGS, APISettings, _APIBackend
+from assay.models.api.payloads import image_messages
+from assay.models.args import Arg, typed_args
+from assay.models.base import register_model
+from assay.requests.types import (
+    GenerateRequest,
+    Generation,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingRequest,
+    RollingResult,
+)
+
+log = logging.getLogger(__name__)
+
+MIN_THINKING_BUDGET = 1024
+"""Anthropic's smallest `budget_tokens`."""
+
+_ARGS: dict[str, Arg] = {
+    **{k: v for k, v in _SHARED_ARGS.items() if k not in ("seed", "default_query")},
+    "base_url": Arg(str, "https://api.anthropic.com"),
+    "api_key_env": Arg(str, "ANTHROPIC_API_KEY"),
+    "max_stop_sequences": Arg(int, 16, minimum=0),
+    "thinking_budget": Arg(int, None, nullable=True, minimum=MIN_THINKING_BUDGET),
+    "max_images": Arg(int, None, nullable=True, minimum=1),
+    "interleave": Arg(bool, True),
+}
+
+
+@register_model("anthropic-chat")
+class AnthropicChatLM(_APIBackend):
+    """Anthropic's `/v1/messages`: generation only.
+
+    With --apply-chat-template the conversation is sent as turns (system prompt apart);
+    without it the plain prompt becomes one user turn, as for openai-chat.
+    """
+
+    name = "anthropic-chat"
+    endpoint = "/v1/messages"
+    accepts_messages = True
+    accepts_images = True
+    ARGS: ClassVar[dict[str, Arg]] = _ARGS
+    per_request_fields = frozenset(
+        {"model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
+         "top_k", "thinking", "stream"}
+    )  # fmt: skip
+
+    def __init__(self, **model_args: Any) -> None:
+        args = typed_args(self.name, model_args, self.ARGS)
+        super().__init__(APISettings(seed=None, default_query=None, **args))
+        self._warned_thinking = False
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        """Always a ModelError: the Messages API returns no log-probabilities."""
+        raise self._no_scores("loglikelihood")
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
+        """Always a ModelError: the Messages API returns no log-probabilities."""
+        raise self._no_scores("loglikelihood_rolling")
+
+    def _no_scores(self, what: str) -> ModelError:
+        return ModelError(
+            f"--model {self.name} cannot compute {what}: Anthropic's Messages API returns no "
+            "log-probabilities, so multiple-choice and perplexity tasks cannot be scored with "
+            "it. Run generative tasks, or score with a backend that reads log-probabilities "
+            "(hf, vllm, openai-completions)."
+        )
+
+    def _generation_defaults(self) -> dict[str, Any]:
+        s = self.settings
+        defaults: dict[str, Any] = {
+            "max_stop_sequences": s.max_stop_sequences,
+            "extra_body": s.extra_body or {},
+            "thinking_budget": s.thinking_budget,
+        }
+        images = {"max_images": None, "interleave": True}
+        defaults.update({k: getattr(s, k) for k, v in images.items() if getattr(s, k) != v})
+        return defaults
+
+    # -- requests -------------------------------------------------------------------------
+
+    def _prompt(self, request: GenerateRequest) -> list[dict[str, Any]]:
+        s = self.settings
+        return image_messages(
+            request.prompt, request.images, max_images=s.max_images, interleave=s.interleave
+        )
+
+    def _create_args(
+        self, prompt: list[dict[str, Any]], request: GenerateRequest
+    ) -> dict[str, Any]:
+        s = self.settings
+        system, turns = split_system(prompt)
+        params = request.params
+        budget = s.thinking_budget
+        # max_tokens bounds thinking and answer together: the answer keeps its max_gen_toks.
+        args: dict[str, Any] = {
+            "model": s.model,
+            "messages": turns,
+            "max_tokens": params.max_gen_toks + (budget or 0),
+        }
+        if system is not None:
+            args["system"] = system
+        extra = {**(s.extra_body or {}), **dict(params.extra)}
+        if params.as_given:
+            if "max_tokens" in extra:
+                args["max_tokens"] = extra.pop("max_tokens")
+            return {**args, "extra_body": extra} if extra else args
+        decoding = decoding_of(request, None)
+        # The client's create() takes no sampling arguments: they travel as body fields.
+        sampling: dict[str, Any] = {}
+        if budget is not None:
+            args["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            self._warn_thinking_sampling()
+        else:
+            sampling["temperature"] = decoding.temperature
+            if decoding.top_p is not None:
+                sampling["top_p"] = decoding.top_p
+            if decoding.top_k is not None:
+                sampling["top_k"] = decoding.top_k
+        stops = stop_sequences(decoding.stops, s.max_stop_sequences)
+        if stops:
+            args["stop_sequences"] = stops
+        if sampling or extra:
+            args["extra_body"] = {**sampling, **extra}
+        return args
+
+    def _warn_thinking_sampling(self) -> None:
+        if not self._warned_thinking:
+            self._warned_thinking = True
+            log.warning(
+                "--model %s: with thinking_budget=%d the requests carry no temperature, top_p "
+                "or top_k: Anthropic's extended thinking samples at its own default "
+                "(temperature 1) and refuses other settings, so greedy tasks are sampled.",
+                self.name,
+                self.settings.thinking_budget,
+            )
+
+    async def _create(self, client: Any, args: dict[str, Any]) -> Any:
+        return await client.messages.create(**args)
+
+    def _read(self, response: Any) -> Generation:
+        return read_message(response)
+
+    def _response(self, body: dict[str, Any]) -> Any:
+        return self._sdk().types.Message.model_validate(body)
+
+    # -- client -----------------------------------------------------------------------------
+
+    def _sdk(self) -> Any:
+        try:
+            import anthropic
+        except ImportError:
+            raise ModelError(
+                f"--model {self.name} needs the anthropic package; install assay[api]."
+            ) from None
+        return anthropic
+
+    def _client(self) -> Any:
+        s = self.settings
+        return self._sdk().AsyncAnthropic(
+            api_key=self._key.reveal(), base_url=s.base_url, max_retries=0, timeout=s.timeout
+        )
+
+    def _sync_client(self) -> Any:
+        s = self.settings
+        return self._sdk().Anthropic(
+            api_key=self._key.reveal(),
+            base_url=s.base_url,
+            max_retries=s.max_retries,
+            timeout=s.timeout,
+        )
+
+    def _batch_provider(self, client: Any, endpoint: str) -> BatchProvider:
+        s = self.settings
+        return AnthropicBatches(
+            client, self._sdk(), s.base_url, self._key.redact, self._batch_limits(ANTHROPIC_LIMITS)
+        )
+
+    def _status_hint(self, status: int) -> str:
+        if status == 404:
+            s = self.settings
+            return (
+                f" (check base_url={s.base_url!r}, which has no /v1 (the client adds "
+                f"/v1/messages), and model={s.model!r})"
+            )
+        return super()._status_hint(status)
+
+
+__all__ = ["AnthropicChatLM"]
