@@ -53,8 +53,8 @@ def test_tasks_list_show_dump(folder, capsys):
     assert any(line.startswith("cli_task ") for line in listed.splitlines())
     assert main(["tasks", "show", "cli_task", "--include-path", str(folder)]) == 0
     shown = capsys.readouterr().out
-    assert "task: cli_task" in shown and '"arg_0": "Is 0 even?"' in shown
-    assert '"arg_1": " yes"' in shown
+    assert "task: cli_task" in shown and "\nIs 0 even?\n" in shown
+    assert "continuation scored: ' yes'" in shown
     assert main(["tasks", "dump"]) == 0
     dumped = json.loads(capsys.readouterr().out)
     assert isinstance(dumped, list) and dumped[0]["tasks"]

@@ -35,7 +35,8 @@ def folder(tmp_path):
 def rows(capsys) -> dict[str, list[str]]:
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:2] == ["name", "kind"]
-    return {line.split()[0]: line.split()[1:] for line in lines[1:]}
+    table = lines[1 : lines.index("")]  # the legend follows a blank line
+    return {line.split()[0]: line.split()[1:] for line in table}
 
 
 def test_list_shows_tasks_groups_and_tags_with_their_members(folder, capsys):
@@ -79,7 +80,7 @@ def test_show_renders_the_real_dataset_row_when_it_is_at_hand(tmp_path, capsys):
     )
     shown = capsys.readouterr().out
     assert "doc 0: the task's dataset" in shown and "EXAMPLE" not in shown
-    assert '"arg_0": "Question: Which gas do plants take in?\\nAnswer:"' in shown
+    assert "\nQuestion: Which gas do plants take in?\nAnswer:\n" in shown
 
 
 def test_show_labels_a_bundled_example_row_when_the_dataset_is_not_cached(
@@ -88,7 +89,7 @@ def test_show_labels_a_bundled_example_row_when_the_dataset_is_not_cached(
     monkeypatch.setenv("HF_HOME", str(tmp_path / "empty_cache"))
     assert main(["tasks", "show", "arc_easy"]) == 0
     shown = capsys.readouterr().out
-    assert "doc 0: a bundled EXAMPLE row" in shown and "--- request 0" in shown
+    assert "doc 0: a bundled EXAMPLE row" in shown and "── request 0: context" in shown
 
 
 def test_show_previews_the_chat_prompt_a_run_would_send(folder, tiny_model_dir, capsys):
@@ -108,7 +109,7 @@ def test_show_previews_the_chat_prompt_a_run_would_send(folder, tiny_model_dir, 
         tokenize=False,
         add_generation_prompt=True,
     )
-    assert json.dumps(expected, ensure_ascii=False) in shown
+    assert expected in shown
 
 
 def test_show_chat_template_needs_a_tokenizer(folder, capsys):

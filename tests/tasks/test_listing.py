@@ -33,16 +33,26 @@ def test_list_shows_builtins_and_yaml_names_without_parsing(tmp_path):
     reg = Registry([folder_with_task(tmp_path)])
     table = listing.list_table(reg)
     lines = table.splitlines()
-    assert lines[0].split() == ["name", "kind", "family", "output", "type", "/", "members", "shots"]
-    assert any(line.split()[:4] == ["shown", "task", "yaml", "multiple_choice"] for line in lines)
+    assert lines[0].split() == [
+        *("name", "kind", "family", "output", "type", "/", "members", "shots", "data", "offline")
+    ]
+    # A YAML task's shots (lm-eval's 0 when unwritten) and its local data files, found.
+    assert ["shown", "task", "yaml", "multiple_choice", "0", "local"] in [
+        line.split() for line in lines
+    ]
+    assert lines[-1].startswith("data offline: local = data files here")
     assert len(lines) > 2  # the built-in catalog is listed too
 
 
 def test_show_renders_one_prompt_with_its_requests(tmp_path):
     text = listing.show(Registry([folder_with_task(tmp_path)]), "shown", None)
     assert "task: shown" in text and "output type: multiple_choice" in text
-    assert '"arg_0": "Q: sky?\\nA:"' in text
-    assert '"arg_1": " blue"' in text and '"arg_1": " other"' in text
+    assert "── request 0: context ─" in text and "\nQ: sky?\nA:\n" in text
+    assert "continuation scored: ' blue'" in text and "continuation scored: ' other'" in text
+    assert (
+        "target (what the metrics compare with)" in text
+        and "filters:\n  none: take_first()" in text
+    )
 
 
 def test_dump_is_json_with_modules_docstrings_and_configs():
@@ -68,10 +78,11 @@ def test_show_renders_a_python_tasks_generation_settings_as_a_run_does(tmp_path)
     )
     registry = Registry([], [path], builtins=False)
     shown = listing.show(registry, "task_defaults", None)
-    settings = json.loads(shown.split("--- request 0\n", 1)[1])["arg_1"]
+    settings = json.loads(shown.split("── request 0: generation settings ", 1)[1].splitlines()[1])
     assert settings["max_gen_toks"] == 7 and settings["until"] == ["END"]
     shown = listing.show(registry, "per_doc", None)
-    assert json.loads(shown.split("--- request 0\n", 1)[1])["arg_1"]["until"] == ["DOC"]
+    tail = shown.split("── request 0: generation settings ", 1)[1]
+    assert json.loads(tail.splitlines()[1])["until"] == ["DOC"]
 
 
 def test_dump_includes_yaml_tasks_with_their_resolved_config(tmp_path):
@@ -85,3 +96,29 @@ def test_dump_includes_yaml_tasks_with_their_resolved_config(tmp_path):
     assert child["config"]["task"] == "child"
     assert child["config"]["doc_to_text"] == "Q: {{q}}\nA:"  # inherited through include
     assert "shown" in by_name and "arc_easy" in by_name  # built-ins are still dumped
+
+
+def test_a_bundled_example_row_is_never_among_its_own_few_shot_examples(monkeypatch, tmp_path):
+    # gsm8k draws its shots from train; with the dataset not at hand both splits are the
+    # bundled rows, and the shown doc is left out of its own examples (lm-eval's same-split rule).
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "none"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "none"))
+    shown = listing.show(Registry(), "gsm8k", None)
+    assert "a bundled EXAMPLE row" in shown
+    prompt = shown.split("── request 0: prompt ", 1)[1].split("── request 0: generation")[0]
+    question = prompt.rsplit("Question: ", 1)[1].splitlines()[0]
+    assert prompt.count("Question: " + question) == 1
+
+
+def test_data_at_hand_labels(monkeypatch, tmp_path):
+    from assay.tasks.data_at_hand import data_at_hand
+
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "datasets"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    (tmp_path / "hub" / "datasets--org--cached_set").mkdir(parents=True)
+    (tmp_path / "rows.jsonl").write_text("{}\n", encoding="utf-8")
+    assert data_at_hand("org/cached_set") == "cached"
+    assert data_at_hand("org/elsewhere") == "hub"
+    assert data_at_hand("json", {"test": str(tmp_path / "rows.jsonl")}) == "local"
+    assert data_at_hand("json", {"test": [str(tmp_path / "gone.jsonl")]}) == "missing"
+    assert data_at_hand(None) == ""

@@ -26,12 +26,13 @@ from typing import Any, Literal, NamedTuple
 
 from assay.errors import TaskConfigError
 from assay.tasks._yaml_io import Memo, load_with_includes_memo
+from assay.tasks.data_at_hand import data_at_hand
 
 log = logging.getLogger(__name__)
 
 Kind = Literal["task", "group", "tag"]
 _IGNORE_DIRS = {"__pycache__", ".ipynb_checkpoints"}
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2
 
 
 @dataclass
@@ -46,6 +47,10 @@ class IndexEntry:
     """A tag's task names (sorted); a group's `task` list, as names and nested inline groups."""
     output_type: str | None = None
     """A task's output_type as written (lm-eval's default, generate_until, when None)."""
+    num_fewshot: int | None = None
+    """A task's num_fewshot as written (None: not written, lm-eval's 0)."""
+    data: str = ""
+    """Whether the task's data is at hand offline (`data_at_hand`'s label)."""
 
 
 class _FileRecord(NamedTuple):
@@ -61,6 +66,8 @@ class _FileRecord(NamedTuple):
     members: list[Any] = []  # noqa: RUF012
     output_type: str | None = None
     error: str | None = None
+    num_fewshot: int | None = None
+    dataset: list[Any] = []  # noqa: RUF012 ([dataset_path, data_files] as written, resolved)
 
 
 @dataclass
@@ -117,7 +124,8 @@ def _record(path: str, stat: tuple[int, int], memo: Memo) -> _FileRecord:
     except TaskConfigError as exc:
         return _FileRecord(*stat, [], error=str(exc))
     deps = [[dep, *(_stat(dep) or (0, 0))] for dep in files[1:]]
-    kind = name = output_type = None
+    kind = name = output_type = num_fewshot = None
+    dataset: list[Any] = []
     tags: list[str] = []
     members: list[Any] = []
     if "class" in raw or ("task" in raw and "group" not in raw):
@@ -125,6 +133,9 @@ def _record(path: str, stat: tuple[int, int], memo: Memo) -> _FileRecord:
         value = raw.get("tag")
         tags = [value] if isinstance(value, str) else [t for t in value or [] if isinstance(t, str)]
         output_type = raw.get("output_type") if isinstance(raw.get("output_type"), str) else None
+        shots = raw.get("num_fewshot")
+        num_fewshot = shots if isinstance(shots, int) and not isinstance(shots, bool) else None
+        dataset = [raw.get("dataset_path"), _data_files(raw, Path(path).parent)]
     elif "group" in raw:
         kind, name = "group", raw.get("group")
         members = _member_names(raw.get("task"))
@@ -132,7 +143,18 @@ def _record(path: str, stat: tuple[int, int], memo: Memo) -> _FileRecord:
         key = "group" if kind == "group" else "task"
         error = f"{path}: '{key}' must be a name (a string), got {name!r}."
         return _FileRecord(*stat, deps, error=error)
-    return _FileRecord(*stat, deps, kind, name, tags, members, output_type)
+    return _FileRecord(
+        *stat, deps, kind, name, tags, members, output_type, None, num_fewshot, dataset
+    )
+
+
+def _data_files(raw: dict[str, Any], folder: Path) -> Any:
+    """The data_files a task YAML names, resolved as the task resolves them."""
+    from assay.tasks.lm_eval_yaml import resolve_data_files
+
+    kwargs = raw.get("dataset_kwargs")
+    files = kwargs.get("data_files") if isinstance(kwargs, dict) else None
+    return resolve_data_files(files, folder) if files is not None else None
 
 
 def _cache_file(root: str) -> Path:
@@ -147,7 +169,7 @@ def _cache_file(root: str) -> Path:
     return folder / f"{hashlib.sha256(root.encode()).hexdigest()[:20]}.json"
 
 
-_FIELDS = ("kind", "name", "tags", "members", "output_type", "error")
+_FIELDS = ("kind", "name", "tags", "members", "output_type", "error", "num_fewshot", "dataset")
 
 
 def _read_cache(root: str) -> dict[str, _FileRecord]:
@@ -231,7 +253,14 @@ def _assemble(root: Path, records: dict[str, _FileRecord]) -> FolderIndex:
         if rec.kind == "group":
             entries[rec.name] = IndexEntry(rec.name, "group", path, list(rec.members))
             continue
-        entries[rec.name] = IndexEntry(rec.name, "task", path, output_type=rec.output_type)
+        entries[rec.name] = IndexEntry(
+            rec.name,
+            "task",
+            path,
+            output_type=rec.output_type,
+            num_fewshot=rec.num_fewshot,
+            data=data_at_hand(*rec.dataset) if rec.dataset else "",
+        )
         for tag in rec.tags:
             entry = entries.setdefault(tag, IndexEntry(tag, "tag", None))
             if entry.kind == "tag" and rec.name not in entry.members:

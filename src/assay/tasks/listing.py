@@ -12,7 +12,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import AssayError, ConfigError
+from assay.results.samples import target_of
 from assay.tasks.config import TaskConfig
+from assay.tasks.data_at_hand import data_at_hand
 from assay.tasks.lm_eval_yaml import GroupConfig
 from assay.tasks.registry import Registry
 from assay.tasks.task import Task
@@ -45,23 +47,39 @@ def list_table(registry: Registry, pattern: str | None = None) -> str:
         kind = registry.kind(name) or "task"
         if kind == "task" and name in python:
             config = python[name]
+            data = (
+                data_at_hand(config.hf_repo, config.hf_data_files)
+                if config.dataset_loader is None
+                else ""
+            )
             row = (name, kind, _family(config), config.resolved_output_type.value,
-                   str(config.num_fewshots))  # fmt: skip
+                   str(config.num_fewshots), data)  # fmt: skip
         elif kind == "task":
-            # The index knows a YAML's output_type without building the task (lm-eval's
-            # default when the YAML does not say).
+            # The index knows a YAML's output_type, shots and data without building the task
+            # (lm-eval's defaults, generate_until and 0 shots, when the YAML does not say).
             entry = yaml_entries.get(name)
             output_type = (entry.output_type if entry else None) or "generate_until"
-            row = (name, kind, "yaml", output_type, "")
+            shots = str(entry.num_fewshot or 0) if entry else ""
+            row = (name, kind, "yaml", output_type, shots, entry.data if entry else "")
         else:
-            row = (name, kind, "", f"{len(registry.members(name))} tasks", "")
+            row = (name, kind, "", f"{len(registry.members(name))} tasks", "", "")
         by_kind[kind].append(row)
-    rows: list[tuple[str, ...]] = [("name", "kind", "family", "output type / members", "shots")]
+    rows: list[tuple[str, ...]] = [
+        ("name", "kind", "family", "output type / members", "shots", "data offline")
+    ]
     rows += [row for kind in ("task", "group", "tag") for row in by_kind[kind]]
     if len(rows) == 1:
         return f"no task, group or tag name contains {pattern!r}" if pattern else "no tasks"
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+    table = "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+    return table + "\n\n" + DATA_LEGEND
+
+
+DATA_LEGEND = (
+    "data offline: local = data files here; cached = a copy in the Hugging Face cache (some "
+    "subset or split of it); hub = downloaded on first run; missing = a named data file is "
+    "not there; blank = the task loads its data its own way."
+)
 
 
 @dataclass(frozen=True)
@@ -119,7 +137,7 @@ def show(registry: Registry, name: str, settings: ShowSettings | None = None) ->
         raise ConfigError("--fewshot-as-multiturn needs --apply-chat-template.")
     config, origin = _data_for_show(found)
     # Showing a task runs none of its model-written code, so unsafe tasks may be shown.
-    check_task(config, confirm_run_unsafe_code=True)
+    scorers = check_task(config, confirm_run_unsafe_code=True)
     task = Task(config, num_fewshot=s.num_fewshot if s.num_fewshot is not None else shots)
     lines = [
         f"task: {config.name}",
@@ -127,9 +145,15 @@ def show(registry: Registry, name: str, settings: ShowSettings | None = None) ->
         f"output type: {task.output_type.value}",
         f"shots: {task.shots}",
         f"metrics: {', '.join(m.name for m in config.metrics)}",  # type: ignore[union-attr]
+        "filters:",
+        *(f"  {f.name}: {' -> '.join(f.description) or '(none)'}" for f in scorers.filters),
         f"doc 0: {origin}",
     ]
     _, doc = next(task.docs([0]))
+    target = target_of(doc, task.output_type)
+    if task.output_type.value == "multiple_choice" and isinstance(doc.gold_index, int):
+        target += f" (choice {doc.choices[doc.gold_index]!r})"
+    lines += [_rule("target (what the metrics compare with)"), target]
     capabilities = _tokenizer_capabilities(s.tokenizer) if s.tokenizer else Capabilities()
     plan = RequestPlan.for_task(
         config,
@@ -138,10 +162,38 @@ def show(registry: Registry, name: str, settings: ShowSettings | None = None) ->
         GenerationPolicy.for_task(config),
     )
     # No model counts tokens here: the prompt keeps all its few-shot examples.
+    context = None
     for inst in build_requests(replace(plan, truncate_fewshots=False), doc, capabilities):
-        lines.append("--- request " + str(inst.index))
-        lines.append(json.dumps(inst.arguments(), ensure_ascii=False, indent=1))
+        lines += _readable(inst.index, inst.request, context)
+        context = getattr(inst.request, "context", None)
     return "\n".join(lines)
+
+
+def _rule(title: str) -> str:
+    return f"── {title} " + "─" * max(3, 76 - len(title))
+
+
+def _readable(index: int, request: Any, previous_context: str | None = None) -> list[str]:
+    """One request as a person reads it: its texts with their real line breaks, each part
+    under a rule; a continuation in repr() so its spaces and newlines show. A context equal
+    to the previous request's (a question's choices) is not printed again."""
+    from assay.requests.types import LoglikelihoodRequest, RollingRequest
+
+    if isinstance(request, RollingRequest):
+        return [_rule(f"request {index}: text scored"), request.text]
+    if isinstance(request, LoglikelihoodRequest):
+        continuation = f"request {index}: continuation scored: {request.continuation!r}"
+        if request.context == previous_context:
+            return [continuation]
+        return [_rule(f"request {index}: context"), request.context, continuation]
+    if isinstance(request.prompt, str):
+        lines = [_rule(f"request {index}: prompt"), request.prompt]
+    else:
+        lines = []
+        for role, content in request.prompt:
+            lines += [_rule(f"request {index}: {role}"), str(content)]
+    settings = json.dumps(request.params.as_dict(), ensure_ascii=False)
+    return [*lines, _rule(f"request {index}: generation settings"), settings]
 
 
 def _data_for_show(config: TaskConfig) -> tuple[TaskConfig, str]:
@@ -215,8 +267,11 @@ def _offline_copy(config: TaskConfig) -> TaskConfig:
     splits = {split: rows}
     if config.few_shots_split and config.few_shots_split != split:
         splits[config.few_shots_split] = rows
+    # The bundled rows stand for every split: drawn from the evaluated split's name, the few-shot
+    # examples leave out the doc itself, as lm-eval does when the two splits are one.
     return replace(
         config,
+        few_shots_split=split if config.few_shots_split else None,
         dataset_loader=lambda **_: splits,
         hf_repo=None,
         hf_filter=None,
