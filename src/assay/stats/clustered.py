@@ -45,15 +45,10 @@ def clustered_variance_of_mean(values: Sequence[float], clusters: Sequence[Hasha
 
 
 def clustered_stderr(values: Sequence[float], clusters: Sequence[Hashable]) -> float:
-    """sqrt of `clustered_variance_of_mean`: 0 for values without spread (the plain standard
-    error's convention), NaN where the variance is NaN or where negative cross-products
-    outweigh the independent term, which the formula allows: such an estimate says nothing
-    about the spread, and 0 would claim certainty."""
-    variance = clustered_variance_of_mean(values, clusters)
-    if variance > 0:
-        return math.sqrt(variance)
-    x = np.asarray(values, dtype=np.float64)
-    return 0.0 if variance == 0 and not np.ptp(x) else math.nan
+    """sqrt of `clustered_variance_of_mean` (NaN where it is NaN). The variance is never
+    negative: the cross-products are at least -Σe², and s²/n exceeds Σe²/n²; it is 0 only for
+    values without spread (the plain standard error's convention)."""
+    return math.sqrt(clustered_variance_of_mean(values, clusters))
 
 
 def cluster_count(clusters: Sequence[Hashable]) -> int:

@@ -31,7 +31,7 @@ def no_event_upper_bound(trials: int, confidence: float) -> float:
 
 @dataclass(frozen=True)
 class ConstantSampleBound:
-    """What a sample of `units` identical values c in [-1, 1] says about its population."""
+    """What a sample of `units` identical values says about its population."""
 
     units: int
     """Independent units (docs, or clusters) the sample holds."""
@@ -46,25 +46,32 @@ class ConstantSampleBound:
     """Upper bound on the population variance (at the same confidence)."""
 
 
-def constant_sample_bound(value: float, units: int, confidence: float) -> ConstantSampleBound:
+def constant_sample_bound(
+    value: float,
+    units: int,
+    confidence: float,
+    value_range: tuple[float, float] = (-1.0, 1.0),
+) -> ConstantSampleBound:
     """Bounds from `units` independent draws that all equal `value`, of a variable that lies in
-    [-1, 1] (a paired difference of two 0/1 scores).
+    `value_range` = [lo, hi] (by default [-1, 1]: a paired difference of two 0/1 scores).
 
-    With share q ≥ 1 - other_share of the population at c = `value` and the rest anywhere in
-    [-1, 1], the mean lies in [(c+1)(1-s) - 1, (c-1)(1-s) + 1] (s = other_share) and the variance
-    is at most E(X - c)² ≤ (1 + |c|)²·s. For c = 0 (no doc differs) that is [-s, s] and s.
+    With a share of at least 1 - s of the population at c = `value` (s = other_share) and the
+    rest anywhere in [lo, hi], the mean lies in [c - (c - lo)·s, c + (hi - c)·s] and the
+    variance is at most E(X - c)² ≤ max(c - lo, hi - c)²·s. For a paired 0/1 difference with
+    c = 0 (no doc differs) that is [-s, s] and s. Draws without replacement from a finite
+    population see the rest less often than independent ones: the bound holds for them too.
     """
-    if not -1.0 <= value <= 1.0:
-        raise ValueError(f"value must lie in [-1, 1], got {value!r}")
+    lo, hi = value_range
+    if not lo <= value <= hi:
+        raise ValueError(f"value must lie in {value_range}, got {value!r}")
     share = no_event_upper_bound(units, confidence)
-    kept = 1.0 - share
     return ConstantSampleBound(
         units=units,
         value=value,
         other_share=share,
-        low=max(-1.0, (value + 1.0) * kept - 1.0),
-        high=min(1.0, (value - 1.0) * kept + 1.0),
-        variance=(1.0 + abs(value)) ** 2 * share,
+        low=value - (value - lo) * share,
+        high=value + (hi - value) * share,
+        variance=max(value - lo, hi - value) ** 2 * share,
     )
 
 

@@ -15,6 +15,9 @@ Three strategies:
 - ``normal``: mean ± z·SE. SE uses the *observed* variance of per-row scores when they are known,
   otherwise the largest variance a variable in [a, b] with that mean can have, (m - a)(b - m),
   which is the Bernoulli variance on [0, 1] and never understates the spread on other ranges.
+  Where that variance is 0 (every row seen scored alike, before the last row) the interval is
+  instead the exact bound of `assay.stats.exact`, method "exact bound (no spread in the rows
+  seen)": a zero-width interval would claim the unseen rows score alike too.
 - ``wilson``: the Wilson score interval on the mean rescaled to [0, 1], with the effective sample
   size n / FPC²; the point value stays the observed mean. Meant for proportions.
 - ``hoeffding``: a distribution-free bound, (b - a)·sqrt(ln(2/α)·ρ / 2n), where ρ = 1 - (n-1)/N is
@@ -232,8 +235,8 @@ def mean_interval(
     level = settings.confidence_level
     if settings.strategy == "anytime":
         raise ValueError("the anytime strategy needs the scores in order: use assay.stats.anytime")
-    if n <= 0:
-        return Estimate(mean, low, high, math.inf, 0, population, level, settings.strategy)
+    if n <= 0:  # no rows: the whole range, whose half-width stands as the margin
+        return Estimate(mean, low, high, (high - low) / 2, 0, population, level, settings.strategy)
     pop = population if settings.use_fpc else None
     fpc = finite_population_factor(n, pop)
     z = two_sided_z(level)
@@ -256,6 +259,10 @@ def mean_interval(
             var, method = bound_variance(mean, low, high), "normal (bound variance)"
         margin = z * math.sqrt(var / n) * fpc
         lower, upper = mean - margin, mean + margin
+    if margin == 0 and fpc > 0:
+        # Rows that all scored alike (a floor or a ceiling) are no evidence that the rows not
+        # yet seen match them: a zero-width interval would claim the mean is known.
+        return _no_spread_interval(mean, n, (low, high), population, level)
     if settings.use_fpc and population is not None:
         method += " + fpc"
     return Estimate(
@@ -267,6 +274,27 @@ def mean_interval(
         population=population,
         confidence_level=level,
         method=method,
+    )
+
+
+def _no_spread_interval(
+    mean: float, n: int, value_range: tuple[float, float], population: int | None, level: float
+) -> Estimate:
+    """The interval of rows without spread: the exact bound of `assay.stats.exact` on the share
+    of the population that could differ from the value every row showed."""
+    from assay.stats.exact import constant_sample_bound
+
+    low, high = value_range
+    bound = constant_sample_bound(min(high, max(low, mean)), n, level, value_range)
+    return Estimate(
+        value=mean,
+        lower=bound.low,
+        upper=bound.high,
+        margin=(bound.high - bound.low) / 2,
+        n=n,
+        population=population,
+        confidence_level=level,
+        method="exact bound (no spread in the rows seen)",
     )
 
 
@@ -355,7 +383,7 @@ def _anytime_difference(
     if not scores_a:
         width = value_range[1] - value_range[0]
         return Estimate(
-            0.0, -width, width, math.inf, 0, population, settings.confidence_level, "anytime"
+            0.0, -width, width, width, 0, population, settings.confidence_level, "anytime"
         )
     sequence = paired_confidence_sequence(
         scores_a,

@@ -140,18 +140,12 @@ def _no_stderr_reason(n: int, clusters: int | None) -> str:
     """Why a sample with spread still has no standard error."""
     if n == 0:
         return "no docs paired: nothing to estimate"
-    if clusters is None:
-        return "a per-doc difference is not a finite number: no stderr, interval or MDE"
-    if clusters < 2:
+    if clusters is not None and clusters < 2:
         return (
             f"all {n} docs are in one cluster: a clustered variance needs two clusters or "
             "more, so there is no stderr, interval or MDE"
         )
-    return (
-        f"the clustered variance estimate over {clusters} clusters is not positive (the "
-        "within-cluster cross-products outweigh the rest): it cannot be estimated, so there "
-        "is no stderr, interval or MDE"
-    )
+    return "a per-doc difference is not a finite number: no stderr, interval or MDE"
 
 
 def _constant_difference(
