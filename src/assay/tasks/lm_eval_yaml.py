@@ -40,7 +40,6 @@ TASK_KEYS = {
 IGNORED_WITH_WARNING = {"should_decontaminate", "doc_to_decontamination_query"}
 UNSUPPORTED = {
     "use_prompt": "promptsource prompts need the promptsource package and the network; write doc_to_text/doc_to_target instead",
-    "class": "Python Task classes are lm-eval internals; write the task with doc_to_* keys or as a Python TaskConfig",
     "doc_to_audio": "no assay backend takes audio (hf-multimodal, openai-chat and vllm take images); evaluate audio tasks with lm-eval's hf-audiolm, or drop doc_to_audio for a text-only variant",
 }
 FEWSHOT_KEYS = {
@@ -513,6 +512,10 @@ def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
     if not isinstance(name, str) or not name:
         raise TaskConfigError(f"{where}: 'task' must be the task's name (a non-empty string).")
     where = f"{path} (task {name!r})"
+    if "class" in raw:  # lm-eval's Python-class task: its own Task API serves it
+        from assay.tasks.lm_eval_class import class_task_config
+
+        return class_task_config(raw, path)
     for key in raw:
         if key in UNSUPPORTED:
             raise TaskConfigError(f"{where}: '{key}' is not supported: {UNSUPPORTED[key]}.")
