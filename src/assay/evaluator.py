@@ -17,15 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import DataError, FailedRequests, ModelError
-from assay.execution.cache import ResponseCache
+from assay.execution.cache import CACHE_FILE, ResponseCache
 from assay.execution.executor import Executor
 from assay.execution.factory import backend_args, backend_class, build_executor
 from assay.execution.progress import CacheCounts, LiveProgress
 from assay.execution.seeding import seed_globals, seed_torch
+from assay.execution.api_usage import usage_delta
+from assay.models.api.budget import spending_limit
 from assay.execution.stats import RunStats, counter_delta, task_batch_sizes
 from assay.metrics.judges.grading import judge_metrics
 from assay.metrics.judges.role import Judges, TaskJudging, check_judges
-from assay.models.base import LM
+from assay.models.base import LM, BackendLike
 from assay.plan import (
     TaskPlan,
     check_cluster_field,
@@ -185,7 +187,8 @@ class Evaluation:
         cache = self._cache(model, out)
         judges = Judges(s, self._cache_path(out))
         try:
-            return self._run_plans(model, started, date, out, cache, judges)
+            with spending_limit(s.max_cost):
+                return self._run_plans(model, started, date, out, cache, judges)
         finally:
             judges.close()
 
@@ -251,6 +254,7 @@ class Evaluation:
         hashes: list[tuple[int, str]] = []
         ids = doc_ids(task, self.settings)
         reuse_before = self.executor.model.prefix_cache_stats()
+        usage_before = self._usage_stats()
         progress = LiveProgress(
             task.name,
             total_docs=len(ids),
@@ -290,6 +294,7 @@ class Evaluation:
             progress.close()
             samples.close()
         stats.prefix_cache = counter_delta(reuse_before, self.executor.model.prefix_cache_stats())
+        stats.api_usage = usage_delta(usage_before, self._usage_stats())
         entry = task_entry(
             task.name,
             task.config.alias,
@@ -317,6 +322,13 @@ class Evaluation:
             self._sandbox_label() if task.config.unsafe_code else None,
             self.tallies[task.name],
         )
+
+    def _usage_stats(self) -> dict[str, int | float | None] | None:
+        """The model's API usage so far; None where this process does not send its requests
+        (Ray workers do, and their counters stay with them)."""
+        if self.settings.executor != "local":
+            return None
+        return self.executor.model.usage_stats()
 
     def _sandbox_label(self) -> str:
         policy = self.sandbox
@@ -450,7 +462,7 @@ class Evaluation:
             return None
         if isinstance(setting, str | Path):
             return Path(setting)
-        return out.path / "cache.sqlite" if out else None
+        return out.path / CACHE_FILE if out else None
 
     def _run_info(
         self, model: LM, started: float, date: float, judges: Judges | None = None
@@ -554,7 +566,7 @@ def _sandbox_policy(settings: RunSettings, tasks: Sequence[Task]) -> SandboxPoli
 
 
 def evaluate(
-    model: str | LM,
+    model: str | LM | BackendLike,
     tasks: str | Sequence[str],
     *,
     model_args: dict[str, Any] | str | None = None,
@@ -566,6 +578,7 @@ def evaluate(
     cluster_by: dict[str, str] | str | None = None,
     batch_size: int | str | None = RunSettings.batch_size,
     device: str | None = RunSettings.device,
+    batch_api: bool = RunSettings.batch_api,
     output_dir: str | Path | None = RunSettings.output_dir,
     log_samples: bool = RunSettings.log_samples,
     predict_only: bool = RunSettings.predict_only,
@@ -595,8 +608,9 @@ def evaluate(
     log_to: str | Sequence[str] | None = None,
     log_to_args: dict[str, Any] | str | None = None,
 ) -> dict[str, Any]:
-    """Evaluate `model` (a backend name such as "hf", or an LM object) on `tasks` and return the
-    results dict (lm-eval layout).
+    """Evaluate `model` (a backend name such as "hf", an LM object, or any object with LM's
+    request methods and `identity`: `BackendLike`) on `tasks` and return the results dict
+    (lm-eval layout).
 
     Arguments take the command line's forms too: `tasks="a,b"`, `model_args` and `gen_kwargs`
     as "k=v,k2=v2" strings, a single include path or custom task file. The keywords after

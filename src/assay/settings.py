@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
-    from assay.models.base import LM
+    from assay.models.base import LM, BackendLike
     from assay.sandbox import SandboxMode
 
 DEFAULT_FEWSHOT_SEED = 1234
@@ -110,8 +110,9 @@ def _seed_value(item: Any, whole: Any, flag: str) -> int | None:
 class RunSettings:
     """Everything a run needs besides the tasks (the `assay run` flags, as values)."""
 
-    model: str | LM = "hf"
-    """Backend name (hf, vllm, openai-completions, openai-chat, dummy, replay) or an LM object."""
+    model: str | LM | BackendLike = "hf"
+    """Backend name (hf, vllm, openai-completions, openai-chat, dummy, replay), an LM object, or
+    any object with LM's request methods and identity (see `assay.models.base.BackendLike`)."""
     model_args: dict[str, Any] = field(default_factory=dict)
     """Backend arguments (--model-args)."""
     num_fewshot: int | None = None
@@ -125,6 +126,10 @@ class RunSettings:
     """Rows per batch or "auto"; None leaves it to the backend (or --model-args)."""
     device: str | None = None
     """cpu, cuda, cuda:N, mps; None leaves it to the backend."""
+    batch_api: bool = False
+    """Send API requests through the provider's batch API (OpenAI's Batch API, Anthropic's
+    Message Batches): answers within 24 h at half price. Needs output_dir or cache, where
+    submitted batches are recorded so that a re-run never pays for them twice."""
     output_dir: str | Path | None = None
     """Folder for results.json (and samples files); None writes nothing."""
     overwrite: bool = False
@@ -196,6 +201,10 @@ class RunSettings:
     the two judges (Cohen's kappa, Krippendorff's alpha); the task's number stays the first's."""
     second_judge_model_args: dict[str, Any] = field(default_factory=dict)
     """Backend arguments of the second judge model (--second-judge-model-args)."""
+    max_cost: float | None = None
+    """USD this run's API requests may cost at most (the model's and the judges'); the run
+    stops before it would spend more, keeping its answers in the response cache. None: no limit.
+    Needs the models' prices (their price_in/price_out args or the bundled table)."""
     log_to: list[str] = field(default_factory=list)
     """Trackers the finished run is logged to: mlflow, wandb, trackio, hub (needs output_dir)."""
     log_to_args: dict[str, Any] = field(default_factory=dict)

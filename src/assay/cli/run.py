@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from assay.backend_names import BUILTIN_BACKENDS
 from assay.cli.lm_eval_flags import add_flags as add_lm_eval_flags
 from assay.cli.lm_eval_flags import apply_flags as apply_lm_eval_flags
 from assay.cli.lm_eval_flags import print_notes
@@ -78,7 +79,7 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.Arg
         "--model",
         "-m",
         default=default("model"),
-        help="backend: hf, openai-completions, openai-chat, vllm, dummy, replay "
+        help=f"backend: {', '.join(BUILTIN_BACKENDS)}, or an installed plugin's name "
         f"(default {default('model')})",
     )
     run.add_argument(
@@ -148,6 +149,14 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.Arg
         "--batch-size", "-b", type=_batch, default=default("batch_size"), help="N or auto"
     )
     run.add_argument("--device", default=default("device"), help="cpu, cuda, cuda:0, mps ...")
+    run.add_argument(
+        "--batch-api",
+        action="store_true",
+        default=default("batch_api"),
+        help="send API requests through the provider's batch API (openai-chat, "
+        "openai-completions, anthropic-chat): half price, answered within 24 h; a re-run "
+        "follows the batches already submitted (docs/api-models.md)",
+    )
     run.add_argument(
         "--output-dir",
         "--output-path",

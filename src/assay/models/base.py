@@ -16,6 +16,7 @@ from this one class:
 | `token_counter()`   | None    | counts prompt tokens (token statistics, `truncate_fewshots`)    |
 | `provenance()`      | backend | what results files record about the model                       |
 | `live_status()`     | None    | a fragment shown on the live progress line (an API's pacing)    |
+| `usage_stats()`     | None    | API requests, tokens and cost so far; results.json per task/run |
 | `has_batch_api`     | False   | True: `--batch-api` may send requests through a provider batch API |
 
 `generate_until` answers each request with a string or a `Generation` (the answer plus its
@@ -156,6 +157,14 @@ class LM(ABC):
         from another thread: keep it cheap and do not block."""
         return None
 
+    def usage_stats(self) -> dict[str, int | float | None] | None:
+        """Running totals of a paid API's usage, or None for a backend that keeps none (the
+        default): `requests`, `retries`, `rate_limited`, `input_tokens`, `output_tokens`,
+        `cached_input_tokens`, `reasoning_tokens` and `cost_usd` (None when a price is unknown),
+        as `assay.models.api.usage.UsageMeter` keeps them. Each task's difference is reported
+        in results.json beside its request counts, and their sum for the run."""
+        return None
+
     def provenance(self) -> ModelProvenance:
         """What results files record about the model. Default: the backend name only."""
         backend = self.identity().get("backend")
@@ -183,6 +192,24 @@ def load_model(name: str, model_args: Mapping[str, Any]) -> LM:
 
 REQUIRED_MEMBERS = ("loglikelihood", "loglikelihood_rolling", "generate_until", "identity")
 """What any object must have to serve as a backend: the three request methods and identity."""
+
+
+class BackendLike(Protocol):
+    """What `evaluate()` accepts as a model object besides an `LM` subclass: the three request
+    methods and `identity`, with `LM`'s signatures. Optional capabilities it defines are used;
+    the others take `LM`'s defaults."""
+
+    def loglikelihood(
+        self, requests: Sequence[LoglikelihoodRequest]
+    ) -> Sequence[LoglikelihoodResult]: ...
+
+    def loglikelihood_rolling(
+        self, requests: Sequence[RollingRequest]
+    ) -> Sequence[RollingResult]: ...
+
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> Sequence[str | Generation]: ...
+
+    def identity(self) -> dict[str, Any]: ...
 
 
 def checked_backend(model: object, where: str) -> LM:
@@ -227,7 +254,7 @@ class _StructuralBackend(LM):
     def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
         return list(self._model.loglikelihood_rolling(requests))
 
-    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[Any]:
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str | Generation]:
         return list(self._model.generate_until(requests))
 
     def identity(self) -> dict[str, Any]:
