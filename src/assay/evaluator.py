@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import DataError, FailedRequests, ModelError
+from assay.execution.api_usage import usage_delta
+from assay.execution.budget import spending_limit
 from assay.execution.cache import CACHE_FILE, ResponseCache
 from assay.execution.executor import Executor
 from assay.execution.factory import backend_args, backend_class, build_executor
 from assay.execution.progress import CacheCounts, LiveProgress
 from assay.execution.seeding import seed_globals, seed_torch
-from assay.execution.api_usage import usage_delta
-from assay.models.api.budget import spending_limit
 from assay.execution.stats import RunStats, counter_delta, task_batch_sizes
 from assay.metrics.judges.grading import judge_metrics
 from assay.metrics.judges.role import Judges, TaskJudging, check_judges

@@ -9,6 +9,7 @@ policy) completes the `TaskPlan` the run follows; `doc_ids` says which docs it r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -70,10 +71,16 @@ def check_settings(settings: RunSettings) -> None:
     """Reject bad run flags before any task is loaded or model built, naming the flag."""
     if settings.num_fewshot is not None and settings.num_fewshot < 0:
         raise ConfigError(f"--num-fewshot {settings.num_fewshot}: must be 0 or more.")
+    if settings.batch_api and not isinstance(settings.model, str):
+        raise ConfigError(
+            "--batch-api applies to a backend named by --model; a model object given to "
+            "evaluate() is built already: build it with batch_api=True (and batch_dir=...)."
+        )
     if isinstance(settings.model, str):
         from assay.execution.factory import backend_args
 
         backend_args(settings)  # a --batch-size / --device that contradicts --model-args
+    _check_max_cost(settings)
     if settings.fewshot_as_multiturn and not settings.apply_chat_template:
         raise ConfigError("--fewshot-as-multiturn needs --apply-chat-template.")
     # Checked alone, whatever the tasks: a typo here must not surface mid-run.
@@ -96,6 +103,25 @@ def check_settings(settings: RunSettings) -> None:
                 f"--log-to {','.join(settings.log_to)} needs --output-dir (the run's results.json "
                 "and samples files are what it logs)."
             )
+
+
+def _check_max_cost(settings: RunSettings) -> None:
+    """--max-cost is a positive amount, counted where this process sends the requests."""
+    cost = settings.max_cost
+    if cost is None:
+        return
+    if not (isinstance(cost, int | float) and not isinstance(cost, bool) and 0 < cost < math.inf):
+        raise ConfigError(f"--max-cost {cost!r}: give a positive amount of USD, e.g. 5 or 0.25.")
+    if settings.executor != "local":
+        raise ConfigError(
+            f"--max-cost with --executor {settings.executor}: the spending is counted where "
+            "requests are sent, which is this process only with --executor local."
+        )
+    if settings.batch_api:
+        raise ConfigError(
+            "--max-cost with --batch-api: a batch is paid for as a whole once submitted, so it "
+            "cannot stop request by request; drop one of the two."
+        )
 
 
 def _check_choice(flag: str, value: Any, choices: Sequence[str]) -> None:

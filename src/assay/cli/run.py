@@ -54,6 +54,16 @@ def _batch(text: str) -> int | str:
     return value
 
 
+def _usd(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount of USD") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: give a positive amount of USD, e.g. 5 or 0.25")
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -156,6 +166,15 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.Arg
         help="send API requests through the provider's batch API (openai-chat, "
         "openai-completions, anthropic-chat): half price, answered within 24 h; a re-run "
         "follows the batches already submitted (docs/api-models.md)",
+    )
+    run.add_argument(
+        "--max-cost",
+        type=_usd,
+        default=default("max_cost"),
+        metavar="USD",
+        help="stop before the run's API requests (model and judges) would cost more than USD; "
+        "answers so far stay in the cache, and a re-run with a larger budget continues "
+        "(needs the models' prices: docs/api-models.md)",
     )
     run.add_argument(
         "--output-dir",

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from assay.execution.api_usage import api_usage_entry, usage_sum
 from assay.execution.cache import ResponseCache
 from assay.requests.types import Result
 
@@ -42,11 +43,15 @@ class RunStats:
     """Sizes the backend's automatic batch size picked during the call, in order."""
     prefix_cache: dict[str, int] = field(default_factory=dict)
     """The backend's prefix-reuse counters over the calls (`LM.prefix_cache_stats`)."""
+    api_usage: dict[str, int | float | None] = field(default_factory=dict)
+    """A paid API's requests, tokens and cost over the calls (`LM.usage_stats`)."""
 
     def __iadd__(self, other: RunStats) -> RunStats:
         for f in fields(self):
             mine, theirs = getattr(self, f.name), getattr(other, f.name)
-            if isinstance(mine, int):
+            if f.name == "api_usage":  # a cost may be unknown (None): not a plain sum
+                self.api_usage = usage_sum([mine, theirs])
+            elif isinstance(mine, int):
                 setattr(self, f.name, mine + theirs)
             elif isinstance(mine, list):
                 mine.extend(theirs)
@@ -73,6 +78,8 @@ class RunStats:
             if cache.get("queries"):
                 cache["hit_rate"] = round(cache.get("hits", 0) / cache["queries"], 4)
             out["prefix_cache"] = cache
+        if self.api_usage:
+            out["api"] = api_usage_entry(self.api_usage)
         return out
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from assay.execution.api_usage import api_usage_entry, usage_sum
 from assay.execution.stats import RunStats, collapse_repeats
 from assay.results.generations import GenerationTally, generation_entries
 from assay.results.provenance import task_provenance
@@ -156,6 +157,9 @@ class ResultsBuilder:
         }
         if self.judges:
             final["assay"]["judges"] = dict(self.judges)
+        usage = usage_sum([counts["api"] for counts in self.requests.values() if "api" in counts])
+        if usage:
+            final["assay"]["api_usage"] = api_usage_entry(usage)
         generations = generation_entries(self.generations, self.sections["group_subtasks"])
         if generations:  # only runs whose backend said how its generations ended
             final["assay"]["generations"] = generations

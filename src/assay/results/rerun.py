@@ -81,9 +81,11 @@ _NOT_THE_RUN = frozenset(
         # The model's identity is compared instead (it leaves out args that change no answer).
         "model_args",
         # Where and how fast requests run, and where files go: the same run either way.
-        "batch_size", "device", "output_dir", "overwrite", "cache", "confirm_run_unsafe_code",
+        "batch_size", "device", "batch_api", "output_dir", "overwrite", "cache", "confirm_run_unsafe_code",
         "dataset_loading_processes", "show_progress", "executor", "replicas",
         "gpus_per_replica", "ray_address", "sandbox_workers",
+        # What the run may spend: a re-run with a larger budget continues the same run.
+        "max_cost",
         # Where the finished run is reported.
         "log_to", "log_to_args",
     }

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from assay.errors import ConfigError, ModelError
+from assay.execution.budget import CostLimitReached, SpendingLimit, active_limit
 from assay.models.api.batch_providers import OPENAI_LIMITS, OpenAIBatches
 from assay.models.api.batches import (
     JOURNAL_FOLDER,
@@ -45,7 +46,6 @@ from assay.models.api.batches import (
     BatchProvider,
     BatchRun,
 )
-from assay.models.api.budget import CostLimitReached, SpendingLimit, active_limit
 from assay.models.api.pacing import FailureKind, Limits, Pacer, read_signals
 from assay.models.api.payloads import (
     as_messages,
@@ -97,6 +97,9 @@ _CALL: contextvars.ContextVar[int | None] = contextvars.ContextVar("api_call", d
 """The index of the call whose answer is being received (for --max-cost's accounting)."""
 
 _RETRYABLE_STATUS = {408, 409, 429}
+BATCH_API_CHUNK = 50_000
+"""Requests per executor chunk with batch_api=true (when batch_size is "auto"): OpenAI's
+per-batch limit, so a task of that size is submitted at once."""
 _OVERLOAD_STATUS = {529}
 """Anthropic's "overloaded": waited out like a 429, without spending the retry budget."""
 _SHARED_ARGS: dict[str, Arg] = {
@@ -261,6 +264,10 @@ class _APIBackend(LM):
             )
         self.settings = settings
         self.batch_size = settings.batch_size
+        if settings.batch_api and not isinstance(settings.batch_size, int):
+            # One chunk, hence one set of batches submitted together, for up to a provider
+            # batch's worth of requests: chunks of the online default would wait in turn.
+            self.batch_size = BATCH_API_CHUNK
         if settings.batch_discount is not None and settings.batch_discount > 1:
             raise ConfigError(
                 f"--model {self.name}: batch_discount={settings.batch_discount:g} is the fraction "

@@ -1,8 +1,9 @@
 """Many API calls at once: bounded in flight, rate limited, retried with backoff and jitter.
 
 Backends describe one call (`attempt(i)`) and how to classify its failures; `run_calls` does the
-rest and reports, per call, either an answer or why there is none. It knows nothing of HTTP
-clients, so its behaviour is tested without a server.
+rest (pacing by `pacing.Pacer`: adaptive concurrency, the provider's holds, rate limits) and
+reports, per call, either an answer or why there is none. It knows nothing of HTTP clients, so
+its behaviour is tested without a server.
 """
 
 from __future__ import annotations
@@ -16,19 +17,34 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from assay.errors import ModelError
+from assay.models.api.pacing import FailureKind, Pacer, ProviderSignals, Ticket
 
 R = TypeVar("R")
 T = TypeVar("T")
 
 
 class TransientFailure(Exception):
-    """A failure that may pass if the call is repeated: rate limit, server error, lost connection."""
+    """A failure that may pass if the call is repeated: rate limit, server error, lost connection.
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    `kind` says which (see `pacing.FailureKind`): a 429 or 529 waits for the provider without
+    spending the retry budget; the others spend it.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        retry_after: float | None = None,
+        *,
+        kind: FailureKind = "error",
+        signals: ProviderSignals | None = None,
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
         """Seconds the server asked us to wait, if it said."""
+        self.kind: FailureKind = kind
+        self.signals = signals
+        """The answer's rate-limit headers, when there was an answer."""
 
 
 class PermanentFailure(Exception):
@@ -39,15 +55,22 @@ class PermanentFailure(Exception):
         self.reason = reason
 
 
+DEFAULT_MAX_WAIT = 1800.0
+"""Seconds a call may keep waiting out rate limits (429, 529) from its first attempt."""
+
+
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How often and how patiently a failed call is repeated."""
 
     max_retries: int = 5
-    """Repeats after the first attempt; 0 never retries."""
+    """Repeats after a 5xx, a lost connection or a timeout; 0 never repeats those."""
     base_delay: float = 0.5
     """Seconds before the first retry (before jitter); doubles on every further retry."""
     max_delay: float = 30.0
+    max_wait: float = DEFAULT_MAX_WAIT
+    """Seconds a call may spend waiting out 429s and 529s, counted from its first attempt;
+    those never spend `max_retries`."""
 
     def backoff(self, retry: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number `retry` (0-based).
@@ -55,39 +78,19 @@ class RetryPolicy:
         Jitter spreads the retries of calls that failed together (a burst of 429s) so they do not
         return together; a server's Retry-After is honoured up to `max_delay`.
         """
-        ceiling = min(self.max_delay, self.base_delay * 2**retry)
+        ceiling = min(self.max_delay, self.base_delay * 2 ** min(retry, 30))
         delay = ceiling / 2 + random.uniform(0.0, ceiling / 2)
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.max_delay))
         return delay
 
-
-class RateLimiter:
-    """A token bucket of `per_minute` units per minute that may go into debt.
-
-    A call reserves its cost at once and waits until the bucket would have refilled to cover it,
-    so the long-run rate never exceeds the limit, calls are served in arrival order, and a call
-    costing more than the burst still goes through. Reservation has no await in it, so the bucket
-    needs no lock and its state survives from one event loop to the next.
-    """
-
-    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic) -> None:
-        if per_minute <= 0:
-            raise ValueError(f"rate limit must be positive, got {per_minute}")
-        self.rate = per_minute / 60.0
-        self.burst = max(1.0, per_minute / 6.0)
-        """Ten seconds' worth of units may be spent at once."""
-        self._clock = clock
-        self._level = self.burst
-        self._updated = clock()
-
-    def reserve(self, cost: float) -> float:
-        """Take `cost` units; the seconds to wait before using them."""
-        now = self._clock()
-        self._level = min(self.burst, self._level + (now - self._updated) * self.rate)
-        self._updated = now
-        self._level -= cost
-        return 0.0 if self._level >= 0 else -self._level / self.rate
+    def rate_limited_wait(self, waits: int, hint: float | None) -> float:
+        """Seconds before repeating a call after its `waits`-th rate-limited answer (0-based):
+        what the provider asked (up to a fifth more, so calls refused together spread out),
+        else the exponential backoff."""
+        if hint is not None:
+            return hint * random.uniform(1.0, 1.2)
+        return self.backoff(waits)
 
 
 @dataclass
@@ -99,68 +102,126 @@ class CallOutcome(Generic[R]):
     """Call index to the reason it finally failed."""
     abandoned: list[int] = field(default_factory=list)
     """Calls given up unanswered because another call had already failed for good."""
+    unsent: list[int] = field(default_factory=list)
+    """Calls never sent because `admit` refused them (a spending limit)."""
     retries: int = 0
     """Attempts repeated after a transient failure, over all calls."""
+    rate_limited: int = 0
+    """Attempts answered 429 or 529, over all calls."""
 
     @property
     def ok(self) -> bool:
-        return not self.failures and not self.abandoned
+        return not self.failures and not self.abandoned and not self.unsent
 
 
 async def run_calls(
     n_calls: int,
     attempt: Callable[[int], Awaitable[R]],
     *,
-    concurrency: int,
+    pacer: Pacer,
     retry: RetryPolicy,
-    limits: Sequence[tuple[RateLimiter, Callable[[int], float]]] = (),
+    cost: Callable[[int], tuple[float, float]] = lambda _i: (0.0, 0.0),
+    admit: Callable[[int], bool] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> CallOutcome[R]:
-    """Run `attempt(0) ... attempt(n_calls - 1)` with at most `concurrency` in flight.
+    """Run `attempt(0) ... attempt(n_calls - 1)`, as many at once as `pacer` allows.
 
-    `attempt` raises TransientFailure (retried) or PermanentFailure (not retried); anything else
-    is a bug and propagates. After the first call that finally fails no new call starts, since
-    the run cannot be scored anyway; the outcome lists those calls as abandoned. `limits` pairs each
-    rate limiter with the cost of a call in its units (1 per request, or estimated tokens).
+    `attempt` raises TransientFailure (repeated) or PermanentFailure (not repeated); anything
+    else is a bug and propagates. A rate-limited call (429, 529) waits as the provider asks and
+    tries again until `retry.max_wait` has passed since its first attempt; other transient
+    failures spend `retry.max_retries`. After the first call that finally fails no new call
+    starts, since the run cannot be scored anyway; the outcome lists those calls as abandoned.
+    `cost(i)` is call i's (prompt tokens, requested output tokens), for the pacer's token limits.
+    `admit(i)`, asked before call i is first sent, may refuse it: then no further call is sent
+    (they are `unsent`), and those under way finish.
     """
     outcome: CallOutcome[R] = CallOutcome([None] * n_calls)
-    in_flight = asyncio.Semaphore(concurrency)
     pending = iter(range(n_calls))
+    slot_freed: list[asyncio.Event] = []
+
+    def stopped() -> bool:
+        return bool(outcome.failures or outcome.unsent)
+
+    async def take_slot() -> Ticket:
+        while not pacer.may_start():
+            hold = pacer.hold_remaining()
+            if hold > 0:
+                await asyncio.sleep(hold)
+                continue
+            freed = asyncio.Event()
+            slot_freed.append(freed)
+            await freed.wait()
+        return pacer.start()
+
+    def free_slot() -> None:
+        for event in slot_freed:
+            event.set()
+        slot_freed.clear()
 
     async def one(i: int) -> None:
-        last: TransientFailure | None = None
-        for n in range(retry.max_retries + 1):
-            if outcome.failures:
+        if admit is not None and not admit(i):
+            outcome.unsent.append(i)
+            return
+        retries = waits = 0
+        first_attempt: float | None = None
+        while True:
+            if stopped():
                 outcome.abandoned.append(i)
                 return
-            for limiter, cost in limits:
-                await asyncio.sleep(limiter.reserve(cost(i)))
-            async with in_flight:
-                try:
-                    outcome.answers[i] = await attempt(i)
+            await asyncio.sleep(pacer.reserve(*cost(i)))
+            ticket = await take_slot()
+            first_attempt = clock() if first_attempt is None else first_attempt
+            try:
+                outcome.answers[i] = await attempt(i)
+                pacer.succeeded(ticket)
+                return
+            except TransientFailure as exc:
+                hint = pacer.failed(ticket, exc.kind, exc.signals)
+                last = exc
+            except PermanentFailure as exc:
+                pacer.failed(ticket, "error", None)
+                outcome.failures[i] = exc.reason
+                return
+            finally:
+                free_slot()
+            if last.kind in ("rate_limited", "overloaded"):
+                outcome.rate_limited += 1
+                given = last.retry_after if last.retry_after is not None else hint or None
+                delay = retry.rate_limited_wait(waits, given)
+                waits += 1
+                waited = clock() - first_attempt
+                if waited + delay > retry.max_wait:
+                    outcome.failures[i] = (
+                        f"{last.reason} (still refused after waiting {waited:.0f} s, and "
+                        f"max_wait={retry.max_wait:g} s allows no more: raise max_wait in "
+                        "--model-args, or set rpm=/tpm= to the provider's limits)"
+                    )
                     return
-                except TransientFailure as exc:
-                    last = exc
-                except PermanentFailure as exc:
-                    outcome.failures[i] = exc.reason
+            else:
+                if retries >= retry.max_retries:
+                    tries = retries + 1
+                    outcome.failures[i] = (
+                        f"{last.reason} (gave up after {tries} attempt{'s' * (tries > 1)})"
+                    )
                     return
-            if n < retry.max_retries:
-                outcome.retries += 1
-                await asyncio.sleep(retry.backoff(n, last.retry_after))
-        assert last is not None
-        tries = retry.max_retries + 1
-        outcome.failures[i] = f"{last.reason} (gave up after {tries} attempt{'s' * (tries > 1)})"
+                delay = retry.backoff(retries, last.retry_after)
+                retries += 1
+            outcome.retries += 1
+            pacer.retries += 1
+            await asyncio.sleep(delay)
 
     async def worker() -> None:
         # Workers share one iterator, so each call is taken exactly once. There are more workers
         # than slots so that calls waiting out a backoff do not idle the connection slots.
         for i in pending:
-            if outcome.failures:
-                outcome.abandoned.append(i)
+            if stopped():
+                (outcome.unsent if outcome.unsent else outcome.abandoned).append(i)
                 continue
             await one(i)
 
-    await asyncio.gather(*(worker() for _ in range(min(n_calls, 2 * concurrency))))
+    await asyncio.gather(*(worker() for _ in range(min(n_calls, 2 * pacer.ceiling))))
     outcome.abandoned.sort()
+    outcome.unsent.sort()
     return outcome
 
 

@@ -1,0 +1,84 @@
+"""`--max-cost`: the run stops sending API requests before it would spend more than it may.
+
+One `SpendingLimit` is active for a run (`spending_limit`), shared by every API backend it
+builds (the model and its judges). Before a request is first sent, its backend asks `admit`
+with an estimate of its cost: the dearest answer of that backend so far, or, before any answer,
+an upper bound from the request's prompt and its max new tokens at the model's prices. A refused
+request is never sent, nor is any after it; those under way finish and are paid for. The limit
+counts what this process spends: answers read from the response cache cost nothing, so a re-run
+with a larger budget pays only for the rest.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from assay.errors import ModelError
+
+
+class SpendingLimit:
+    """At most `max_usd` spent, counting answers received and estimates of requests in flight."""
+
+    def __init__(self, max_usd: float) -> None:
+        if not max_usd > 0:
+            raise ValueError(f"a spending limit must be positive, got {max_usd}")
+        self.max_usd = max_usd
+        self.spent = 0.0
+        """USD of the answers received."""
+        self.reached = False
+        """True once a request was refused."""
+        self._in_flight = 0.0
+        self._lock = threading.Lock()
+
+    def admit(self, estimate: float) -> bool:
+        """Whether a request estimated at `estimate` USD may be sent; if so it is held against
+        the limit until `settle`."""
+        with self._lock:
+            if self.reached or self.spent + self._in_flight + estimate > self.max_usd:
+                self.reached = True
+                return False
+            self._in_flight += estimate
+            return True
+
+    def settle(self, estimate: float, cost: float) -> None:
+        """An admitted request is over: its estimate is released and its `cost` (0 when it
+        failed) is spent."""
+        with self._lock:
+            self._in_flight = max(0.0, self._in_flight - estimate)
+            self.spent += cost
+
+
+_active: SpendingLimit | None = None
+
+
+def active_limit() -> SpendingLimit | None:
+    """The spending limit of the run under way, or None without --max-cost."""
+    return _active
+
+
+@contextmanager
+def spending_limit(max_usd: float | None) -> Iterator[SpendingLimit | None]:
+    """Make a limit of `max_usd` (None: no limit) the active one while the block runs."""
+    global _active
+    if max_usd is None:
+        yield None
+        return
+    previous, _active = _active, SpendingLimit(max_usd)
+    try:
+        yield _active
+    finally:
+        _active = previous
+
+
+class CostLimitReached(ModelError):
+    """The run's --max-cost stopped it; `partial` holds the answers that arrived (None
+    elsewhere), which the executor keeps in the response cache."""
+
+    def __init__(self, message: str, partial: list[object]) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+    def __reduce__(self):  # keeps the class across Ray's pickling
+        return (type(self), (str(self), self.partial))
