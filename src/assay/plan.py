@@ -46,10 +46,12 @@ def check_task(config: TaskConfig, *, confirm_run_unsafe_code: bool) -> Scorers:
         raise ConfigError(
             f"{config.where()} executes model-written code. Re-run with "
             "--confirm-run-unsafe-code if you accept that. assay's built-in code metrics "
-            "(humaneval, mbpp) run each program in a subprocess in the --sandbox you choose "
+            "(humaneval, mbpp) and evaluate's code_eval (which lm-eval's mbpp and humaneval "
+            "YAMLs call) run each program in a subprocess in the --sandbox you choose "
             "(default auto: a bubblewrap namespace sandbox with no network and no access to "
             "your files, or a refusal where none can start); a task's own scoring code (a "
-            "'!function' metric, process_results) runs in this process, not sandboxed."
+            "'!function' metric, process_results) runs in this process, not sandboxed, and so "
+            "do programs it runs some other way than code_eval."
         )
     return Scorers(build_filters(config), build_metrics(config))
 

@@ -159,3 +159,20 @@ def test_task_modules_get_the_sandboxed_code_eval(tmp_path):
 
 def lm_eval_tasks() -> Path:
     return Path(lm_eval.__file__).parent / "tasks"
+
+
+def test_each_code_task_is_told_where_its_programs_run():
+    """Built-in mbpp: assay's metric; lm-eval's mbpp: code_eval, sandboxed; lm-eval's
+    cruxeval: its own exec, in this process, said plainly."""
+    from assay.tasks.code_routes import code_route, describe
+    from assay.tasks.registry import Registry
+
+    builtin = Registry().get("mbpp")
+    assert code_route(builtin).route == "assay"  # type: ignore[arg-type]
+    registry = Registry([lm_eval_tasks() / "cruxeval", MBPP])
+    mbpp, cruxeval = registry.get("mbpp"), registry.get("cruxeval_output")
+    assert code_route(mbpp).route == "code_eval"  # type: ignore[arg-type]
+    route = code_route(cruxeval)  # type: ignore[arg-type]
+    assert not route.sandboxed and route.files[0].endswith("cruxeval/utils.py")
+    line = describe("cruxeval_output", route, "bwrap")
+    assert "NOT in the sandbox" in line and "cruxeval/utils.py" in line
