@@ -290,6 +290,8 @@ def test_offline_error_of_a_built_in_gives_the_load_call_and_a_local_files_recip
     )
     message = done.stdout
     assert "datasets.load_dataset('aps/super_glue', 'boolq')" in message
+    # the recipe speaks to command-line and Python callers alike
+    assert "--custom-tasks local_tasks.py" in message and 'custom_tasks="local_tasks.py"' in message
     recipe = message.split("# local_tasks.py\n", 1)[1].split("\nCause:")[0]
     (tmp_path / "local_tasks.py").write_text(
         "\n".join(line.removeprefix("  ") for line in recipe.splitlines()), encoding="utf-8"

@@ -589,7 +589,9 @@ def _plugin_modules() -> list[Any]:
 
 def _import_file(path: Path) -> Any:
     if not path.is_file():
-        raise TaskConfigError(f"--custom-tasks {path}: no such file.")
+        raise TaskConfigError(
+            f"custom task file {path} (--custom-tasks, or custom_tasks= in evaluate()): no such file."
+        )
     # The module name reaches results.json (a task's recorded functions): it must not change
     # between processes, as hash() of a string does.
     digest = hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:16]

@@ -489,7 +489,8 @@ def _local_files_recipe(cfg: TaskConfig) -> str:
     if module.startswith("assay.tasks.catalog."):
         return (
             "replace the built-in task by a custom task file reading local files (rows as the "
-            "hub's), then run with --custom-tasks local_tasks.py:\n"
+            "hub's), then give that file to the run (--custom-tasks local_tasks.py on the "
+            'command line, custom_tasks="local_tasks.py" in evaluate()):\n'
             "  # local_tasks.py\n"
             "  from dataclasses import replace\n"
             f"  from {module} import TASKS_TABLE as BUILTIN\n"
