@@ -32,6 +32,9 @@ from assay.requests.types import (
 
 SCHEMA_VERSION = "assay-cache-1"
 
+CACHE_FILE = "cache.sqlite"
+"""The response cache's file name in a run's output folder (when --cache names no other)."""
+
 
 def model_key(identity: dict[str, Any]) -> str:
     """Stable digest of a model identity."""

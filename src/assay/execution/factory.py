@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, get_type_hints
 
 from assay.errors import ConfigError
+from assay.execution.cache import CACHE_FILE
 from assay.execution.executor import Executor
 from assay.execution.local import LocalExecutor
+from assay.models.args import to_bool
 from assay.models.base import LM, MODELS, checked_backend, load_model
 from assay.settings import RunSettings
 
@@ -26,7 +29,48 @@ def backend_args(settings: RunSettings) -> dict[str, Any]:
                 f"{flag} {value} and --model-args {key}={args[key]} disagree; give one of them."
             )
         args.setdefault(key, value)
+    _batch_api_args(settings, args)
     return args
+
+
+def _batch_api_args(settings: RunSettings, args: dict[str, Any]) -> None:
+    """--batch-api merged into `args`, with where submitted batches are recorded: the output
+    folder's `batches/` and the response cache (which downloaded answers enter at once)."""
+    given = args.get("batch_api")
+    try:
+        given_on = given is not None and to_bool(given)
+    except (TypeError, ValueError):
+        return  # the backend refuses the value itself, naming the arg
+    if not (settings.batch_api or given_on):
+        return
+    if settings.batch_api and given is not None and not given_on:
+        raise ConfigError(
+            f"--batch-api and --model-args batch_api={given} disagree; give one of them."
+        )
+    backend = backend_class(settings)
+    if backend is not None and not backend.has_batch_api:
+        flag = "--batch-api" if settings.batch_api else f"--model-args batch_api={given}"
+        raise ConfigError(
+            f"{flag}: --model {settings.model} has no provider batch API; it applies to "
+            "openai-chat, openai-completions and anthropic-chat (OpenAI's Batch API, "
+            f"Anthropic's Message Batches). Drop {flag} to run --model {settings.model}."
+        )
+    from assay.models.api.batches import JOURNAL_FOLDER
+
+    args["batch_api"] = True
+    output = Path(settings.output_dir) if settings.output_dir is not None else None
+    if output is not None:
+        args.setdefault("batch_dir", str(output / JOURNAL_FOLDER))
+    cache = settings.cache
+    if isinstance(cache, str | Path):
+        args.setdefault("batch_cache", str(cache))
+    elif cache is None and output is not None:
+        args.setdefault("batch_cache", str(output / CACHE_FILE))
+    if "batch_dir" not in args and "batch_cache" not in args:
+        raise ConfigError(
+            "--batch-api needs --output-dir or --cache: submitted batches are recorded there, "
+            "so that a re-run after an exit or a crash follows them instead of paying twice."
+        )
 
 
 def build_model(settings: RunSettings) -> LM:

@@ -88,7 +88,8 @@ def _convert(backend: str, name: str, value: Any, arg: Arg) -> Any:
     return converted
 
 
-def _to_bool(value: Any) -> bool:
+def to_bool(value: Any) -> bool:
+    """A model arg's truth value (true/false, yes/no, on/off, 1/0); ValueError otherwise."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and value in (0, 1):
@@ -144,7 +145,7 @@ def to_batch_size(value: Any) -> BatchSize:
 
 
 _CONVERTERS: dict[type, Callable[[Any], Any]] = {
-    bool: _to_bool,
+    bool: to_bool,
     int: _to_int,
     float: _to_float,
     str: _to_str,

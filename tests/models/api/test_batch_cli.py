@@ -1,0 +1,110 @@
+"""`assay run --batch-api`: refusals before any request, and a run killed with SIGKILL after
+submitting its batch that completes on re-run without submitting again."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from fixtures.provider_fakes import FakeProviders
+
+from assay.cli.main import main
+
+YAML = """\
+task: batch_gen
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: rows.jsonl
+test_split: test
+output_type: generate_until
+doc_to_text: "{{q}}"
+doc_to_target: "{{a}}"
+generation_kwargs:
+  until: ["\\n"]
+  max_gen_toks: 8
+metric_list:
+  - metric: exact_match
+"""
+
+
+@pytest.fixture
+def folder(tmp_path):
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "batch_gen.yaml").write_text(YAML, encoding="utf-8")
+    rows = [json.dumps({"q": f"question {i}", "a": f"answer: question {i}"}) for i in range(6)]
+    (tasks / "rows.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return tasks
+
+
+def _run_args(fake, folder, out):
+    return [
+        "run", "--model", "openai-chat",
+        "--model-args", f"model=gpt-test,base_url={fake.openai_url},batch_poll_interval=0.05",
+        "--batch-api", "--tasks", "batch_gen", "--include-path", str(folder),
+        "--output-dir", str(out), "--no-progress",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "dummy", "--batch-api", "--output-dir", "o"], "--model dummy has no provider"),
+        (["--model", "openai-chat", "--model-args", "model=m", "--batch-api"], "--output-dir or --cache"),
+    ],
+)  # fmt: skip
+def test_batch_api_is_refused_where_it_cannot_work(folder, capsys, args, message):
+    code = main(["run", "--tasks", "batch_gen", "--include-path", str(folder), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def _wait_for(condition, proc, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"assay exited ({proc.returncode}) early: {proc.stderr.read()[-2000:]}")
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail("the batch was not submitted in time")
+
+
+@pytest.mark.slow
+def test_a_killed_run_follows_its_batch_on_rerun_instead_of_paying_twice(folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    log = tmp_path / "fake.log"
+    # The batch stays in validating until the kill: the first run cannot finish.
+    with FakeProviders(polls_per_state=10**9, log_path=log) as fake:
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "assay", *_run_args(fake, folder, out)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            _wait_for(lambda: log.exists() and "created" in log.read_text(), proc, 120)
+            # The journal entry is written once the provider has answered the create.
+            _wait_for(lambda: any((out / "batches").glob("*.json")), proc, 30)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+        assert fake.creates == 1
+
+        fake.polls_per_state = 1  # the provider now finishes the batch
+        assert main(_run_args(fake, folder, out)) == 0
+        assert fake.creates == 1  # followed, not submitted again
+        assert len(fake.batch_lines) == 6
+    assert "following 1 batch(es) submitted earlier" in capsys.readouterr().err
+    results = json.loads((out / "results.json").read_text())
+    assert results["results"]["batch_gen"]["exact_match,none"] == 1.0
