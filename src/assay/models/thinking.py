@@ -74,7 +74,12 @@ def split_thinking(
             finish_reason=finish_reason,
             answer_tokens=answer_tokens,
         )
-    thinks = opened or thinking.start is None or raw.lstrip().startswith(thinking.start)
+    thinks = (
+        opened
+        or thinking.start is None
+        or raw.lstrip().startswith(thinking.start)
+        or thinking.end in raw  # a closing marker: it thought, whatever opened the block
+    )
     if not thinks:
         return Generation(
             cut_at_stops(raw, until),

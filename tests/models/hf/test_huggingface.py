@@ -37,6 +37,11 @@ STORY = (
 # -- fixtures and references ------------------------------------------------------------------
 
 
+def texts(generations):
+    """The answers of `generate_until`'s Generations (as lm-eval's backend returns them)."""
+    return [g.text for g in generations]
+
+
 @pytest.fixture(scope="module")
 def lm(tiny_model_dir):
     return hf(pretrained=str(tiny_model_dir), dtype="float32", batch_size=4)
@@ -377,7 +382,7 @@ PROMPTS = [
 @pytest.mark.slow
 def test_greedy_generation_equals_a_token_by_token_argmax_loop(lm):
     params = GenParams(until=(), max_gen_toks=12)
-    got = lm.generate_until([GenerateRequest(p, params) for p in PROMPTS])
+    got = texts(lm.generate_until([GenerateRequest(p, params) for p in PROMPTS]))
     want = [naive_greedy(lm.model, lm.tokenizer, p, 12) for p in PROMPTS]
     assert got == want
     assert len(set(got)) == len(PROMPTS)
@@ -385,7 +390,9 @@ def test_greedy_generation_equals_a_token_by_token_argmax_loop(lm):
 
 @pytest.mark.slow
 def test_generation_is_cut_at_stop_strings(lm):
-    free = lm.generate_until([GenerateRequest(p, GenParams(max_gen_toks=12)) for p in PROMPTS])
+    free = texts(
+        lm.generate_until([GenerateRequest(p, GenParams(max_gen_toks=12)) for p in PROMPTS])
+    )
     stops = []
     for text in free:
         visible = [c for c in text[2:] if c.isprintable() and not c.isspace()]
@@ -394,7 +401,7 @@ def test_generation_is_cut_at_stop_strings(lm):
         GenerateRequest(p, GenParams(until=(stop, "never-seen"), max_gen_toks=12))
         for p, stop in zip(PROMPTS, stops, strict=True)
     ]
-    got = lm.generate_until(requests)
+    got = texts(lm.generate_until(requests))
     for text, stop, cut in zip(free, stops, got, strict=True):
         assert cut == text.split(stop, 1)[0]
         assert stop not in cut and len(cut) < len(text)
@@ -405,7 +412,7 @@ def test_generation_prompts_are_left_truncated(lm_short):
     params = GenParams(max_gen_toks=4)
     tokenizer = lm_short.tokenizer
     ids = tokenizer(STORY)["input_ids"][-(16 - 4) :]
-    [got] = lm_short.generate_until([GenerateRequest(STORY, params)])
+    [got] = texts(lm_short.generate_until([GenerateRequest(STORY, params)]))
     want = naive_greedy(lm_short.model, tokenizer, ids, 4)
     assert got == want
     with pytest.raises(ModelError):
@@ -421,8 +428,10 @@ def test_fit_context_keeps_the_prompt_and_generates_the_room_it_leaves(lm_short)
     medium = tokenizer("A man is standing")["input_ids"]
     assert len(short) < len(medium) < 16
     params = GenParams(until=(), max_gen_toks=100, fit_context=True)
-    got = lm_short.generate_until(
-        [GenerateRequest(t, params) for t in ("Hi", "A man is standing", STORY)]
+    got = texts(
+        lm_short.generate_until(
+            [GenerateRequest(t, params) for t in ("Hi", "A man is standing", STORY)]
+        )
     )
     # A prompt past the window keeps its last 15 tokens and generates one.
     story = tokenizer(STORY)["input_ids"][-15:]
@@ -434,14 +443,14 @@ def test_fit_context_keeps_the_prompt_and_generates_the_room_it_leaves(lm_short)
     assert got == want
     # Below the room, max_gen_toks still caps the generation.
     capped = GenParams(until=(), max_gen_toks=2, fit_context=True)
-    [two] = lm_short.generate_until([GenerateRequest("Hi", capped)])
+    [two] = texts(lm_short.generate_until([GenerateRequest("Hi", capped)]))
     assert two == naive_greedy(lm_short.model, tokenizer, short, 2)
 
 
 def sampled(lm, prompts, seed, repeats=1):
     params = GenParams(max_gen_toks=10, do_sample=True, temperature=1.0, seed=seed)
     requests = [GenerateRequest(p, params, i) for p in prompts for i in range(repeats)]
-    return lm.generate_until(requests)
+    return texts(lm.generate_until(requests))
 
 
 @pytest.mark.slow
@@ -452,7 +461,9 @@ def test_seeded_sampling_is_reproducible_and_independent_of_batch_size(lm, tiny_
     assert sampled(one, PROMPTS, seed=7) == first
     assert sampled(lm, PROMPTS[::-1], seed=7) == first[::-1]
     assert sampled(lm, PROMPTS, seed=8) != first
-    greedy = lm.generate_until([GenerateRequest(p, GenParams(max_gen_toks=10)) for p in PROMPTS])
+    greedy = texts(
+        lm.generate_until([GenerateRequest(p, GenParams(max_gen_toks=10)) for p in PROMPTS])
+    )
     assert first != greedy
 
 
@@ -464,7 +475,7 @@ def test_repeats_draw_distinct_reproducible_samples(lm):
     # Sample i of a prompt does not depend on how many repeats were asked for.
     assert sampled(lm, PROMPTS[:2], seed=3, repeats=2) == samples[:2] + samples[4:6]
     greedy = GenParams(max_gen_toks=10)
-    repeated = lm.generate_until([GenerateRequest(PROMPTS[0], greedy, i) for i in range(3)])
+    repeated = texts(lm.generate_until([GenerateRequest(PROMPTS[0], greedy, i) for i in range(3)]))
     assert len(set(repeated)) == 1
 
 
@@ -513,10 +524,10 @@ def test_think_end_token_keeps_what_follows_the_thinking_as_lm_eval(lm, tiny_mod
     from lm_eval.models.utils import postprocess_generated_text
 
     params = GenParams(until=(), max_gen_toks=12)
-    free = lm.generate_until([GenerateRequest(p, params) for p in PROMPTS])
+    free = texts(lm.generate_until([GenerateRequest(p, params) for p in PROMPTS]))
     marker = next(t[4:6] for t in free if len(t) > 8 and t[4:6].strip())
     thinking = hf(pretrained=str(tiny_model_dir), dtype="float32", think_end_token=marker)
-    got = thinking.generate_until([GenerateRequest(p, params) for p in PROMPTS])
+    got = texts(thinking.generate_until([GenerateRequest(p, params) for p in PROMPTS]))
     assert got == [postprocess_generated_text(t, [], marker) for t in free]
     assert any(marker in t for t in free) and all(marker not in g for g in got)
     assert thinking.identity()["think_end_token"] == marker
@@ -525,16 +536,26 @@ def test_think_end_token_keeps_what_follows_the_thinking_as_lm_eval(lm, tiny_mod
 
 def test_think_end_token_as_a_token_id_cuts_after_its_last_occurrence():
     from assay.models.hf.generate import Generator
+    from assay.models.thinking import Thinking
 
     class View:
-        def decode(self, ids):
-            return "".join(f" t{i}" for i in ids)
+        def decode(self, ids):  # skips EOS (id 0), as decoding skips special tokens
+            return "".join(f" t{i}" for i in ids if i)
 
     generator = Generator.__new__(Generator)
     generator.view = View()
     generator.think_end = (7, None)
-    assert generator._answer([1, 7, 2, 7, 3, 4]) == "t3 t4"
-    assert generator._answer([1, 2]) == "t1 t2"  # left-stripped even without the token
+    generator.thinking = Thinking("<end>")
+    generator.think_start_id = None
+    generator.eos_token_ids = {0}
+    closed = generator._generation([1, 7, 2, 7, 3, 4, 0], "stop", [], False)
+    assert closed.text == "t3 t4" and closed.thinking_closed is True
+    assert closed.reasoning == " t1 t7 t2"  # everything before the last end token
+    assert (closed.reasoning_tokens, closed.answer_tokens) == (3, 2)  # EOS counts in neither
+    unclosed = generator._generation([1, 2], "length", [], False)
+    assert unclosed.text == "t1 t2"  # lm-eval's rule: left-stripped even without the token
+    assert unclosed.thinking_closed is False and str(unclosed) == ""
+    assert (unclosed.reasoning_tokens, unclosed.answer_tokens) == (2, 0)
 
 
 @pytest.mark.slow

@@ -95,7 +95,7 @@ def test_generation_matches_a_greedy_loop_with_the_same_pixels(lm):
         GenerateRequest("<image>What colour is the shape?", params, images=pictures(i))
         for i in range(4)
     ] + [GenerateRequest("Look: <image> and <image>", params, images=pictures(5, 6))]
-    got = lm.generate_until(requests)
+    got = [g.text for g in lm.generate_until(requests)]
     for request, text in zip(requests, got, strict=True):
         expected = naive_generate(lm, request.prompt, request.images, 8).split("\n\n")[0]
         assert text == expected

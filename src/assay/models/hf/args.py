@@ -57,7 +57,17 @@ class HFArgs:
     "bnb_4bit_compute_dtype": "bfloat16"}; a "quant_method" key picks another method."""
     think_end_token: str | int | None = None
     """End of a reasoning model's thinking (text or token id): generated text up to and
-    including its last occurrence is dropped before stop strings, filters and metrics."""
+    including its last occurrence is the thinking, kept apart from the answer that stop
+    strings, filters and metrics see (docs/reasoning-models.md)."""
+    think_start_token: str | None = None
+    """Start of the thinking: given, a generation thinks only when it starts with it or its
+    prompt ends with it (a template that opens the block); default: every generation is taken
+    to start in thinking once think_end_token is set, as lm-eval assumes."""
+    thinking_budget: int | None = None
+    """Thinking tokens allowed: a generation that thinks for more is counted as unclosed."""
+    enable_thinking: bool | None = None
+    """Passed to chat templates that take it (Qwen3's `enable_thinking`); needs
+    think_end_token when true."""
     prefix_cache: bool = True
     """Compute a token prefix shared by several docs (few-shot examples, a description) once
     and continue every doc from its key/value cache; false recomputes it for every doc."""
@@ -122,6 +132,9 @@ HF_ARGS: dict[str, Arg] = {
     "load_in_8bit": Arg(bool, False),
     "quantization_config": Arg(dict, None, nullable=True),
     "think_end_token": Arg(str, None, nullable=True, normalise=_token),
+    "think_start_token": Arg(str, None, nullable=True),
+    "thinking_budget": Arg(int, None, nullable=True, minimum=0),
+    "enable_thinking": Arg(bool, None, nullable=True),
     "prefix_cache": Arg(bool, True),
     "prefix_cache_mb": Arg(
         float, 1024.0, minimum=0, normalise=_mebibytes, expected="a number of MiB, 0 or more"
@@ -159,5 +172,10 @@ def parse_hf_args(raw: Mapping[str, Any]) -> HFArgs:
         raise ConfigError(
             f"--model hf: {' and '.join(chosen)} both ask for quantization; give one "
             "(quantization_config can carry load_in_4bit or load_in_8bit)."
+        )
+    if args.enable_thinking and args.think_end_token is None:
+        raise ConfigError(
+            "--model hf: enable_thinking=true needs think_end_token=<the marker that ends the "
+            "thinking, e.g. </think>>: without it the thinking would be scored as the answer."
         )
     return args

@@ -25,8 +25,10 @@ from assay.models.base import cut_at_stops
 from assay.models.hf.inputs import ExtraInputs, joined
 from assay.models.hf.memory import BatchSizer, ModelShape, one_cpu_thread, run_with_backoff
 from assay.models.hf.prefix import Prefix, PrefixCache
+from assay.models.hf.transfer import to_device
+from assay.models.thinking import Thinking, split_thinking
 from assay.models.tokens import TokenizerView
-from assay.requests.types import GenParams
+from assay.requests.types import FinishReason, Generation, GenParams
 
 _NEUTRAL_EXTRAS = {"num_beams": 1, "num_return_sequences": 1, "repetition_penalty": 1.0}
 """Generation arguments accepted in GenParams.extra because their value changes nothing."""
@@ -56,6 +58,8 @@ class _Row:
     """New tokens this row may generate at most."""
     inputs: ExtraInputs | None = None
     """The prompt's inputs besides tokens (its images), for the first forward pass."""
+    opened: bool = False
+    """The prompt leaves the model inside a thinking block (its template opened it)."""
 
 
 class Generator:
@@ -72,9 +76,14 @@ class Generator:
         pad_token_id: int,
         think_end: tuple[int | None, str | None] = (None, None),
         prefixes: PrefixCache | None = None,
+        thinking: Thinking | None = None,
+        think_start_id: int | None = None,
     ) -> None:
         self.model = model
         self.think_end = think_end
+        self.thinking = thinking
+        """How thinking is told from the answer (None: the model is not a reasoning model)."""
+        self.think_start_id = think_start_id
         self.view = view
         self.device = device
         self.sizer = sizer
@@ -93,8 +102,9 @@ class Generator:
         sample_indices: Sequence[int],
         limits: Sequence[int] | None = None,
         extras: Sequence[ExtraInputs | None] | None = None,
-    ) -> list[str]:
-        """Texts generated for token prompts that share `params` (texts seed sampling only).
+    ) -> list[Generation]:
+        """Generations for token prompts that share `params` (`texts`, the prompts as text,
+        seed sampling and tell whether a template opened the thinking).
 
         `limits`: each prompt's own maximum of new tokens (GenParams.fit_context), else
         max_gen_toks for all. `extras` gives each prompt's inputs besides tokens (its images),
@@ -110,6 +120,7 @@ class Generator:
                 row_seed(params.seed, index, text) if params.seed is not None else None,
                 cap,
                 extras[i] if extras else None,
+                self.thinking is not None and self.thinking.opened_by(text),
             )
             for i, (ids, text, index, cap) in enumerate(
                 zip(prompts, texts, sample_indices, caps, strict=True)
@@ -117,7 +128,7 @@ class Generator:
         ]
         max_new = max(caps, default=0)
         if max_new < 1:
-            return [""] * len(rows)
+            return [Generation("", finish_reason="length", answer_tokens=0) for _ in rows]
         if self.prefixes is not None and not any(extras or ()):
             assigned = self.prefixes.assign([row.prompt for row in rows])
         else:
@@ -126,7 +137,7 @@ class Generator:
         groups: dict[tuple[int, int], list[int]] = {}
         for i, (prefix, length) in enumerate(assigned):
             groups.setdefault((id(prefix), length), []).append(i)
-        out = [""] * len(rows)
+        out: list[Generation] = [Generation("")] * len(rows)
         for members in groups.values():
             prefix, past = assigned[members[0]]
             texts_out = run_with_backoff(
@@ -171,7 +182,7 @@ class Generator:
         stops: list[str],
         prefix: Prefix | None = None,
         past: int = 0,
-    ) -> list[str]:
+    ) -> list[Generation]:
         """Decode a batch; with a prefix, rows continue its first `past` cached positions."""
         import torch
         from transformers import DynamicCache
@@ -183,13 +194,14 @@ class Generator:
         own = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
         positions = (own.cumsum(-1) - 1 + past).masked_fill_(own == 0, 1)
         attention = torch.cat([own.new_ones(len(rows), past), own], dim=1)
-        ids, attention, positions = (t.to(self.device) for t in (ids, attention, positions))
+        ids, attention, positions = (to_device(t, self.device) for t in (ids, attention, positions))
         generators = [
             torch.Generator(device=self.device).manual_seed(r.seed) if r.seed is not None else None
             for r in rows
         ]
         window = max((len(s.encode()) for s in stops), default=0) + 2
         generated: list[list[int]] = [[] for _ in rows]
+        endings: list[FinishReason] = ["length"] * len(rows)
         active = list(range(len(rows)))
         max_new = max((row.max_new for row in rows), default=0)
         if prefix is not None:
@@ -221,17 +233,16 @@ class Generator:
                 keep = []
                 for j, (a, token) in enumerate(zip(active, chosen.tolist(), strict=True)):
                     generated[a].append(token)
-                    done = (
-                        token in self.eos_token_ids
-                        or len(generated[a]) >= rows[a].max_new
-                        or self._stopped(generated[a], stops, window)
-                    )
-                    if not done:
+                    if token in self.eos_token_ids:
+                        endings[a] = "stop"
+                    elif self._stopped(generated[a], stops, window, rows[a].opened):
+                        endings[a] = "stop_sequence"
+                    elif len(generated[a]) < rows[a].max_new:
                         keep.append(j)
                 if not keep:
                     break
                 if len(keep) < len(active):
-                    index = torch.tensor(keep, device=self.device)
+                    index = to_device(torch.tensor(keep), self.device)
                     cache.batch_select_indices(index)
                     attention, next_position = attention[index], next_position[index]
                     chosen = chosen[index]
@@ -245,30 +256,98 @@ class Generator:
                     use_cache=True,
                 ).logits[:, -1, :]
                 next_position = next_position + 1
-        return [cut_at_stops(self._answer(tokens), stops) for tokens in generated]
+        return [
+            self._generation(tokens, ending, stops, row.opened)
+            for tokens, ending, row in zip(generated, endings, rows, strict=True)
+        ]
 
-    def _answer(self, tokens: list[int]) -> str:
-        """The generated text, without a reasoning model's thinking when think_end is set: what
-        follows the last think-end token id, then the last think-end text, left-stripped (as
-        lm-eval does for an id and for a text)."""
-        think_id, think_text = self.think_end
+    def _generation(
+        self, tokens: list[int], ending: FinishReason, stops: list[str], opened: bool
+    ) -> Generation:
+        """The generated tokens as a Generation: the answer cut at the stop strings and, for a
+        reasoning model, the thinking kept apart (`models.thinking`, lm-eval's rule), with
+        token counts taken from the generated tokens (the final EOS counts in neither)."""
+        spent = len(tokens) - (1 if tokens and tokens[-1] in self.eos_token_ids else 0)
+        if self.thinking is None:
+            text = cut_at_stops(self.view.decode(tokens), stops)
+            return Generation(text, finish_reason=ending, answer_tokens=spent)
+        think_id = self.think_end[0]
         ends = [i for i, token in enumerate(tokens) if token == think_id]
-        text = self.view.decode(tokens[ends[-1] + 1 :] if ends else tokens)
-        if think_id is not None:
-            text = text.lstrip()
-        if think_text:
-            text = text.split(think_text)[-1].lstrip()
-        return text
+        if ends:
+            # A special end token is dropped by decoding: its text is put back where it was.
+            last = ends[-1]
+            raw = self.view.decode(tokens[:last]) + self.thinking.end
+            raw += self.view.decode(tokens[last + 1 :])
+            reasoning, answer = last, spent - last - 1
+        else:
+            raw = self.view.decode(tokens)
+            reasoning, answer = self._split_counts(tokens, spent, raw)
+        return split_thinking(
+            raw,
+            stops,
+            self.thinking,
+            opened=opened or self._starts_thinking(tokens),
+            finish_reason=ending,
+            reasoning_tokens=reasoning,
+            answer_tokens=answer,
+        )
 
-    def _stopped(self, tokens: list[int], stops: list[str], window: int) -> bool:
-        """Whether the text so far contains a stop string (cheap tail check, then confirmed)."""
+    def _split_counts(self, tokens: list[int], spent: int, text: str) -> tuple[int, int]:
+        """(thinking, answer) tokens when the end marker is text: the thinking is every token
+        before the one that completes the last marker, less the marker's own tokens; without
+        a marker, every token is thinking."""
+        assert self.thinking is not None
+        marker = self.thinking.end
+        wanted = text.count(marker)
+        if not wanted:
+            return spent, 0
+        low, high = 1, len(tokens)  # the shortest prefix holding every marker
+        while low < high:
+            middle = (low + high) // 2
+            if self.view.decode(tokens[:middle]).count(marker) >= wanted:
+                high = middle
+            else:
+                low = middle + 1
+        own = len(self.view.tokenizer.encode(marker, add_special_tokens=False))
+        return max(0, low - own), max(0, spent - low)
+
+    def _starts_thinking(self, tokens: list[int]) -> bool:
+        """Whether the generation opens a thinking block itself (its start marker first)."""
+        return self.think_start_id is not None and tokens[:1] == [self.think_start_id]
+
+    def _stopped(self, tokens: list[int], stops: list[str], window: int, opened: bool) -> bool:
+        """Whether the text so far contains a stop string (cheap tail check, then confirmed).
+        A reasoning model's stop strings apply to its answer only, as lm-eval's vLLM backend
+        applies them: a stop string inside the thinking ("\n\n", "Question:") must not cut
+        the thinking short."""
         if not stops:
             return False
         tail = self.view.decode(tokens[-window:])
         if not any(stop in tail for stop in stops):
             return False
         text = self.view.decode(tokens)
+        if self.thinking is not None:
+            text = self._answer_so_far(tokens, text, opened)
         return any(stop in text for stop in stops)
+
+    def _answer_so_far(self, tokens: list[int], text: str, opened: bool) -> str:
+        """The part of a generation in progress that stop strings apply to: after the thinking
+        once it closed, nothing while it is open, everything when the model does not think."""
+        assert self.thinking is not None
+        think_id, end = self.think_end[0], self.thinking.end
+        if think_id is not None and think_id in tokens:
+            last = len(tokens) - 1 - tokens[::-1].index(think_id)
+            return self.view.decode(tokens[last + 1 :])
+        if end in text:
+            return text.split(end)[-1]
+        start = self.thinking.start
+        thinks = (
+            opened
+            or start is None
+            or text.lstrip().startswith(start)
+            or self._starts_thinking(tokens)
+        )
+        return "" if thinks else text
 
     @staticmethod
     def _choose(logits: Any, sampling: Sampling, generators: list[Any]) -> Any:

@@ -22,10 +22,12 @@ from assay.models.hf.load import load
 from assay.models.hf.memory import BatchSizer
 from assay.models.hf.prefix import loaded_attention
 from assay.models.hf.score import Scorer
+from assay.models.thinking import Thinking, thinking_args
 from assay.models.tokens import TokenizerView, rolling_windows
 from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat, template_sha256
 from assay.requests.types import (
     GenerateRequest,
+    Generation,
     GenParams,
     LoglikelihoodRequest,
     LoglikelihoodResult,
@@ -76,6 +78,8 @@ class HuggingFaceLM(LM):
             pad_token_id=self.scorer.pad_id,
             think_end=self._think_end(args.think_end_token),
             prefixes=self.scorer.prefixes,
+            thinking=self._thinking(),
+            think_start_id=self._single_token(args.think_start_token),
         )
 
     @property
@@ -111,8 +115,9 @@ class HuggingFaceLM(LM):
             RollingResult(t, len(tokens)) for t, tokens in zip(totals, token_lists, strict=True)
         ]
 
-    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
-        """Generated text per request, cut at the first stop string, in request order."""
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
+        """Generations per request, cut at the first stop string, in request order: finish
+        reason, answer token count and, for a reasoning model, its thinking apart."""
         texts = [self._prompt_text(r.prompt) for r in requests]
         groups: dict[GenParams, list[int]] = {}
         for i, request in enumerate(requests):
@@ -124,7 +129,7 @@ class HuggingFaceLM(LM):
                     f"--model hf: max_gen_toks={params.max_gen_toks} leaves no room for the "
                     f"prompt in max_length={self.max_length}; lower max_gen_toks or raise max_length."
                 )
-        out = [""] * len(requests)
+        out: list[Generation] = [Generation("")] * len(requests)
         for params, members in groups.items():
             limits = None
             if params.fit_context:
@@ -156,6 +161,7 @@ class HuggingFaceLM(LM):
             missing=f"--model hf: the tokenizer of {self.args.tokenizer or self.args.pretrained!r} "
             "has no chat template; run without a chat template or use an instruction-tuned "
             "model's tokenizer (tokenizer=...).",
+            template_args=self._template_args(),
         )
 
     def token_counter(self) -> TokenCounter:
@@ -197,7 +203,36 @@ class HuggingFaceLM(LM):
             "weights": self._fingerprint,
             # Only when set, so caches written before the argument existed stay valid.
             **({"think_end_token": self.args.think_end_token} if self.args.think_end_token else {}),
+            **self._thinking_identity(),
         }
+
+    def _thinking_identity(self) -> dict[str, Any]:
+        """The thinking arguments that are set (unset ones leave earlier caches valid)."""
+        names = ("think_start_token", "thinking_budget", "enable_thinking")
+        return {n: getattr(self.args, n) for n in names if getattr(self.args, n) is not None}
+
+    def _template_args(self) -> dict[str, Any]:
+        """Chat template keyword arguments (enable_thinking, when given)."""
+        enable = self.args.enable_thinking
+        return {} if enable is None else {"enable_thinking": enable}
+
+    def _thinking(self) -> Thinking | None:
+        """How the thinking is told from the answer (None without think_end_token)."""
+        token = self.args.think_end_token
+        end = (
+            self.tokenizer.decode([token], skip_special_tokens=False)
+            if isinstance(token, int)
+            else token
+        )
+        return thinking_args("hf", end, self.args.think_start_token, self.args.thinking_budget)
+
+    def _single_token(self, text: str | None) -> int | None:
+        """The id of `text` when the tokenizer holds it as one token (special tokens, which
+        decoding drops, are found by id)."""
+        if text is None:
+            return None
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        return ids[0] if len(ids) == 1 else None
 
     def _think_end(self, token: str | int | None) -> tuple[int | None, str | None]:
         """The think-end marker as (token id, text): a text the tokenizer holds as one token is

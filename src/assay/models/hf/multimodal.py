@@ -51,6 +51,7 @@ from assay.models.tokens import TokenizerView
 from assay.prompts.chat import Message, TokenizerChatTemplate, template_sha256
 from assay.requests.types import (
     GenerateRequest,
+    Generation,
     GenParams,
     LoglikelihoodRequest,
     LoglikelihoodResult,
@@ -60,7 +61,8 @@ BACKEND = "hf-multimodal"
 
 _SHARED = (
     "pretrained", "revision", "tokenizer", "dtype", "device", "trust_remote_code", "max_length",
-    "attn_implementation", "batch_size", "max_batch_size",
+    "attn_implementation", "batch_size", "max_batch_size", "think_end_token",
+    "think_start_token", "thinking_budget",
 )  # fmt: skip
 """`--model hf` arguments that mean the same here."""
 
@@ -199,6 +201,9 @@ class HFMultimodalLM(HuggingFaceLM):
             if eos is not None
             else "",
             pad_token_id=self.scorer.pad_id,
+            think_end=self._think_end(args.hf.think_end_token),
+            thinking=self._thinking(),
+            think_start_id=self._single_token(args.hf.think_start_token),
         )
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
@@ -218,8 +223,8 @@ class HFMultimodalLM(HuggingFaceLM):
         scores = self.scorer.score(pairs, extras)
         return [LoglikelihoodResult(lp, greedy) for lp, greedy in scores]
 
-    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
-        """Generated text per request (its images shown), cut at the first stop string."""
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
+        """Generations per request (its images shown), cut at the first stop string."""
         texts = [self._prompt_text(r.prompt) for r in requests]
         groups: dict[GenParams, list[int]] = {}
         for i, request in enumerate(requests):
@@ -232,7 +237,7 @@ class HFMultimodalLM(HuggingFaceLM):
                     f"the prompt in max_length={self.max_length}; lower max_gen_toks or raise "
                     "max_length."
                 )
-        out = [""] * len(requests)
+        out: list[Generation] = [Generation("")] * len(requests)
         for params, members in groups.items():
             # lighteval's rule (fit_context) keeps the prompt whole and generates what room it
             # leaves; lm-eval's left-truncates the prompt to make room for max_gen_toks.
