@@ -5,7 +5,10 @@ assay talks to the providers' own OpenAI-compatible endpoints instead (no gatewa
 
 - ``endpoint_config["provider"]`` picks the base URL (`PROVIDER_BASE_URLS`); a provider not
   listed there, or any other server, is reached through ``endpoint_config["api_base_url"]``
-  (or ``client_config["base_url"]``);
+  (or ``client_config["base_url"]``). ``provider: anthropic`` without a base URL goes through
+  the native ``anthropic-chat`` backend (Anthropic's Messages API), which reads the
+  OpenAI-shaped ``max_completion_tokens`` and ``stop`` of ``model_config`` as ``max_tokens``
+  and ``stop_sequences``;
 - ``endpoint_config["endpoint"]`` is ``{"name": ..., "model": ...}``: ``model`` is the
   provider's model id that requests name (``name`` when ``model`` is absent); ``name`` labels
   the config in tables. A `List` of endpoints expands under grid search;
@@ -39,6 +42,10 @@ PROVIDER_BASE_URLS = {
     "anthropic": "https://api.anthropic.com/v1/",
 }
 """OpenAI-compatible endpoints of the providers RapidFire's tutorials use."""
+
+NATIVE_BACKENDS = {"anthropic": "anthropic-chat"}
+"""Providers reached through their own API and backend when the config names no base URL
+(one that does, such as a gateway, is spoken to as an OpenAI-compatible server)."""
 
 
 _ENDPOINT_CONFIG_KEYS = frozenset(
@@ -115,6 +122,9 @@ class APIModelConfig(OpenAIAPIModelConfig):
         key_name, key = endpoint_config.get("api_key_name"), endpoint_config.get("api_key")
         if key_name and key:
             SECRETS.register(str(key_name), str(key))
+        provider = endpoint_config.get("provider", "openai")
+        if provider in NATIVE_BACKENDS and not self._given_base_url():
+            self.backend = NATIVE_BACKENDS[provider]
 
     # -- where requests go -----------------------------------------------------------------
     def _endpoint(self) -> dict[str, Any]:
@@ -148,12 +158,17 @@ class APIModelConfig(OpenAIAPIModelConfig):
         endpoint = self._endpoint()
         return str(endpoint.get("name") or endpoint["model"])
 
+    def _given_base_url(self) -> str | None:
+        """The base URL the config names itself (api_base_url, else client_config's)."""
+        client = self._params.get("client_config") or {}
+        url = self._params["endpoint_config"].get("api_base_url") or client.get("base_url")
+        return str(url) if url else None
+
     def _base_url(self) -> str:
         endpoint_config = self._params["endpoint_config"]
-        client = self._params.get("client_config") or {}
-        url = endpoint_config.get("api_base_url") or client.get("base_url")
+        url = self._given_base_url()
         if url:
-            return str(url)
+            return url
         provider = endpoint_config.get("provider", "openai")
         if provider not in PROVIDER_BASE_URLS:
             raise ConfigError(
@@ -171,11 +186,9 @@ class APIModelConfig(OpenAIAPIModelConfig):
             if k not in ("api_key", "base_url")
         }
         endpoint = self._endpoint()
-        args: dict[str, Any] = {
-            **client,
-            "model": str(endpoint.get("model") or endpoint["name"]),
-            "base_url": self._base_url(),
-        }
+        args: dict[str, Any] = {**client, "model": str(endpoint.get("model") or endpoint["name"])}
+        if self.backend not in NATIVE_BACKENDS.values():  # those know their provider's URL
+            args["base_url"] = self._base_url()
         version = self._params["endpoint_config"].get("api_version")
         if version:
             args["default_query"] = {"api-version": version}

@@ -149,3 +149,34 @@ def test_overloaded_is_retried_and_a_bad_request_is_not(fake):
         lm.generate_until([GenerateRequest("y", GenParams(max_gen_toks=5))])
     assert "HTTP 400" in str(err.value) and err.value.failures.keys() == {0}
     assert len(fake.bodies) == 4  # not repeated
+
+
+def test_run_evals_configs_naming_anthropic_go_through_the_native_backend(fake, monkeypatch):
+    from assay.pipelines.api_models import RFAPIModelConfig
+
+    native = RFAPIModelConfig(
+        client_config={"max_retries": 1},
+        endpoint_config={"provider": "anthropic", "endpoint": {"model": "claude-x"}},
+        model_config={"max_completion_tokens": 7, "stop": "END", "temperature": 0.2},
+        itpm_limit=800,
+        otpm_limit=160,
+    )
+    assert native.backend == "anthropic-chat"
+    assert native.model_args() == {"max_retries": 1, "model": "claude-x", "itpm": 800,
+                                   "otpm": 160}  # fmt: skip
+    # A config naming a base URL (a gateway) speaks the OpenAI API to it, as before.
+    gateway = RFAPIModelConfig(
+        endpoint_config={
+            "provider": "anthropic",
+            "api_base_url": "http://gw/v1",
+            "endpoint": {"model": "claude-x"},
+        }  # fmt: skip
+    )
+    assert gateway.backend == "openai-chat"
+    # The config's OpenAI-shaped fields reach the Messages API under Anthropic's names.
+    lm = AnthropicChatLM(**native.model_args(), base_url=fake.anthropic_url)
+    (answer,) = lm.generate_until([GenerateRequest("go END now", native.gen_params())])
+    assert answer.text == "answer: go "
+    body = fake.bodies[0]
+    assert (body["max_tokens"], body["stop_sequences"], body["temperature"]) == (7, ["END"], 0.2)
+    assert "max_completion_tokens" not in body and "stop" not in body

@@ -127,8 +127,14 @@ class AnthropicChatLM(_APIBackend):
             args["system"] = system
         extra = {**(s.extra_body or {}), **dict(params.extra)}
         if params.as_given:
-            if "max_tokens" in extra:
-                args["max_tokens"] = extra.pop("max_tokens")
+            # The user's fields as written (run_evals configs), with the two OpenAI names
+            # Anthropic spells otherwise; max_tokens is required, so max_gen_toks stands in.
+            for name in ("max_tokens", "max_completion_tokens"):
+                if name in extra:
+                    args["max_tokens"] = extra.pop(name)
+            if "stop" in extra:
+                stop = extra.pop("stop")
+                args["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
             return {**args, "extra_body": extra} if extra else args
         decoding = decoding_of(request, None)
         # The client's create() takes no sampling arguments: they travel as body fields.
