@@ -313,7 +313,8 @@ def test_consent_message_says_only_builtin_code_metrics_are_sandboxed(tmp_path, 
                  str(tasks), "--no-cache", "--no-progress"])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and "own_code_metric" in err and "--confirm-run-unsafe-code" in err
-    assert "(humaneval, mbpp) run each program in a subprocess" in err
+    assert "(humaneval, mbpp) and evaluate's code_eval" in err
+    assert "run each program in a subprocess" in err
     assert "runs in this process, not sandboxed" in err
 
 
