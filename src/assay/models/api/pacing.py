@@ -285,6 +285,10 @@ class Pacer:
         self.in_flight += 1
         return Ticket(self.epoch)
 
+    def unused(self, ticket: Ticket) -> None:
+        """A started call was not sent after all (its slot is free again)."""
+        self.in_flight -= 1
+
     # -- after a call -----------------------------------------------------------------------
 
     def succeeded(self, ticket: Ticket) -> None:

@@ -132,8 +132,8 @@ async def run_calls(
     failures spend `retry.max_retries`. After the first call that finally fails no new call
     starts, since the run cannot be scored anyway; the outcome lists those calls as abandoned.
     `cost(i)` is call i's (prompt tokens, requested output tokens), for the pacer's token limits.
-    `admit(i)`, asked before call i is first sent, may refuse it: then no further call is sent
-    (they are `unsent`), and those under way finish.
+    `admit(i)`, asked when call i is about to be sent the first time, may refuse it: then no
+    further call is sent (they are `unsent`), and those under way finish.
     """
     outcome: CallOutcome[R] = CallOutcome([None] * n_calls)
     pending = iter(range(n_calls))
@@ -159,9 +159,6 @@ async def run_calls(
         slot_freed.clear()
 
     async def one(i: int) -> None:
-        if admit is not None and not admit(i):
-            outcome.unsent.append(i)
-            return
         retries = waits = 0
         first_attempt: float | None = None
         while True:
@@ -170,7 +167,14 @@ async def run_calls(
                 return
             await asyncio.sleep(pacer.reserve(*cost(i)))
             ticket = await take_slot()
-            first_attempt = clock() if first_attempt is None else first_attempt
+            if first_attempt is None:
+                # Asked only now, so that estimates held against a limit are those in flight.
+                if admit is not None and not admit(i):
+                    pacer.unused(ticket)
+                    free_slot()
+                    outcome.unsent.append(i)
+                    return
+                first_attempt = clock()
             try:
                 outcome.answers[i] = await attempt(i)
                 pacer.succeeded(ticket)

@@ -1,0 +1,172 @@
+"""API models at a provider's limit, against the rate-limited loopback server
+(fixtures/limited_server.py): adaptive concurrency, 429 storms, max_wait, usage and cost in
+results.json, and --max-cost with its resume from the cache. Each test takes a few seconds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fixtures.limited_server import LimitedServer
+
+from assay.cli.main import main
+from assay.models.api.openai import APIRequestError, OpenAIChatLM
+from assay.requests.types import GenerateRequest, GenParams
+
+REQUESTS = [
+    GenerateRequest(f"please answer question number {i}", GenParams(until=(), max_gen_toks=8))
+    for i in range(20)
+]
+
+
+def _answers(server: LimitedServer, **args) -> tuple[list, OpenAIChatLM]:
+    lm = OpenAIChatLM(model="m", base_url=server.base_url, **args)
+    return list(lm.generate_until(REQUESTS)), lm
+
+
+@pytest.fixture(scope="module")
+def unlimited_answers():
+    with LimitedServer() as server:
+        answers, _ = _answers(server, num_concurrent=8)
+    assert answers[3] == "echo: question number 3"
+    return answers
+
+
+def test_without_rpm_a_tight_limit_is_found_and_every_answer_arrives(unlimited_answers):
+    with LimitedServer(rpm=240, burst=2, max_seconds=30) as server:
+        answers, lm = _answers(server, num_concurrent=8)
+    assert answers == unlimited_answers
+    stats = lm.usage_stats()
+    # The first burst met the limit; the headers then paced the rest.
+    assert server.rate_limited >= 1 and stats["rate_limited"] == server.rate_limited
+    assert stats["requests"] == 20 and lm._pacer.learned_limits() == {"requests": 240}
+    assert server.rate_limited < 20  # a few at the start, not one per request
+
+
+def test_without_any_header_the_window_shrinks_to_what_the_server_takes(unlimited_answers):
+    with LimitedServer(max_in_flight=2, latency=0.05, max_seconds=30) as server:
+        answers, lm = _answers(server, num_concurrent=16)
+    assert answers == unlimited_answers
+    assert server.rate_limited >= 1 and lm._pacer.allowed() < 16
+
+
+def test_with_rpm_the_first_burst_and_the_rest_stay_under_the_limit(unlimited_answers):
+    with LimitedServer(rpm=240, burst=4, max_seconds=30) as server:
+        answers, lm = _answers(server, num_concurrent=8, rpm=240)
+    assert answers == unlimited_answers
+    assert server.rate_limited <= 1  # under 5 % of 20
+    assert lm.usage_stats()["retries"] == server.rate_limited
+
+
+def test_a_429_storm_longer_than_the_retry_budget_no_longer_fails_the_run(unlimited_answers):
+    # The first 15 requests are refused: more than max_retries + 1 = 3 attempts of any request.
+    with LimitedServer(storm=15, max_seconds=30) as server:
+        answers, lm = _answers(server, num_concurrent=2, max_retries=2)
+    assert answers == unlimited_answers
+    assert lm.usage_stats()["rate_limited"] == 15 == server.rate_limited
+
+
+def test_waiting_past_max_wait_fails_with_the_fix():
+    with LimitedServer(storm=10**9, max_seconds=30) as server:
+        lm = OpenAIChatLM(model="m", base_url=server.base_url, max_wait=0.3, num_concurrent=1)
+        with pytest.raises(APIRequestError) as err:
+            lm.generate_until(REQUESTS[:2])
+    text = str(err.value)
+    assert "HTTP 429" in text and "max_wait=0.3 s allows no more" in text
+    assert "raise max_wait in --model-args" in text
+
+
+# -- assay run: usage in results.json, --max-cost -------------------------------------------------
+
+YAML = """\
+task: limited_gen
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: rows.jsonl
+test_split: test
+output_type: generate_until
+doc_to_text: "{{q}}"
+doc_to_target: "{{a}}"
+generation_kwargs:
+  until: ["\\n"]
+  max_gen_toks: 8
+metric_list:
+  - metric: exact_match
+"""
+
+QUESTIONS = [f"what is item {i}" for i in range(6)]
+
+
+@pytest.fixture
+def tasks(tmp_path):
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / "limited_gen.yaml").write_text(YAML, encoding="utf-8")
+    rows = [json.dumps({"q": q, "a": "echo: " + " ".join(q.split()[-3:])}) for q in QUESTIONS]
+    (folder / "rows.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return folder
+
+
+def _run(server, tasks, out, model_args: str, *extra: str) -> int:
+    return main(
+        [
+            "run", "--model", "openai-chat",
+            "--model-args", f"model=m,base_url={server.base_url},num_concurrent=1,{model_args}",
+            "--tasks", "limited_gen", "--include-path", str(tasks),
+            "--output-dir", str(out), "--no-progress", *extra,
+        ]
+    )  # fmt: skip
+
+
+def test_usage_and_cost_land_in_results_json(tasks, tmp_path):
+    prices = "price_in=2,price_cached_in=0.5,price_out=10"
+    with LimitedServer(cached_tokens=3, reasoning_tokens=5, max_seconds=30) as server:
+        assert _run(server, tasks, tmp_path / "out", prices) == 0
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    # The server counts words: each prompt's, and each answer's plus its reasoning tokens.
+    prompt = [len(q.split()) for q in QUESTIONS]
+    output = [len(("echo: " + " ".join(q.split()[-3:])).split()) + 5 for q in QUESTIONS]
+    cached = [min(3, n) for n in prompt]
+    cost = sum((p - c) * 2 + c * 0.5 + o * 10 for p, c, o in zip(prompt, cached, output)) / 1e6
+    task = results["assay"]["requests"]["limited_gen"]["api"]
+    assert task["requests"] == 6 and task["retries"] == 0 and task["rate_limited"] == 0
+    assert task["input_tokens"] == sum(prompt) and task["output_tokens"] == sum(output)
+    assert task["cached_input_tokens"] == sum(cached) and task["reasoning_tokens"] == 30
+    assert task["cost_usd"] == pytest.approx(cost)
+    assert (task["price_in"], task["price_cached_in"], task["price_out"]) == (2, 0.5, 10)
+    run = results["assay"]["api_usage"]
+    assert run["cost_usd"] == pytest.approx(cost) and run["requests"] == 6
+
+
+def test_unknown_prices_give_a_null_cost_with_a_note(tasks, tmp_path):
+    with LimitedServer(max_seconds=30) as server:
+        assert _run(server, tasks, tmp_path / "out", "seed=1") == 0
+    run = json.loads((tmp_path / "out" / "results.json").read_text())["assay"]["api_usage"]
+    assert run["cost_usd"] is None and "price_in= and price_out=" in run["cost_note"]
+    assert run["input_tokens"] == sum(len(q.split()) for q in QUESTIONS)
+
+
+def test_max_cost_stops_the_run_and_a_larger_budget_resumes_from_the_cache(tasks, tmp_path, capsys):
+    # Each answer is 4 output tokens at 0.1 USD per token (prompts are free): 0.4 USD.
+    prices = "price_in=0,price_out=100000"
+    out = tmp_path / "out"
+    with LimitedServer(max_seconds=30) as server:
+        assert _run(server, tasks, out, prices, "--max-cost", "1.3") == 2
+        err = capsys.readouterr().err
+        assert "--max-cost 1.3 USD reached" in err and "re-run with a larger --max-cost" in err
+        assert "Traceback" not in err
+        # The first request's bound (8 new tokens: 0.8) and then 0.4 per answer: 3 fit in 1.3.
+        assert len(server.answered) == 3
+        assert _run(server, tasks, out, prices, "--max-cost", "5") == 0
+        assert len(server.answered) == 6  # only the three the first run did not pay for
+    run = json.loads((out / "results.json").read_text())["assay"]["api_usage"]
+    assert run["requests"] == 3 and run["cost_usd"] == pytest.approx(1.2)
+
+
+def test_max_cost_without_prices_is_refused_before_any_request(tasks, tmp_path, capsys):
+    with LimitedServer(max_seconds=30) as server:
+        assert _run(server, tasks, tmp_path / "out", "seed=1", "--max-cost", "1") == 2
+        assert server.requests == 0
+    err = capsys.readouterr().err
+    assert "--max-cost needs the prices" in err and "price_in= and price_out=" in err
