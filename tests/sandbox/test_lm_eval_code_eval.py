@@ -168,11 +168,11 @@ def test_each_code_task_is_told_where_its_programs_run():
     from assay.tasks.registry import Registry
 
     builtin = Registry().get("mbpp")
-    assert code_route(builtin).route == "assay"  # type: ignore[arg-type]
+    assert code_route(builtin).route == "assay"
     registry = Registry([lm_eval_tasks() / "cruxeval", MBPP])
     mbpp, cruxeval = registry.get("mbpp"), registry.get("cruxeval_output")
-    assert code_route(mbpp).route == "code_eval"  # type: ignore[arg-type]
-    route = code_route(cruxeval)  # type: ignore[arg-type]
+    assert code_route(mbpp).route == "code_eval"
+    route = code_route(cruxeval)
     assert not route.sandboxed and route.files[0].endswith("cruxeval/utils.py")
     line = describe("cruxeval_output", route, "bwrap")
     assert "NOT in the sandbox" in line and "cruxeval/utils.py" in line
