@@ -180,3 +180,12 @@ def test_run_evals_configs_naming_anthropic_go_through_the_native_backend(fake, 
     body = fake.bodies[0]
     assert (body["max_tokens"], body["stop_sequences"], body["temperature"]) == (7, ["END"], 0.2)
     assert "max_completion_tokens" not in body and "stop" not in body
+
+
+def test_usage_is_read_in_anthropics_shape(fake):
+    lm = _lm(fake, price_in=3.0, price_out=15.0)
+    lm.generate_until([GenerateRequest("a b", GenParams(max_gen_toks=9))])
+    stats = lm.usage_stats()
+    # The fake reports 5 input tokens and one output token per answer word ("answer: a b").
+    assert (stats["requests"], stats["input_tokens"], stats["output_tokens"]) == (1, 5, 3)
+    assert stats["cost_usd"] == pytest.approx((5 * 3.0 + 3 * 15.0) / 1e6)

@@ -151,3 +151,14 @@ def test_anthropic_message_batches(tmp_path):
         assert fake.creates == 2  # the expired item went again
         assert fake.batch_lines[0]["params"]["thinking"]["budget_tokens"] == 1024
         assert len(fake.batch_lines[0]["custom_id"]) == 64
+
+
+def test_batch_answers_are_priced_at_the_batch_discount(tmp_path):
+    with FakeProviders() as fake:
+        lm = _openai(fake, tmp_path, price_in=1.0, price_out=2.0, batch_discount=0.5)
+        lm.generate_until(REQUESTS)
+    stats = lm.usage_stats()
+    # The fake's usage: 3 prompt tokens and one per answer word ("answer: question i").
+    online_price = 5 * (3 * 1.0 + 3 * 2.0) / 1e6
+    assert stats["requests"] == 5 and stats["input_tokens"] == 15
+    assert stats["cost_usd"] == pytest.approx(online_price / 2)

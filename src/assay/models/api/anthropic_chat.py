@@ -20,11 +20,17 @@ from typing import Any, ClassVar
 
 from assay.errors import ModelError
 from assay.models._decoding import decoding_of
-from assay.models.api.anthropic_messages import read_message, split_system, stop_sequences
+from assay.models.api.anthropic_messages import (
+    anthropic_usage,
+    read_message,
+    split_system,
+    stop_sequences,
+)
 from assay.models.api.batch_providers import ANTHROPIC_LIMITS, AnthropicBatches
 from assay.models.api.batches import BatchProvider
 from assay.models.api.openai import _SHARED_ARGS, APISettings, _APIBackend
 from assay.models.api.payloads import image_messages
+from assay.models.api.usage import Usage
 from assay.models.args import Arg, typed_args
 from assay.models.base import register_model
 from assay.requests.types import (
@@ -187,10 +193,17 @@ class AnthropicChatLM(_APIBackend):
         return anthropic
 
     def _client(self) -> Any:
-        s = self.settings
-        return self._sdk().AsyncAnthropic(
-            api_key=self._key.reveal(), base_url=s.base_url, max_retries=0, timeout=s.timeout
+        s, sdk = self.settings, self._sdk()
+        return sdk.AsyncAnthropic(
+            api_key=self._key.reveal(),
+            base_url=s.base_url,
+            max_retries=0,
+            timeout=s.timeout,
+            http_client=sdk.DefaultAsyncHttpxClient(event_hooks={"response": [self._observe]}),
         )
+
+    def _usage(self, usage: Any) -> Usage:
+        return anthropic_usage(usage)
 
     def _sync_client(self) -> Any:
         s = self.settings

@@ -8,11 +8,12 @@ hold the doc's images); Anthropic takes the system prompt apart from the turns a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from assay.errors import ModelError
 from assay.models.api.payloads import image_url
+from assay.models.api.usage import Usage
 from assay.requests.types import Generation
 
 FINISH_REASONS = {"end_turn": "stop", "max_tokens": "length", "stop_sequence": "stop_sequence"}
@@ -72,6 +73,25 @@ def stop_sequences(stops: Sequence[str], limit: int) -> list[str]:
     return [stop for stop in stops if stop.strip()][:limit]
 
 
+def anthropic_usage(usage: Any) -> Usage:
+    """A Messages answer's `usage` (object or dict) as the meter counts it: every prompt token
+    in `input_tokens` (Anthropic reports cache reads and writes apart from it), cache reads as
+    cached. Thinking is part of `output_tokens`, which Anthropic does not split."""
+
+    def get(name: str) -> Any:
+        return usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+
+    if usage is None or get("input_tokens") is None:
+        return Usage(None, get("output_tokens") if usage is not None else None)
+    read = get("cache_read_input_tokens") or 0
+    written = get("cache_creation_input_tokens") or 0
+    return Usage(
+        input_tokens=int(get("input_tokens")) + read + written,
+        output_tokens=get("output_tokens"),
+        cached_input_tokens=read,
+    )
+
+
 def read_message(message: Any) -> Generation:
     """The answer in a Messages response: its text blocks joined, thinking kept apart.
 
@@ -107,6 +127,7 @@ def read_message(message: Any) -> Generation:
 
 __all__ = [
     "FINISH_REASONS",
+    "anthropic_usage",
     "content_blocks",
     "image_block",
     "read_message",

@@ -67,7 +67,7 @@ from assay.models.api.runner import (
     run_calls,
     run_sync,
 )
-from assay.models.api.usage import UsageMeter, UsageStats, model_prices, openai_usage
+from assay.models.api.usage import Usage, UsageMeter, UsageStats, model_prices, openai_usage
 from assay.models.args import REQUIRED, Arg, AutoOrCount, BatchSize, typed_args
 from assay.models.base import LM, ModelProvenance, TokenCounter, cut_at_stops, register_model
 from assay.models.spans import ScoredSpan, loglikelihood_spans, rolling_spans
@@ -400,6 +400,10 @@ class _APIBackend(LM):
         """The provider's batch API, for requests to `endpoint`."""
         raise NotImplementedError
 
+    def _usage(self, usage: Any) -> Usage:
+        """An answer's `usage` field (object or dict) as the meter counts it."""
+        return openai_usage(usage)
+
     def _sync_client(self) -> Any:
         """A synchronous SDK client (batch calls), retrying with the SDK's own backoff."""
         raise NotImplementedError
@@ -436,6 +440,9 @@ class _APIBackend(LM):
         cache = self._landing_cache() if landing is not None else None
 
         def deliver(arrived: dict[int, dict[str, Any]]) -> None:
+            # Each answer once (calls sharing a body share it), at the batch price.
+            for body in {id(b): b for b in arrived.values()}.values():
+                self._meter.record(self._usage(body.get("usage")), batch=True)
             landed: list[tuple[str, Any]] = []
             for j, body in arrived.items():
                 try:
@@ -655,7 +662,7 @@ class _APIBackend(LM):
             usage = response.json().get("usage")
         except ValueError:
             usage = None
-        cost = self._meter.record(openai_usage(usage))
+        cost = self._meter.record(self._usage(usage))
         spending, j = active_limit(), _CALL.get()
         if spending is not None and j is not None and j in self._estimates:
             spending.settle(self._estimates.pop(j), cost or 0.0)
