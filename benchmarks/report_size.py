@@ -102,7 +102,7 @@ def load_phases(page: Path) -> dict[str, float]:
         )
         tab = browser.new_page()
         tab.goto(page.as_uri(), timeout=600_000)
-        tab.wait_for_selector('body[data-plotted="1"]', timeout=600_000)
+        tab.wait_for_selector('body[data-plotted="1"][data-ready="1"]', timeout=600_000)
         marks = tab.evaluate(
             "Object.fromEntries(performance.getEntriesByType('mark')"
             ".map(m => [m.name, m.startTime / 1000]))"

@@ -45,7 +45,7 @@ def open_page(page: Path, fragment: str) -> tuple[str, list[str]]:
         tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         tab.on("pageerror", lambda e: errors.append(str(e)))
         tab.goto(page.as_uri() + fragment)
-        tab.wait_for_selector('body[data-plotted="1"]', timeout=120_000)
+        tab.wait_for_selector('body[data-plotted="1"][data-ready="1"]', timeout=120_000)
         dom = tab.content()
         browser.close()
     return dom, errors
@@ -190,3 +190,97 @@ def test_samples_with_images_show_their_references(tmp_path):
     for picture in pictures:
         digest = DocImage(picture).sha256
         assert f"images: {digest[:12]} 5x3" in dom
+
+
+def _long_provenance_copy(run: Path, into: Path) -> Path:
+    """`run` with a long unbroken provenance value, as a long model path or chat template
+    hash list would be."""
+    shutil.copytree(run, into)
+    results = json.loads((into / "results.json").read_text())
+    results["provenance"]["backend"]["tokenizer"] = "/very/long/path/" + "x" * 600
+    (into / "results.json").write_text(json.dumps(results))
+    return into
+
+
+@pytest.mark.slow
+def test_the_page_wraps_provenance_shows_choices_and_draws_plots_before_load(two_runs, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    a, b = two_runs
+    b = _long_provenance_copy(b, tmp_path / "seed2long")
+    page = tmp_path / "report.html"
+    assert main(["report", str(a), str(b), "-o", str(page)]) == 0
+    records = [
+        json.loads(line)
+        for line in (a / "samples_parity_mc_same_split.jsonl").read_text().splitlines()
+    ]
+    record = next(r for r in records if r["doc_id"] == 0)
+    gold = int(record["target"])
+    choices = [request["arg_1"] for request in record["arguments"].values()]
+    scores = [float(r[0]) for r in record["filtered_resps"]]
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium(),
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        tab = browser.new_page(viewport={"width": 1280, "height": 900})
+        tab.goto(page.as_uri(), wait_until="load")
+        # Plots are drawn by the load event, so a screenshot or print taken then shows them.
+        assert tab.evaluate("document.querySelectorAll('.js-plotly-plot .main-svg').length") > 0
+        shot = tab.locator("#forest").screenshot()
+        from io import BytesIO
+
+        from PIL import Image
+
+        pixels = Image.open(BytesIO(shot)).convert("L")
+        assert sum(1 for v in pixels.getdata() if v < 200) > 500, "the forest plot is blank"
+        tab.emulate_media(media="print")
+        pdf = tab.pdf()
+        assert (
+            len(pdf) > 10_000
+            and tab.evaluate("document.querySelectorAll('.js-plotly-plot .main-svg').length") > 0
+        )
+        tab.emulate_media(media="screen")
+
+        # "What differs": the long value wraps inside its column, the last column stays on screen.
+        tab.wait_for_selector('body[data-ready="1"]', timeout=120_000)
+        width = tab.evaluate("document.documentElement.clientWidth")
+        cells = tab.locator("table.differs td")
+        assert cells.count() >= 3
+        right = max(
+            cells.nth(i).bounding_box()["x"] + cells.nth(i).bounding_box()["width"]
+            for i in range(cells.count())
+        )
+        assert right <= width
+
+        # Rows whose statistics could not all be estimated are marked, with their footnotes.
+        assert main(["compare", str(a), str(b), "--json", str(tmp_path / "c.json")]) == 0
+        noted = [
+            c for c in json.loads((tmp_path / "c.json").read_text())["comparisons"] if "note" in c
+        ]
+        assert noted, "the dummy runs score 0 on every generation doc in both runs"
+        footnotes = tab.locator("#comparisons ul.footnotes li")
+        assert footnotes.count() == len(noted)
+        assert noted[0]["note"] in footnotes.nth(0).inner_text()
+        intervals = tab.locator("#comparisons td.ci").all_inner_texts()
+        assert sum(text.endswith("†") for text in intervals) == len(noted)
+        assert "[0.0000, 0.0000]" not in intervals
+
+        # A multiple-choice sample: the target as its choice text, gold and picked marked,
+        # log-likelihoods rounded with their full precision on hover.
+        sample = tab.locator('details.sample[data-task="parity_mc_same_split"][data-doc="0"]')
+        sample.locator("summary").click()
+        body = sample.locator(".body")
+        assert body.locator("pre.target").inner_text() == f"#{gold} {json.dumps(choices[gold])}"
+        gold_row = body.locator("tr.gold")
+        assert gold_row.count() == 1 and gold_row.get_attribute("data-choice") == str(gold)
+        assert gold_row.locator(".choice").inner_text() == choices[gold].strip()
+        picked = body.locator(f'td.picked[data-run="{a.name}"]')
+        row = picked.locator("xpath=..").get_attribute("data-choice")
+        assert row == str(scores.index(max(scores)))
+        number = picked.locator(".n")
+        assert float(number.get_attribute("title")) == max(scores)
+        assert number.inner_text() == f"{max(scores):.4f}"
+        assert record["filtered_resps"][0][0] not in body.inner_text()  # no raw digits shown
+        browser.close()

@@ -46,12 +46,14 @@ MARK = "†"
 after the table, says what is missing and which substitute stands in."""
 
 
-def _marked(c: Comparison, text: str) -> str:
+def _marked(c: Comparison, text: str, substitute: bool = True) -> str:
     """A cell of a row with a note: "n/a†" where the value is missing, the value with "†"
-    where a substitute produced it."""
+    where a substitute (the exact bound) may have produced it: the interval and the MDE."""
     if c.note is None:
         return text
-    return f"n/a{MARK}" if text in ("-", "[-, -]") else text + MARK
+    if text in ("-", "[-, -]"):
+        return f"n/a{MARK}"
+    return text + MARK if substitute else text
 
 
 def table_rows(report: CompareReport) -> list[list[str]]:
@@ -73,8 +75,8 @@ def _cells(c: Comparison) -> list[str]:
         _number(c.mean_b),
         _number(c.diff, signed=True),
         _marked(c, ci),
-        _marked(c, _p(c.p_value)),
-        _marked(c, _p(c.p_value_holm)),
+        _marked(c, _p(c.p_value), substitute=False),
+        _marked(c, _p(c.p_value_holm), substitute=False),
         _p(c.mcnemar_p),
         _marked(c, _number(c.mde)),
         "-" if c.clusters is None else str(c.clusters),

@@ -172,7 +172,10 @@ def forest_figure(comparisons: Sequence[Comparison]) -> dict[str, Any] | None:
     rows = [c for c in comparisons if _finite(c.diff, c.ci_low, c.ci_high)]
     if not rows:
         return None
-    labels = [f"{c.task} · {c.metric} [{c.filter}] · {c.b} − {c.a}" for c in rows]
+    # † as in the table: the interval is a conservative substitute its footnote names.
+    labels = [
+        f"{c.task} · {c.metric} [{c.filter}] · {c.b} − {c.a}{'†' if c.note else ''}" for c in rows
+    ]
     significant = [c.significant() for c in rows]
     figure = go.Figure(
         go.Scatter(
