@@ -176,3 +176,39 @@ def test_each_code_task_is_told_where_its_programs_run():
     assert not route.sandboxed and route.files[0].endswith("cruxeval/utils.py")
     line = describe("cruxeval_output", route, "bwrap")
     assert "NOT in the sandbox" in line and "cruxeval/utils.py" in line
+
+
+def test_a_yaml_that_reaches_code_eval_is_a_code_task_whatever_it_says(tmp_path, capsys):
+    """Without `unsafe_code: true`, a task whose metric calls code_eval still needs consent."""
+    from assay.cli import main
+
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / "rows.jsonl").write_text(json.dumps({"q": "add", "tests": "assert True"}) + "\n")
+    (folder / "scoring.py").write_text(
+        "import evaluate\n\ncode_eval = evaluate.load('code_eval')\n\n"
+        "def passes(references, predictions):\n"
+        "    return code_eval.compute(references=references, predictions=[predictions], k=[1])"
+        "[0]['pass@1']\n"
+    )
+    (folder / "quiet_code.yaml").write_text(
+        textwrap.dedent(
+            """\
+            task: quiet_code
+            dataset_path: json
+            dataset_kwargs:
+              data_files:
+                test: rows.jsonl
+            test_split: test
+            output_type: generate_until
+            doc_to_text: "{{q}}"
+            doc_to_target: "{{tests}}"
+            metric_list:
+              - metric: !function scoring.passes
+            """
+        )
+    )
+    argv = ["run", "--model", "dummy", "--tasks", "quiet_code", "--include-path", str(folder),
+            "--no-cache", "--no-progress"]  # fmt: skip
+    assert main(argv) == 2
+    assert "--confirm-run-unsafe-code" in capsys.readouterr().err

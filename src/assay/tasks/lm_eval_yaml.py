@@ -642,6 +642,12 @@ def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
         source=str(path),
         raw_config=raw,
     )
+    if not config.unsafe_code:
+        from assay.tasks.code_routes import code_route
+
+        # A task whose metrics run programs through code_eval executes model-written code,
+        # whatever its YAML says: it needs the consent flag and gets the sandbox's notice.
+        config.unsafe_code = code_route(config).route == "code_eval"
     if indices is not None:
         config.fewshot_process_docs = _subset(
             indices, config.fewshot_process_docs or config.process_docs
