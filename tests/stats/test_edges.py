@@ -207,7 +207,7 @@ def test_holm_never_lowers_a_p_value_and_keeps_the_order(p_values):
     pairs = [(p, q) for p, q in zip(p_values, adjusted) if p is not None]
     assert all(q is not None and p <= q <= 1 for p, q in pairs)
     ordered = sorted(pairs, key=lambda pq: pq[0])
-    assert all(x[1] <= y[1] for x, y in itertools.pairwise(ordered))  # type: ignore[operator]
+    assert all(x[1] <= y[1] for x, y in itertools.pairwise(ordered))
     assert all(q is None for p, q in zip(p_values, adjusted) if p is None)
 
 

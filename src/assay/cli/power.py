@@ -156,7 +156,8 @@ def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
     scores = np.asarray(list(values.values()), dtype=float)
     n = len(scores)
     if n > 1 and np.ptp(scores) > 0:
-        variance = paired_diff_variance(*[float(scores.var(ddof=1))] * 2, correlation)
+        spread = float(scores.var(ddof=1))
+        variance = paired_diff_variance(spread, spread, correlation)
         return _Variance(variance, f"{path}, correlation {args.correlation:g}", n)
     seen = f"all {n} scores of {path} are {scores[0]:g}" if n > 1 else f"{path} has one doc"
     if not _binary(scores):

@@ -26,7 +26,7 @@ def no_event_upper_bound(trials: int, confidence: float) -> float:
     check_confidence(confidence)
     if trials < 1:
         raise ValueError(f"trials must be >= 1, got {trials!r}")
-    return 1.0 - (1.0 - confidence) ** (1.0 / trials)
+    return 1.0 - float((1.0 - confidence) ** (1.0 / trials))
 
 
 @dataclass(frozen=True)
