@@ -11,7 +11,7 @@ from fixtures.provider_fakes import FakeProviders
 from assay.errors import ConfigError, ModelError
 from assay.execution.cache import ResponseCache, request_key
 from assay.models.api.anthropic_chat import AnthropicChatLM
-from assay.models.api.batches import BatchLimits, split_batches
+from assay.models.api.batches import BatchLimits, ItemResult, split_batches
 from assay.models.api.openai import OpenAIChatLM
 from assay.models.api.runner import APIRequestError
 from assay.requests.types import GenerateRequest, GenParams
@@ -162,3 +162,53 @@ def test_batch_answers_are_priced_at_the_batch_discount(tmp_path):
     online_price = 5 * (3 * 1.0 + 3 * 2.0) / 1e6
     assert stats["requests"] == 5 and stats["input_tokens"] == 15
     assert stats["cost_usd"] == pytest.approx(online_price / 2)
+
+
+class _MemoryProvider:
+    """A provider whose batches end at once, with scripted statuses."""
+
+    name = "memory"
+    route = "mem /v1/x"
+    limits = BatchLimits(100, 10_000)
+
+    def __init__(self, statuses):
+        self.statuses = statuses  # batch number -> BatchStatus or None
+        self.submitted: list[list[str]] = []
+
+    def check(self):
+        pass
+
+    def line(self, custom_id, body):
+        return {"custom_id": custom_id, "body": body}
+
+    def submit(self, lines):
+        self.submitted.append([json.loads(x)["custom_id"] for x in lines])
+        return f"b{len(self.submitted)}"
+
+    def status(self, batch_id):
+        return self.statuses[int(batch_id[1:])]
+
+    def results(self, batch_id):
+        for cid in self.submitted[int(batch_id[1:]) - 1]:
+            yield cid, ItemResult({"text": cid[:4]})
+
+
+def test_a_forgotten_batch_is_resubmitted_and_a_rejected_one_fails_its_requests(tmp_path):
+    from assay.models.api.batches import BatchJournal, BatchRun, BatchStatus
+
+    done = BatchStatus("completed", True)
+    rejected = BatchStatus("failed", True, problem="line 1: bad model")
+    # Batch 1 is unknown to the provider when polled (purged), so its requests go again.
+    provider = _MemoryProvider({1: None, 2: done})
+    run = BatchRun(provider, BatchJournal([tmp_path]), poll_interval=0, report=lambda _: None)
+    arrived: dict[int, dict] = {}
+    assert run.run(2, lambda j: {"q": j}, arrived.update) == {}
+    assert sorted(arrived) == [0, 1] and len(provider.submitted) == 2
+
+    provider = _MemoryProvider({1: rejected})
+    run = BatchRun(provider, BatchJournal([tmp_path / "other"]), poll_interval=0,
+                   report=lambda _: None)  # fmt: skip
+    failures = run.run(2, lambda j: {"q": j}, arrived.update)
+    assert failures == {0: "batch b1 was rejected: line 1: bad model",
+                        1: "batch b1 was rejected: line 1: bad model"}  # fmt: skip
+    assert len(provider.submitted) == 1

@@ -146,6 +146,14 @@ class OpenAIBatches(_Provider):
         ended = batch.status in ("completed", "failed", "expired", "cancelled")
         return BatchStatus(batch.status, ended, shown, problem)
 
+    def _download(self, batch_id: str, file_id: str) -> str:
+        return str(
+            self._call(
+                f"downloading file {file_id} of batch {batch_id}",
+                lambda: self._client.files.content(file_id).text,
+            )
+        )
+
     def results(self, batch_id: str) -> Iterator[tuple[str, ItemResult]]:
         batch = self._call(
             f"GET /batches/{batch_id}", lambda: self._client.batches.retrieve(batch_id)
@@ -153,10 +161,7 @@ class OpenAIBatches(_Provider):
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            text = self._call(
-                f"downloading file {file_id} of batch {batch_id}",
-                lambda file_id=file_id: self._client.files.content(file_id).text,
-            )
+            text = self._download(batch_id, file_id)
             for raw in text.splitlines():
                 if raw.strip():
                     record = json.loads(raw)

@@ -396,17 +396,9 @@ class _APIBackend(LM):
         """A batch result's JSON body as the SDK's typed answer (what `_create` returns)."""
         raise NotImplementedError
 
-    def _batch_provider(self, client: Any, endpoint: str) -> BatchProvider:
-        """The provider's batch API, for requests to `endpoint`."""
-        raise NotImplementedError
-
     def _usage(self, usage: Any) -> Usage:
         """An answer's `usage` field (object or dict) as the meter counts it."""
         return openai_usage(usage)
-
-    def _sync_client(self) -> Any:
-        """A synchronous SDK client (batch calls), retrying with the SDK's own backoff."""
-        raise NotImplementedError
 
     def _generation_defaults(self) -> dict[str, Any]:
         s = self.settings
@@ -559,6 +551,7 @@ class _APIBackend(LM):
         )
 
     def _sync_client(self) -> Any:
+        """A synchronous SDK client (batch calls), retrying with the SDK's own backoff."""
         return self._sdk().OpenAI(
             api_key=self._key.reveal(),
             base_url=self.settings.base_url,
@@ -568,6 +561,7 @@ class _APIBackend(LM):
         )
 
     def _batch_provider(self, client: Any, endpoint: str) -> BatchProvider:
+        """The provider's batch API, for requests to `endpoint`."""
         return OpenAIBatches(
             client,
             self._sdk(),
