@@ -169,3 +169,96 @@ def test_a_class_that_is_not_an_lm_eval_task_is_refused(tmp_path):
     (tmp_path / "t.yaml").write_text(textwrap.dedent("task: odd\nclass: !function mod.NotATask\n"))
     with pytest.raises(TaskConfigError, match="must name an lm-eval Task subclass"):
         Registry([tmp_path], builtins=False).get("odd")
+
+
+CHOICE_PY = '''
+import datasets
+
+from lm_eval.api.task import MultipleChoiceTask
+
+ROWS = [
+    {"query": "Q: 2+2=", "choices": ["4", "five", "22"], "gold": 0},
+    {"query": "Q: sky?", "choices": ["green", "blue"], "gold": 1},
+    {"query": "Q: up?", "choices": ["down", "up", "left", "sideways"], "gold": 1},
+]
+
+
+class TinyChoice(MultipleChoiceTask):
+    """lm-eval's MultipleChoiceTask over the test's rows (loglikelihood requests)."""
+
+    VERSION = 0
+
+    def download(self, *args, **kwargs):
+        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(ROWS)})
+
+    def has_training_docs(self):
+        return False
+
+    def has_validation_docs(self):
+        return False
+
+    def has_test_docs(self):
+        return True
+
+    def test_docs(self):
+        return self.dataset["test"]
+
+    def doc_to_text(self, doc):
+        return doc["query"]
+
+    def construct_requests(self, doc, ctx, apply_chat_template=False, chat_template=None, **kw):
+        # lm-eval 0.4.13's build_all_requests passes the chat keywords, which its
+        # MultipleChoiceTask hands to Instance (which takes none): a class drops them.
+        return super().construct_requests(doc, ctx, **kw)
+'''
+
+
+def test_a_loglikelihood_class_task_matches_lm_eval_doc_by_doc(tmp_path):
+    import importlib
+
+    from assay.requests.types import LoglikelihoodRequest
+
+    (tmp_path / "choice_task.py").write_text(CHOICE_PY)
+    (tmp_path / "tiny_choice.yaml").write_text(
+        "task: tiny_choice\nclass: !function choice_task.TinyChoice\n"
+    )
+    out = tmp_path / "out"
+    results = evaluate(
+        DummyLM(), "tiny_choice", include_path=[tmp_path], output_dir=out, log_samples=True,
+        cache=False, show_progress=False,
+    )  # fmt: skip
+    samples = sorted(
+        (json.loads(line) for line in (out / "samples_tiny_choice.jsonl").open()),
+        key=lambda s: s["doc_id"],
+    )
+    # lm-eval's path, answered by the same model.
+    sys.path.insert(0, str(tmp_path))
+    try:
+        task = importlib.import_module("choice_task").TinyChoice(config={"task": "tiny_choice"})
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("choice_task", None)
+    task.set_fewshot_seed(seed=1234)
+    task.build_all_requests(limit=None, rank=0, world_size=1)
+    answers = DummyLM().loglikelihood(
+        [LoglikelihoodRequest(*instance.arguments) for instance in task.instances]
+    )
+    for instance, result in zip(task.instances, answers, strict=True):
+        instance.resps.append(tuple(result))
+    task.apply_filters()
+    expected = []
+    for doc_id, doc in enumerate(task.eval_docs):
+        mine = sorted((i for i in task.instances if i.doc_id == doc_id), key=lambda i: i.idx)
+        expected.append(task.process_results(doc, [i.filtered_resps["none"] for i in mine]))
+    assert [{"acc": s["acc"], "acc_norm": s["acc_norm"]} for s in samples] == expected
+    asked = [
+        [(a["arg_0"], a["arg_1"]) for a in s["arguments"].values()] for s in samples
+    ]  # the same (context, continuation) pairs lm-eval asks for
+    assert asked == [
+        [i.arguments for i in sorted(task.instances, key=lambda i: i.idx) if i.doc_id == d]
+        for d in range(3)
+    ]
+    entry = results["results"]["tiny_choice"]
+    assert entry["acc,none"] == pytest.approx(sum(e["acc"] for e in expected) / 3)
+    # lm-eval's own `mean` aggregation: assay's, with lm-eval's standard error.
+    assert isinstance(entry["acc_stderr,none"], float)

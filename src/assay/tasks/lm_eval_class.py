@@ -33,6 +33,9 @@ from assay.tasks.config import MetricSpec, TaskConfig
 
 INSTALL = "pip install 'assay[lm-eval-tasks]'"
 
+LM_EVAL_FEWSHOT_SEED = 1234
+"""lm-eval's default `fewshot_random_seed` (simple_evaluate)."""
+
 EVAL_SPLIT = "eval_docs"
 """The split name of a class task's docs: lm-eval's `eval_docs` (its test docs when it has
 them, else its validation docs), known only once the class is built."""
@@ -89,6 +92,9 @@ class LmEvalClassTask:
             ) from exc
         if hasattr(task, "config") and hasattr(task.config, "task"):
             task.config.task = self.raw["task"]
+        # lm-eval's evaluator seeds the few-shot sampler before building requests (its
+        # default seed); Task.fewshot_context refuses to run without it.
+        task.set_fewshot_seed(seed=LM_EVAL_FEWSHOT_SEED)
         return task
 
     def splits(self, **_: Any) -> dict[str, list[dict[str, Any]]]:
@@ -100,8 +106,14 @@ class LmEvalClassTask:
         task = self.task
         num_fewshot = getattr(task.config, "num_fewshot", None) or 0
         context = task.fewshot_context(row, num_fewshot, gen_prefix=task.doc_to_prefix(row))
+        # The keywords lm-eval's Task.build_all_requests passes (no chat template: assay
+        # applies its own to the prompt).
         instances = task.construct_requests(
-            doc=row, ctx=context, metadata=(task_name, 0, 1), apply_chat_template=False
+            doc=row,
+            ctx=context,
+            metadata=(task_name, 0, 1),
+            apply_chat_template=False,
+            chat_template=None,
         )
         if not isinstance(instances, list):
             instances = [instances]
@@ -161,8 +173,16 @@ def _metrics(cls: type, where: str) -> list[MetricSpec]:
             f"its data ({type(exc).__name__}: {exc}); assay reads a class task's metrics before "
             "loading any data, so this class is not supported. Run it with lm-eval itself."
         ) from None
+    import lm_eval.api.metrics  # noqa: F401  (fills lm-eval's aggregation registry)
+    from lm_eval.api.registry import AGGREGATION_REGISTRY
+
+    # lm-eval's own aggregations (its `mean`) by name: assay's of that name give the same
+    # value and lm-eval's standard error; any other function is called as it is.
+    registered = {function: name for name, function in AGGREGATION_REGISTRY.items()}
     return [
-        MetricSpec(name, aggregation=function, higher_is_better=higher.get(name))
+        MetricSpec(
+            name, aggregation=registered.get(function, function), higher_is_better=higher.get(name)
+        )
         for name, function in aggregation.items()
     ]
 
