@@ -276,3 +276,17 @@ def test_hf_evaluate_offline_fails_before_the_model_naming_the_metric(tree, monk
     # validate --no-data names it without fetching it
     assert main(["validate", "--no-data", "--include-path", str(tree), "-t", "t"]) == 0
     assert capsys.readouterr().out.startswith("ok")
+
+
+def test_code_eval_is_not_noted_as_a_hub_download(tmp_path, capsys):
+    """assay serves evaluate's code_eval itself (sandboxed): nothing to fetch."""
+    text = "task: uses_code_eval\n" + BODY.replace("multiple_choice", "generate_until")
+    text = text.replace('doc_to_choice: ["a", "b"]\n', "").replace(
+        "doc_to_target: 0", 'doc_to_target: "t"'
+    )
+    text += "unsafe_code: true\nmetric_list:\n  - metric: code_eval\n    hf_evaluate: true\n"
+    (tmp_path / "uses_code_eval.yaml").write_text(text)
+    out = tmp_path / "report.json"
+    assert main(["validate", "--no-data", "--include-path", str(tmp_path), "--json", str(out)]) == 0
+    [entry] = json.loads(out.read_text())["entries"]
+    assert not any("code_eval" in note for note in entry["notes"]), entry["notes"]

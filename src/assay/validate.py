@@ -16,6 +16,7 @@ from typing import Any
 
 from assay.errors import AssayError
 from assay.hub import needs_hub
+from assay.metrics.code_eval import NAMES as CODE_EVAL_NAMES
 from assay.scoring import build_filters, build_metrics, evaluate_fallback
 from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.registry import Registry
@@ -63,7 +64,9 @@ def check_config(config: TaskConfig) -> list[str]:
     remote = [
         m
         for m in config.metrics
-        if isinstance(m, MetricSpec) and (m.hf_evaluate or evaluate_fallback(m, config))
+        if isinstance(m, MetricSpec)
+        and (m.hf_evaluate or evaluate_fallback(m, config))
+        and m.name not in CODE_EVAL_NAMES  # assay serves code_eval itself, sandboxed
     ]
     local = [m for m in config.metrics if m not in remote]
     build_metrics(replace(config, metrics=local) if remote else config)
