@@ -579,6 +579,7 @@ def evaluate(
     batch_size: int | str | None = RunSettings.batch_size,
     device: str | None = RunSettings.device,
     batch_api: bool = RunSettings.batch_api,
+    max_cost: float | None = RunSettings.max_cost,
     output_dir: str | Path | None = RunSettings.output_dir,
     log_samples: bool = RunSettings.log_samples,
     predict_only: bool = RunSettings.predict_only,

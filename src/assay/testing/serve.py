@@ -14,7 +14,8 @@ A completions request asking for prompt log-probabilities (`echo` with `logprobs
 400: the stub scores nothing, so loglikelihood tasks need a real server.
 
 `--rpm N` answers 429 with a `Retry-After` header to requests beyond N in any 60-second window,
-as rate-limited services do.
+as rate-limited services do. Every answer's `usage` counts words as tokens (the prompt's, and
+the answers'), so token and cost accounting can be tried too.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ class _Handler(BaseHTTPRequestHandler):
                 }
                 for i in range(int(body.get("n") or 1))
             ]
-            self._send(200, self._completion("chat.completion", body, choices))
+            self._send(200, self._completion("chat.completion", body, choices, prompt, answer))
         elif route == "/v1/completions":
             if body.get("echo") and body.get("logprobs") is not None:
                 self._error(
@@ -146,7 +147,9 @@ class _Handler(BaseHTTPRequestHandler):
                 {"index": i, "text": answer, "finish_reason": "stop", "logprobs": None}
                 for i in range(int(body.get("n") or 1))
             ]
-            self._send(200, self._completion("text_completion", body, choices))
+            self._send(
+                200, self._completion("text_completion", body, choices, str(text or ""), answer)
+            )
         else:
             self._error(
                 404,
@@ -154,15 +157,26 @@ class _Handler(BaseHTTPRequestHandler):
             )
 
     def _completion(
-        self, kind: str, body: dict[str, Any], choices: list[dict[str, Any]]
+        self,
+        kind: str,
+        body: dict[str, Any],
+        choices: list[dict[str, Any]],
+        prompt: str,
+        answer: str,
     ) -> dict[str, Any]:
+        # Words stand for tokens, so that usage and cost accounting have something to count.
+        used, made = len(prompt.split()), len(answer.split()) * len(choices)
         return {
             "id": f"stub-{self.server.requests_served}",
             "object": kind,
             "created": int(time.time()),
             "model": str(body.get("model") or MODEL_ID),
             "choices": choices,
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "usage": {
+                "prompt_tokens": used,
+                "completion_tokens": made,
+                "total_tokens": used + made,
+            },
         }
 
     def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
@@ -185,6 +199,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 256  # the default 5 resets a burst of concurrent connections
 
     def __init__(self, port: int, rpm: int | None) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
