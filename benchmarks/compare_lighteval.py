@@ -22,8 +22,8 @@ Cases (the three shapes of the parity requirement):
   caps each batch's new tokens at the context window minus the batch's longest prompt, so only
   single-doc batches give each doc its own cap, which assay gives it in any batch (batch size 8).
 
-lighteval runs through benchmarks/lighteval_side.py in its own virtualenv (README: "Coming from
-lighteval"); assay through `python -m assay run` with this checkout's source, by default in that
+lighteval runs through benchmarks/lighteval_side.py in its own virtualenv (docs/coming-from.md,
+"From lighteval"); assay through `python -m assay run` with this checkout's source, by default in that
 same virtualenv (assay reads lighteval's task definitions from the installed lighteval), so both
 use the same torch and transformers. Each whole command is timed (rounds interleaved, median).
 Parity: prompts identical on every doc, greedy generations identical on >= 95% of docs,
@@ -313,11 +313,13 @@ def main() -> None:
     work = args.keep or Path(tempfile.mkdtemp(prefix="assay-vs-lighteval-"))
     if args.freeze:
         if not args.lighteval_python.exists():
-            sys.exit(f"{args.lighteval_python} not found: create lighteval's venv (README)")
+            sys.exit(
+                f"{args.lighteval_python} not found: create lighteval's venv (docs/performance.md)"
+            )
         freeze(args.lighteval_python, work, args.cases.split(",") if args.cases else [])
         return
     if not args.assay_python.exists():
-        sys.exit(f"{args.assay_python} not found: create lighteval's venv (README)")
+        sys.exit(f"{args.assay_python} not found: create lighteval's venv (docs/performance.md)")
     use_lighteval = args.lighteval_python.exists()
     cases = [CASES[name] for name in (args.cases or ",".join(CASES)).split(",")]
     walls: dict[str, dict[str, list[float]]] = {}

@@ -159,7 +159,7 @@ for _aggregation in [
     Aggregation("median", median, stderr="bootstrap"),
     Aggregation("nanmean", nanmean, stderr="bootstrap"),
     # Judge metrics: nanmean with the closed-form stderr over the valued items (the variance
-    # of a mean of per-item means; README "Model-graded metrics").
+    # of a mean of per-item means; docs/judges.md, "Reading a judged number's uncertainty").
     Aggregation("judge_mean", nanmean, stderr="nan_mean"),
     # HealthBench reports the bootstrap standard deviation of the clipped mean.
     Aggregation("clipped_nanmean", clipped_nanmean, stderr="bootstrap"),
