@@ -81,12 +81,18 @@ class ModelShape:
 
 
 def free_memory_bytes(device: Any) -> int:
-    """Memory that batches may still use on `device` (free VRAM, or available RAM)."""
+    """Memory that batches may still use on `device` (free VRAM, or available RAM).
+
+    On CUDA that is what the driver reports free plus what PyTorch's caching allocator holds
+    but no tensor uses: after the first large batch the allocator keeps its blocks, which the
+    driver counts as taken, and batches would otherwise shrink for no reason.
+    """
     import torch
 
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
-        return int(free)
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(free + max(0, cached))
     try:
         import psutil
 

@@ -34,6 +34,7 @@ from assay.models.hf.inputs import ExtraInputs, joined
 from assay.models.hf.last_layer import last_feed_forward
 from assay.models.hf.memory import BatchSizer, ModelShape, one_cpu_thread, run_with_backoff
 from assay.models.hf.prefix import PREFIX_KWARG, Prefix, PrefixCache, use_split_attention
+from assay.models.hf.transfer import to_device
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,8 @@ Tokens = Sequence[int]
 PASS_OVERHEAD_TOKENS = 384
 """A forward pass's fixed cost, in tokens of one row: a batch splits where padding costs more.
 Measured on the ~38M benchmark model after a 448-token prefix (one CPU thread): a pass of B rows
-of 140 tokens took 0.39 s + 0.196 s per row, so a pass costs what about 2.8 rows do."""
+of 140 tokens took 0.39 s + 0.196 s per row, so a pass costs what about 2.8 rows do. A CPU
+figure: see `pass_overhead_tokens` for other devices."""
 
 _MASK_STYLES = {"sdpa": "bool", "eager": "additive"}
 """Attention implementations that accept a custom 4-D mask, and the mask form each expects."""
@@ -87,6 +89,8 @@ class Scorer:
         self.mask_style = _MASK_STYLES.get(attn)
         self.keep_logits = True
         self.last_layer = last_feed_forward(model)
+        self.pass_overhead = pass_overhead_tokens(device)
+        """Fixed cost of a pass in row tokens, for splitting padded batches (None: never split)."""
         self.share_prefixes = share_prefixes and self.mask_style is not None
         self.prefixes: PrefixCache | None = None
         # The probes run a dozen tokens at a time: threads would only wait for each other.
@@ -155,7 +159,7 @@ class Scorer:
                 length=lambda row: len(row.tokens),
                 row_bytes=partial(self.shape.scoring_row_bytes, past=length),
                 sizer=self.sizer,
-                pass_overhead=PASS_OVERHEAD_TOKENS,
+                pass_overhead=self.pass_overhead,
             )
             for row, row_scores in zip(rows, scored, strict=True):
                 for (slots, _, _), value in zip(row.targets, row_scores, strict=True):
@@ -228,6 +232,10 @@ class Scorer:
         # Kept positions come out flattened in row-major order: map (row, index) to that order.
         flat = keep.view(-1).cumsum(0).sub_(1)
         picked = flat[torch.tensor(where_b) * width + torch.tensor(where_t)]
+        # Queued before the pass (pinned, on CUDA), so the copies overlap the host's work.
+        picked = to_device(picked, self.device)
+        tokens_t = to_device(torch.tensor(tokens), self.device)
+        owner_t = to_device(torch.tensor(owner), self.device)
 
         kwargs: dict[str, Any] = joined([row.inputs for row in rows], self.device)
         split = prefix is not None and self.prefixes is not None and self.prefixes.split
@@ -243,16 +251,17 @@ class Scorer:
         logits = self._forward(ids, keep, kwargs)
 
         device = logits.device
-        picked, tokens_t = picked.to(device), torch.tensor(tokens, device=device)
-        owner_t = torch.tensor(owner, device=device)
+        picked, tokens_t, owner_t = picked.to(device), tokens_t.to(device), owner_t.to(device)
         logits = logits.float()
         logprobs = logits[picked, tokens_t] - torch.logsumexp(logits, dim=-1)[picked]
         misses = logits.argmax(dim=-1)[picked] != tokens_t
         sums = torch.zeros(n_targets, dtype=torch.float64, device=device)
         sums.index_add_(0, owner_t, logprobs.double())
-        wrong = torch.zeros(n_targets, dtype=torch.long, device=device)
-        wrong.index_add_(0, owner_t, misses.long())
-        flat_scores = list(zip(sums.tolist(), (wrong == 0).tolist(), strict=True))
+        wrong = torch.zeros(n_targets, dtype=torch.float64, device=device)
+        wrong.index_add_(0, owner_t, misses.double())
+        # Reduced on the device; one copy to the host (one wait) per batch.
+        summed, missed = torch.stack([sums, wrong]).tolist()
+        flat_scores = [(total, n == 0) for total, n in zip(summed, missed, strict=True)]
         out, start = [], 0
         for row in rows:
             out.append(flat_scores[start : start + len(row.targets)])
@@ -284,7 +293,10 @@ class Scorer:
         if self.mask_style == "additive":
             dtype = next(self.model.parameters()).dtype
             mask = torch.zeros(mask.shape, dtype=dtype).masked_fill_(~mask, torch.finfo(dtype).min)
-        return {"attention_mask": mask.to(self.device), "position_ids": positions.to(self.device)}
+        return {
+            "attention_mask": to_device(mask, self.device),
+            "position_ids": to_device(positions, self.device),
+        }
 
     def _forward(self, ids: Any, keep: Any, kwargs: dict[str, Any]) -> Any:
         """Logits at the kept positions, shape [kept, vocab]."""
@@ -293,12 +305,12 @@ class Scorer:
         # Rows continuing a cached prefix need the cache; otherwise none is built.
         kwargs = {"use_cache": "past_key_values" in kwargs, **kwargs}
         with torch.inference_mode():
+            ids, keep = to_device(ids, self.device), to_device(keep, self.device)
             if self.keep_logits:
-                keep = keep.to(self.device)
                 with self.last_layer.only(keep) if self.last_layer else nullcontext():
-                    out = self.model(input_ids=ids.to(self.device), logits_to_keep=keep, **kwargs)
+                    out = self.model(input_ids=ids, logits_to_keep=keep, **kwargs)
                 return out.logits
-            out = self.model(input_ids=ids.to(self.device), **kwargs)
+            out = self.model(input_ids=ids, **kwargs)
             return out.logits[keep.to(out.logits.device)]
 
     def _probe(self) -> None:
@@ -383,3 +395,15 @@ class Scorer:
             logits = self.model(input_ids=ids, use_cache=False).logits[0, -len(continuation) :]
         logprobs = torch.log_softmax(logits.float(), dim=-1)
         return float(logprobs[torch.arange(len(continuation)), torch.tensor(continuation)].sum())
+
+
+def pass_overhead_tokens(device: Any) -> int | None:
+    """A pass's fixed cost in row tokens on `device`, or None to keep batches whole.
+
+    `PASS_OVERHEAD_TOKENS` was measured on the CPU, where a pass's time grows with its padded
+    tokens. A GPU runs a batch's rows in parallel until its cores are busy, so padding costs far
+    less and a split adds a pass of launch latency: nothing measured says splitting pays there,
+    so batches stay whole (as lm-eval runs them) unless a measurement shows otherwise
+    (benchmarks/gpu_check.py times it).
+    """
+    return PASS_OVERHEAD_TOKENS if getattr(device, "type", None) == "cpu" else None
