@@ -16,10 +16,10 @@ from assay.errors import ConfigError
 from assay.pipelines.fingerprint import fingerprint
 from assay.pipelines.knobs import flatten_knobs
 from assay.pipelines.model_configs import ModelConfig
-from assay.pipelines.redact import find_secrets, redact, scrub
 from assay.pipelines.search import GridSearch, RandomSearch
 from assay.requests.types import GenParams
 from assay.stats.online import OnlineSettings
+from assay.util.redact import find_secrets, redact, scrub
 
 MODEL_KEYS = ("pipeline", "vllm_config", "api_config", "hf_config")
 FUNCTION_KEYS = ("preprocess_fn", "postprocess_fn", "compute_metrics_fn", "accumulate_metrics_fn")

@@ -39,12 +39,12 @@ from assay.pipelines.fingerprint import fingerprint
 from assay.pipelines.headers import config_headers
 from assay.pipelines.online import SAMPLES, ConfigMetrics, batch_entries
 from assay.pipelines.optuna_search import OptunaSearch
-from assay.pipelines.redact import find_secrets, redact, scrub, scrub_value
 from assay.pipelines.resources import SharedResources
 from assay.pipelines.restore import rebuild_clone, restore_shards
 from assay.pipelines.scheduler import ACTIVE, ShardScheduler, Status
 from assay.pipelines.store import ExperimentStore, is_plain_json
 from assay.stats.online import Estimate, paired_difference
+from assay.util.redact import find_secrets, redact, scrub, scrub_value
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.pipelines.knobs import describe_value
-from assay.pipelines.redact import redact
+from assay.util.redact import redact
 
 HEADER_KEYS = (
     "text_splitter_cfg",

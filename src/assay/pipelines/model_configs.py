@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import ConfigError
 from assay.pipelines.fingerprint import fingerprint
 from assay.pipelines.knobs import Configurable, describe_value
-from assay.pipelines.redact import redact
 from assay.requests.types import GenParams
+from assay.util.redact import redact
 
 if TYPE_CHECKING:
     from assay.models.base import LM

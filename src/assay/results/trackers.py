@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from assay.errors import ConfigError, TrackerError
-from assay.pipelines.redact import find_secrets, redact, scrub
 from assay.results.writer import safe_name
+from assay.util.redact import find_secrets, redact, scrub
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from assay.execution.stats import RunStats
 from assay.metrics.judges.grading import Judgement, JudgeMetric
 from assay.metrics.judges.stage import Verdict, judge_shard
 from assay.requests.types import canonical_json
+from assay.util.redact import redact
 
 if TYPE_CHECKING:
     from assay.execution.cache import ResponseCache
@@ -58,8 +59,6 @@ class JudgeSpec:
 
     def label(self) -> str:
         """As printed: `backend(k=v, ...)`, secrets (api_key=...) masked."""
-        from assay.pipelines.redact import redact
-
         args = ", ".join(f"{k}={v}" for k, v in redact(self.model_args).items())
         return f"{self.model}({args})" if args else self.model
 

@@ -1,0 +1,1 @@
+"""Neutral helpers any layer of assay may use (secret redaction, ...); they import nothing from assay."""
