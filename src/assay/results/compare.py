@@ -107,6 +107,9 @@ class CompareReport:
     comparisons: list[Comparison]
     pairs: list[PairSummary]
     confidence: float
+    api_usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per run label, its API requests, tokens and cost (results.json `assay.api_usage`), for
+    the runs that recorded any."""
 
     def as_json(self) -> dict[str, Any]:
         """The `--json` document."""
@@ -128,6 +131,7 @@ class CompareReport:
                 }
                 for p in self.pairs
             ],
+            **({"api_usage": self.api_usage} if self.api_usage else {}),
         }
 
 
@@ -213,7 +217,12 @@ def compare_runs(
         pairs.append(summary)
     for row, adjusted in zip(comparisons, holm([_p(c) for c in comparisons])):
         row.p_value_holm = adjusted
-    return CompareReport(comparisons, pairs, options.confidence)
+    usage = {run.label: run.results["assay"]["api_usage"] for run in runs if _has_usage(run)}
+    return CompareReport(comparisons, pairs, options.confidence, usage)
+
+
+def _has_usage(run: Run) -> bool:
+    return isinstance(run.results.get("assay"), dict) and "api_usage" in run.results["assay"]
 
 
 def _p(row: Comparison) -> float | None:

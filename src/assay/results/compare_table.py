@@ -148,7 +148,24 @@ def notes(report: CompareReport) -> list[str]:
                 lines.append(f"    {key}: {_show(value_a)} | {_show(value_b)}")
         else:
             lines.append("  what differs: nothing recorded")
+    if report.api_usage:
+        lines += ["", "API usage (requests, 429s, tokens in / out, cost):"]
+        lines += [f"  {label}: {api_usage_line(u)}" for label, u in report.api_usage.items()]
     return lines
+
+
+def api_usage_line(usage: dict[str, Any]) -> str:
+    """One run's API usage in a line: `300 requests (429 ×3), 1500 / 1200 tokens, $0.0039`."""
+    cost = usage.get("cost_usd")
+    shown = (
+        f"${cost:.4f}"
+        if isinstance(cost, int | float)
+        else f"cost unknown ({usage.get('cost_note')})"
+    )
+    return (
+        f"{usage.get('requests')} requests (429 ×{usage.get('rate_limited')}), "
+        f"{usage.get('input_tokens')} / {usage.get('output_tokens')} tokens, {shown}"
+    )
 
 
 def _show(value: Any) -> str:

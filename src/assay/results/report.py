@@ -148,6 +148,7 @@ def _run_header(run: Run) -> dict[str, Any]:
         "model_args": facts.get("backend.model_args"),
         "date": run.results.get("date"),
         "total_seconds": _number(_float(run.results.get("total_evaluation_time_seconds"))),
+        "api_usage": run.results.get("assay", {}).get("api_usage"),
     }
 
 

@@ -170,3 +170,22 @@ def test_max_cost_without_prices_is_refused_before_any_request(tasks, tmp_path, 
         assert server.requests == 0
     err = capsys.readouterr().err
     assert "--max-cost needs the prices" in err and "price_in= and price_out=" in err
+
+
+def test_compare_and_report_show_each_runs_requests_tokens_and_cost(tasks, tmp_path, capsys):
+    with LimitedServer(max_seconds=30) as server:
+        for name, prices in (("cheap", "price_in=1,price_out=2"), ("unpriced", "seed=1")):
+            assert _run(server, tasks, tmp_path / name, f"{prices}", "--log-samples") == 0
+    capsys.readouterr()
+    runs = [str(tmp_path / "cheap"), str(tmp_path / "unpriced")]
+    assert main(["compare", *runs]) == 0
+    printed = capsys.readouterr().out
+    tokens_in = sum(len(q.split()) for q in QUESTIONS)
+    tokens_out = 4 * len(QUESTIONS)
+    cost = (tokens_in * 1 + tokens_out * 2) / 1e6
+    assert f"cheap: 6 requests (429 ×0), {tokens_in} / {tokens_out} tokens, ${cost:.4f}" in printed
+    assert "unpriced: 6 requests (429 ×0)" in printed and "cost unknown (no price" in printed
+    page = tmp_path / "report.html"
+    assert main(["report", *runs, "-o", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert '"api_usage": {"requests": 6' in html and "tokens in / out" in html
