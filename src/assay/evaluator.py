@@ -583,6 +583,8 @@ def evaluate(
     output_dir: str | Path | None = RunSettings.output_dir,
     log_samples: bool = RunSettings.log_samples,
     predict_only: bool = RunSettings.predict_only,
+    log_samples_reasoning: str = RunSettings.log_samples_reasoning,
+    unclosed_thinking: str = RunSettings.unclosed_thinking,
     seed: Seeds | int | str | Sequence[int | None] | None = RunSettings.seed,
     apply_chat_template: bool = RunSettings.apply_chat_template,
     system_instruction: str | None = RunSettings.system_instruction,
