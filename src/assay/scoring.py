@@ -158,11 +158,19 @@ def _user_metric(
             predictions=[sample.response],
             **kwargs,
         )
+        if isinstance(value, dict) and spec.name not in value:
+            return Expanded(value)
         return value[spec.name] if isinstance(value, dict) else value
 
     return Metric(
         spec.name, sample_fn, "mean", True, frozenset({OutputType.GENERATE_UNTIL}), kwargs
     )
+
+
+class Expanded(dict[str, Any]):
+    """A user metric's dict that lacks the metric's own name (lm-eval's humaneval returns
+    {"pass@1": ...} from `pass_at_k`): lm-eval reports each key as a metric of its own, and so
+    does assay, aggregated by mean."""
 
 
 @dataclass
@@ -247,13 +255,30 @@ def _doc_values(
     with recording() as runs:
         for m in metrics:
             try:
-                values[m.metric.name] = m.metric.sample_fn(sample)
+                value = m.metric.sample_fn(sample)
             except Exception as exc:
                 raise DataError(
                     f"{config.where()}: metric {m.metric.name!r} failed on doc {result.doc_id}: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
+            if isinstance(value, Expanded):
+                values.update(_expanded(value, m, config))
+            else:
+                values[m.metric.name] = value
     return values, [run.record() for run in runs]
+
+
+def _expanded(value: Expanded, m: ScoredMetric, config: TaskConfig) -> Expanded:
+    """The keys of an expanded metric value, which the task's results aggregate by mean (lm-eval
+    gives them the metric's aggregation: refused where that is not the mean)."""
+    if m.aggregation.name != "mean" or not m.higher_is_better:
+        raise DataError(
+            f"{config.where()}: metric {m.metric.name!r} returned {sorted(value)}, not a value "
+            f"named {m.metric.name!r}; lm-eval reports each key with the metric's aggregation "
+            f"({m.aggregation.name}, higher_is_better {m.higher_is_better}), which assay does "
+            "only for mean and higher_is_better true. Return the value under the metric's name."
+        )
+    return value
 
 
 def _score_code_docs(

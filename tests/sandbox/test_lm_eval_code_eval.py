@@ -212,3 +212,25 @@ def test_a_yaml_that_reaches_code_eval_is_a_code_task_whatever_it_says(tmp_path,
             "--no-cache", "--no-progress"]  # fmt: skip
     assert main(argv) == 2
     assert "--confirm-run-unsafe-code" in capsys.readouterr().err
+
+
+def test_lm_eval_humaneval_yaml_scores_pass_at_1_in_the_sandbox(tmp_path):
+    """lm-eval's humaneval metric returns {"pass@1": ...} from `pass_at_k`: reported as
+    pass@1, as lm-eval reports it; the right completion passes, a wrong one fails."""
+    from assay.tasks.catalog.humaneval import TASKS_TABLE
+
+    humaneval = lm_eval_tasks() / "humaneval"
+    row = TASKS_TABLE[0].example_rows[0]  # add(a, b)
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    (tmp_path / "he_local.yaml").write_text(
+        f"include: {humaneval / 'humaneval.yaml'}\ntask: he_local\ndataset_path: json\n"
+        "dataset_kwargs:\n  data_files:\n    test: rows.jsonl\n"
+    )
+    scores = {}
+    for completion in ("    return a + b\n", "    return a - b\n"):
+        results = evaluate(
+            DummyLM(response=completion), "he_local", include_path=[tmp_path, humaneval],
+            confirm_run_unsafe_code=True, sandbox="bwrap", cache=False, show_progress=False,
+        )  # fmt: skip
+        scores[completion] = results["results"]["he_local"]["pass@1,create_test"]
+    assert list(scores.values()) == [1.0, 0.0]
