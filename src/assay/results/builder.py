@@ -157,7 +157,10 @@ class ResultsBuilder:
         }
         if self.judges:
             final["assay"]["judges"] = dict(self.judges)
-        usage = usage_sum([counts["api"] for counts in self.requests.values() if "api" in counts])
+        # The run's API usage: the evaluated model's over every task, and every judge's.
+        judged = [judge["requests"] for judges in self.judges.values() for judge in judges]
+        counts = [*self.requests.values(), *judged]
+        usage = usage_sum([c["api"] for c in counts if "api" in c])
         if usage:
             final["assay"]["api_usage"] = api_usage_entry(usage)
         generations = generation_entries(self.generations, self.sections["group_subtasks"])

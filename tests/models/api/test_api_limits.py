@@ -189,3 +189,27 @@ def test_compare_and_report_show_each_runs_requests_tokens_and_cost(tasks, tmp_p
     assert main(["report", *runs, "-o", str(page)]) == 0
     html = page.read_text(encoding="utf-8")
     assert '"api_usage": {"requests": 6' in html and "tokens in / out" in html
+
+
+def test_a_judges_usage_is_reported_with_its_task_and_counted_in_the_run(tasks, tmp_path):
+    yaml = (tasks / "limited_gen.yaml").read_text()
+    (tasks / "limited_gen.yaml").write_text(
+        yaml.replace("  - metric: exact_match", "  - metric: judge_correct")
+    )
+    with LimitedServer(max_seconds=30) as server:
+        code = main(
+            [
+                "run", "--model", "dummy", "--tasks", "limited_gen", "--include-path", str(tasks),
+                "--judge-model", "openai-chat",
+                "--judge-model-args", f"model=j,base_url={server.base_url},price_in=1,price_out=1",
+                "--output-dir", str(tmp_path / "out"), "--no-progress",
+            ]
+        )  # fmt: skip
+        judged = server.requests
+    assert code == 0 and judged == len(QUESTIONS)
+    results = json.loads((tmp_path / "out" / "results.json").read_text())["assay"]
+    judge = results["judges"]["limited_gen"][0]["requests"]["api"]
+    assert judge["requests"] == judged and judge["cost_usd"] > 0
+    assert "api" not in results["requests"]["limited_gen"]  # the dummy model sends nothing
+    assert results["api_usage"]["requests"] == judged
+    assert results["api_usage"]["cost_usd"] == pytest.approx(judge["cost_usd"])

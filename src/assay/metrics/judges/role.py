@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError, FailedRequests, ModelError, TaskConfigError
+from assay.execution.api_usage import usage_delta
 from assay.execution.stats import RunStats
 from assay.metrics.judges.grading import Judgement, JudgeMetric
 from assay.metrics.judges.stage import Verdict, judge_shard
@@ -170,8 +171,12 @@ class JudgeRole:
         executor: Executor,
         cache: ResponseCache | None,
         seed: int | None = 0,
+        meters_usage: bool = True,
     ) -> None:
         self.spec, self.executor, self.cache, self.seed = spec, executor, cache, seed
+        self.meters_usage = meters_usage
+        """Whether this process sends the judge's requests, so that its backend's usage
+        counters (`LM.usage_stats`) see them (not so on Ray workers)."""
 
     @classmethod
     def build(cls, spec: JudgeSpec, settings: RunSettings, cache_path: Path | None) -> JudgeRole:
@@ -188,7 +193,7 @@ class JudgeRole:
         )
         executor = build_executor(judge_settings)
         cache = ResponseCache(cache_path, executor.model.identity()) if cache_path else None
-        return cls(spec, executor, cache, settings.seed.torch)
+        return cls(spec, executor, cache, settings.seed.torch, settings.executor == "local")
 
     def identity(self) -> dict[str, Any]:
         """The judge backend's identity (recorded in results.json)."""
@@ -206,6 +211,8 @@ class JudgeRole:
 
         def ask(requests: list[Any]) -> Sequence[object]:
             nonlocal stats
+            model = self.executor.model
+            before = model.usage_stats() if self.meters_usage else None
             try:
                 answers = self.executor.run(requests, cache=self.cache)
             except FailedRequests as exc:
@@ -215,6 +222,8 @@ class JudgeRole:
                     f"scored. Answers that arrived are in the response cache: re-run to ask "
                     f"only for the rest. Backend said: {exc}"
                 ) from None
+            if self.meters_usage:
+                answers.stats.api_usage = usage_delta(before, model.usage_stats())
             stats += answers.stats
             return answers
 

@@ -34,11 +34,12 @@ FailureKind = Literal["rate_limited", "overloaded", "timeout", "error"]
 """How a failed call failed: a 429, a 529 (or other overload answer), no answer in time, or
 anything else transient (a 5xx, a dropped connection)."""
 
-BURST_SECONDS = 1.0
-"""A rate limiter holds at most this many seconds' worth of units, and starts full with them:
-providers enforce a per-minute limit in slices as short as a second (OpenAI: "60,000 requests
+BURST_SECONDS = 0.5
+"""A rate limiter holds at most this many seconds' worth of units, and starts full with them.
+Providers enforce a per-minute limit in slices as short as a second (OpenAI: "60,000 requests
 per minute may be enforced as 1,000 requests per second"), so a first burst of a minute's
-worth would draw 429s caused by the harness's own start."""
+worth would draw 429s caused by the harness's own start; half a second's worth leaves room
+for requests of one burst that reach the provider out of order."""
 
 
 class RateLimiter:
@@ -342,10 +343,11 @@ class Pacer:
 
     def answers_per_second(self) -> float:
         """Clean answers per second over the last `RATE_WINDOW_SECONDS` (0 before any)."""
-        if not self._answered:
-            return 0.0
+        # The live display reads this from its own thread: copy first (one C call, so no
+        # answer recorded meanwhile can break the iteration).
+        answered = tuple(self._answered)
         now = self._clock()
-        recent = [t for t in self._answered if t >= now - self.RATE_WINDOW_SECONDS]
+        recent = [t for t in answered if t >= now - self.RATE_WINDOW_SECONDS]
         if not recent:
             return 0.0
         span = max(now - recent[0], 1.0)
