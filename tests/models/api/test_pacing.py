@@ -78,6 +78,8 @@ def test_anthropic_headers_give_limits_and_absolute_resets():
     assert signals.requests_reset == pytest.approx(12.0)
     assert (signals.input_tokens_limit, signals.output_tokens_limit) == (40000, 8000)
     assert signals.retry_after == 7.0
+    dated = read_signals({"Retry-After": "Tue, 14 Nov 2023 22:13:50 GMT"}, now=now)
+    assert dated.retry_after == pytest.approx(30.0)
 
 
 def test_a_429_without_retry_after_waits_for_one_unit_of_the_limit_that_ran_out():
@@ -91,16 +93,17 @@ def test_a_429_without_retry_after_waits_for_one_unit_of_the_limit_that_ran_out(
     assert ProviderSignals(retry_after=3.0, requests_reset=9.0).wait_hint() == 3.0
 
 
-def test_rate_limiter_starts_with_one_seconds_worth_then_paces_at_the_limit():
+def test_rate_limiter_starts_with_half_a_seconds_worth_then_paces_at_the_limit():
     clock = FakeClock()
-    limiter = RateLimiter(120.0, clock=clock)  # two per second: a first burst of two
+    limiter = RateLimiter(240.0, clock=clock)  # four per second: a first burst of two
     assert [limiter.reserve(1) for _ in range(2)] == [0.0, 0.0]
+    assert limiter.reserve(1) == pytest.approx(0.25)
     assert limiter.reserve(1) == pytest.approx(0.5)
-    assert limiter.reserve(1) == pytest.approx(1.0)
     clock.now = 60.0  # the debt is repaid and the bucket refills, never above its burst
-    assert [limiter.reserve(1) for _ in range(3)] == [0.0, 0.0, pytest.approx(0.5)]
-    tokens = RateLimiter(6000.0, clock=clock)  # 100 tokens a second
-    assert tokens.reserve(150) == pytest.approx(0.5)  # a call above the burst still goes, later
+    assert [limiter.reserve(1) for _ in range(3)] == [0.0, 0.0, pytest.approx(0.25)]
+    tokens = RateLimiter(6000.0, clock=clock)  # 100 tokens a second, 50 at once
+    assert tokens.reserve(150) == pytest.approx(1.0)  # a call above the burst still goes, later
+    assert RateLimiter(30.0, clock=clock).burst == 1.0  # never less than one unit
     drained = RateLimiter(600.0, clock=clock, level=0.0)  # a provider said nothing remains
     assert drained.reserve(1) == pytest.approx(0.1)
 
@@ -145,9 +148,9 @@ def test_retry_after_holds_every_start_and_learned_limits_pace_the_calls():
 
 def test_user_ceilings_and_provider_limits_both_apply():
     clock = FakeClock()
-    pacer = Pacer(4, Limits(rpm=120, tpm=600), clock=clock)  # 2 requests, 10 tokens a second
+    pacer = Pacer(4, Limits(rpm=240, tpm=1200), clock=clock)  # 4 requests, 20 tokens a second
     assert pacer.reserve(5, 5) == 0.0
-    assert pacer.reserve(5, 5) == pytest.approx(1.0)  # tokens bind before requests
+    assert pacer.reserve(5, 5) == pytest.approx(0.5)  # tokens bind before requests
     pacer.observe(
         read_signals({"x-ratelimit-limit-requests": "30", "x-ratelimit-remaining-requests": "0"})
     )

@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from email.utils import parsedate_to_datetime
 from typing import Literal
 
 FailureKind = Literal["rate_limited", "overloaded", "timeout", "error"]
@@ -131,11 +132,18 @@ def parse_duration(text: str) -> float | None:
 
 
 def _seconds_until(text: str, now: float) -> float | None:
-    """Seconds from `now` (Unix time) until an RFC 3339 time, or a duration; None if neither."""
+    """Seconds from `now` (Unix time) until an RFC 3339 time or an HTTP date (`retry-after`'s
+    other form), or a duration; None if none of these."""
+    duration = parse_duration(text)
+    if duration is not None:
+        return duration
     try:
         when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        return parse_duration(text)
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
     if when.tzinfo is None:
         return None
     return max(0.0, when.timestamp() - now)
