@@ -196,7 +196,7 @@ async def run_calls(
                 waited = clock() - first_attempt
                 if waited + delay > retry.max_wait:
                     outcome.failures[i] = (
-                        f"{last.reason} (still refused after waiting {waited:.0f} s, and "
+                        f"{last.reason} (still refused after waiting {waited:.3g} s, and "
                         f"max_wait={retry.max_wait:g} s allows no more: raise max_wait in "
                         "--model-args, or set rpm=/tpm= to the provider's limits)"
                     )
@@ -204,8 +204,9 @@ async def run_calls(
             else:
                 if retries >= retry.max_retries:
                     tries = retries + 1
+                    refused = f", besides {waits} rate-limited one(s)" if waits else ""
                     outcome.failures[i] = (
-                        f"{last.reason} (gave up after {tries} attempt{'s' * (tries > 1)})"
+                        f"{last.reason} (gave up after {tries} attempt{'s' * (tries > 1)}{refused})"
                     )
                     return
                 delay = retry.backoff(retries, last.retry_after)
