@@ -1,5 +1,5 @@
-"""An experiment's log file and its resource limits (RapidFire's ``get_log_file_path``,
-``num_cpus`` / ``num_gpus``)."""
+"""An experiment's log file, its console logger and its resource limits (RapidFire's
+``get_log_file_path``, ``num_cpus`` / ``num_gpus``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,24 @@ import time
 from pathlib import Path
 
 from assay.errors import ConfigError
+
+log = logging.getLogger("assay.pipelines.experiment")
+"""The console logger of every experiment module: one name, which logging settings can name."""
+RAPIDFIRE_TRACKERS = ("RF_MLFLOW_ENABLED", "RF_TENSORBOARD_ENABLED", "RF_TRACKIO_ENABLED")
+"""RapidFire's metric-logger switches, which assay answers with a warning."""
+
+
+def warn_rapidfire_trackers(name: str, output_dir: Path) -> None:
+    """Say so when the environment asks RapidFire's metric loggers for what assay does not do."""
+    trackers = [v for v in RAPIDFIRE_TRACKERS if os.environ.get(v, "").lower() in ("1", "true")]
+    if trackers:
+        log.warning(
+            "experiment %r: %s asks RapidFire to log to MLflow/TensorBoard/Trackio; assay "
+            "does not: results are in %s (experiment.sqlite, export())",
+            name,
+            ", ".join(trackers),
+            output_dir,
+        )
 
 
 class ExperimentLog:
