@@ -19,9 +19,10 @@ REQUESTS = [
 ]
 
 
-def _answers(server: LimitedServer, **args) -> tuple[list, OpenAIChatLM]:
+def _answers(server: LimitedServer, **args) -> tuple[list[str], OpenAIChatLM]:
     lm = OpenAIChatLM(model="m", base_url=server.base_url, **args)
-    return list(lm.generate_until(REQUESTS)), lm
+    texts = [a if isinstance(a, str) else a.text for a in lm.generate_until(REQUESTS)]
+    return texts, lm
 
 
 @pytest.fixture(scope="module")
