@@ -407,27 +407,29 @@ ROLLING = [
 
 @pytest.mark.slow
 def test_transformers_serve_generation_equals_hf_backend(transformers_serve, tiny_model_dir, hf_lm):
-    expected = hf_lm.generate_until(GENERATIONS)
+    expected = [str(a) for a in hf_lm.generate_until(GENERATIONS)]
     completions = OpenAICompletionsLM(
         model=str(tiny_model_dir), base_url=transformers_serve, tokenizer=str(tiny_model_dir)
     )
     chat = OpenAIChatLM(model=str(tiny_model_dir), base_url=transformers_serve, num_concurrent=2)
-    assert completions.generate_until(GENERATIONS) == expected
+    assert [str(a) for a in completions.generate_until(GENERATIONS)] == expected
     # A plain prompt goes to a chat endpoint as one user message, rendered by the server's template.
     as_chat = [
         GenerateRequest((("user", r.prompt),), r.params) if isinstance(r.prompt, str) else r
         for r in GENERATIONS
     ]
-    assert chat.generate_until(GENERATIONS) == hf_lm.generate_until(as_chat)
+    assert [str(a) for a in chat.generate_until(GENERATIONS)] == [
+        str(a) for a in hf_lm.generate_until(as_chat)
+    ]
     assert any(text for text in expected)
 
 
 @pytest.mark.slow
 def test_loglikelihoods_from_echoed_logprobs_equal_hf_backend(stub_server, tiny_model_dir, hf_lm):
     # A continuation equal to the model's own greedy output must come back greedy.
-    continuation = hf_lm.generate_until(
-        [GenerateRequest("The little village", GenParams(max_gen_toks=3))]
-    )[0]
+    continuation = str(
+        hf_lm.generate_until([GenerateRequest("The little village", GenParams(max_gen_toks=3))])[0]
+    )
     requests = [*LOGLIKELIHOODS, LoglikelihoodRequest("The little village", continuation)]
     lm = OpenAICompletionsLM(
         model="tiny", base_url=stub_server.base_url, tokenizer=str(tiny_model_dir), max_length=512

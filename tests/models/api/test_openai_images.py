@@ -142,7 +142,7 @@ def test_the_server_receives_the_image_parts_exactly(tiny_model_dir):
     with OpenAIStubServer(tiny_model_dir, chat_script=lambda body: "blue") as server:
         lm = OpenAIChatLM(model="tiny", base_url=server.base_url, num_concurrent=1)
         assert lm.accepts_images
-        assert lm.generate_until(requests) == ["blue"] * 3
+        assert [str(a) for a in lm.generate_until(requests)] == ["blue"] * 3
     by_text = {
         "".join(p["text"] for p in m[0]["content"] if p["type"] == "text")
         if isinstance(m[0]["content"], list)

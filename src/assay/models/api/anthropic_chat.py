@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from assay.errors import ModelError
@@ -32,7 +33,7 @@ from assay.models.api.openai import _SHARED_ARGS, APISettings, _APIBackend
 from assay.models.api.payloads import image_messages
 from assay.models.api.usage import Usage
 from assay.models.args import Arg, typed_args
-from assay.models.base import register_model
+from assay.models.base import cut_at_stops, register_model
 from assay.requests.types import (
     GenerateRequest,
     Generation,
@@ -175,8 +176,9 @@ class AnthropicChatLM(_APIBackend):
     async def _create(self, client: Any, args: dict[str, Any]) -> Any:
         return await client.messages.create(**args)
 
-    def _read(self, response: Any) -> Generation:
-        return read_message(response)
+    def _answer(self, response: Any, request: GenerateRequest, prompt: Any) -> Generation:
+        answer = read_message(response)
+        return replace(answer, text=cut_at_stops(answer.text, request.params.until))
 
     def _response(self, body: dict[str, Any]) -> Any:
         return self._sdk().types.Message.model_validate(body)

@@ -32,7 +32,7 @@ import contextvars
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -46,6 +46,7 @@ from assay.models.api.batches import (
     BatchProvider,
     BatchRun,
 )
+from assay.models.api.openai_answers import AnswerReading, read_choice
 from assay.models.api.pacing import FailureKind, Limits, Pacer, read_signals
 from assay.models.api.payloads import (
     as_messages,
@@ -69,8 +70,9 @@ from assay.models.api.runner import (
 )
 from assay.models.api.usage import Usage, UsageMeter, UsageStats, model_prices, openai_usage
 from assay.models.args import REQUIRED, Arg, AutoOrCount, BatchSize, typed_args
-from assay.models.base import LM, ModelProvenance, TokenCounter, cut_at_stops, register_model
+from assay.models.base import LM, ModelProvenance, TokenCounter, register_model
 from assay.models.spans import ScoredSpan, loglikelihood_spans, rolling_spans
+from assay.models.thinking import thinking_args
 from assay.models.tokens import TokenizerView
 from assay.prompts.chat import (
     ChatTemplate,
@@ -132,6 +134,16 @@ _SHARED_ARGS: dict[str, Arg] = {
     "batch_dir": Arg(str, None, nullable=True),
     "batch_cache": Arg(str, None, nullable=True),
 }
+
+_REASONING_ARGS: dict[str, Arg] = {
+    "think_end_token": Arg(str, None, nullable=True),
+    "think_start_token": Arg(str, None, nullable=True),
+    "thinking_budget": Arg(int, None, nullable=True, minimum=0),
+    "thinking_budget_field": Arg(str, "thinking_token_budget"),
+    "reasoning_effort": Arg(str, None, nullable=True),
+}
+"""How the OpenAI backends treat a reasoning model: its inline thinking markers, and the
+request fields that steer its thinking."""
 
 _PER_REQUEST_FIELDS = frozenset(
     {
@@ -208,7 +220,9 @@ class APISettings:
     image_detail: str | None = None
     """Chat: OpenAI's `detail` of every image part ("auto", "low", "high"); None omits it."""
     thinking_budget: int | None = None
-    """Anthropic: tokens the model may think before answering; None: no extended thinking."""
+    """Tokens the model may think before answering (Anthropic: extended thinking; OpenAI: sent
+    as `thinking_budget_field`, and a generation that reports more reasoning tokens counts as
+    unclosed); None: no budget."""
     batch_api: bool = False
     """Send generations (and completions scoring) through the provider's batch API: answered
     within 24 h at half price, instead of one request at a time."""
@@ -226,6 +240,16 @@ class APISettings:
     `batches/` when run from the CLI)."""
     batch_cache: str | None = None
     """Batch API: the run's response cache, which downloaded answers enter at once."""
+    think_end_token: str | None = None
+    """OpenAI: the marker that ends inline thinking (`</think>`); with it, stop strings are
+    applied to the answer only, never sent to the server."""
+    think_start_token: str | None = None
+    """OpenAI: the marker that opens inline thinking (see `models.thinking.Thinking`)."""
+    thinking_budget_field: str | None = None
+    """OpenAI: the request field that carries `thinking_budget` (vLLM's
+    `thinking_token_budget`)."""
+    reasoning_effort: str | None = None
+    """OpenAI: sent as the `reasoning_effort` request field (low, medium, high...)."""
 
 
 class _Key:
@@ -263,6 +287,22 @@ class _APIBackend(LM):
                 "generation_kwargs instead."
             )
         self.settings = settings
+        self._reading = AnswerReading(
+            thinking_args(
+                self.name,
+                settings.think_end_token,
+                settings.think_start_token,
+                settings.thinking_budget if settings.think_end_token else None,
+            ),
+            settings.thinking_budget,
+        )
+        """How answers are read: inline thinking markers and the thinking budget."""
+        doubled = sorted(set(self._reasoning_fields()) & set(settings.extra_body or {}))
+        if doubled:
+            raise ConfigError(
+                f"--model {self.name}: extra_body sets {', '.join(doubled)}, which the model arg "
+                "of that name sets too; give it once."
+            )
         self.batch_size = settings.batch_size
         if settings.batch_api and not isinstance(settings.batch_size, int):
             # One chunk, hence one set of batches submitted together, for up to a provider
@@ -308,7 +348,7 @@ class _APIBackend(LM):
         prompts = [self._prompt(r) for r in calls]
 
         def answer(j: int, response: Any) -> str | Generation:
-            return cut_answer(self._read(response), calls[j].params.until)
+            return self._answer(response, calls[j], prompts[j])
 
         if self.settings.batch_api:
             outcome = self._run_batch(
@@ -388,9 +428,17 @@ class _APIBackend(LM):
         """Send one generation (`_create_args`) and return the SDK's typed answer."""
         raise NotImplementedError
 
-    def _read(self, response: Any) -> str | Generation:
-        """The answer in one typed response (before stop strings are applied)."""
-        raise NotImplementedError
+    def _answer(self, response: Any, request: GenerateRequest, prompt: Any) -> str | Generation:
+        """The answer to `request` (sent as `prompt`) in one typed response: what the online
+        and the batch paths both return. OpenAI's endpoints read it with `read_choice`."""
+        if not response.choices:
+            raise PermanentFailure("the server answered with no choices")
+        opened = (
+            isinstance(prompt, str)
+            and self._reading.thinking is not None
+            and self._reading.thinking.opened_by(prompt)
+        )
+        return read_choice(response, request.params.until, self._reading, opened=opened)
 
     def _response(self, body: dict[str, Any]) -> Any:
         """A batch result's JSON body as the SDK's typed answer (what `_create` returns)."""
@@ -402,11 +450,26 @@ class _APIBackend(LM):
 
     def _generation_defaults(self) -> dict[str, Any]:
         s = self.settings
-        return {
+        defaults = {
             "seed": s.seed,
             "max_stop_sequences": s.max_stop_sequences,
             "extra_body": s.extra_body or {},
         }
+        # Reasoning settings only when given, so that caches of other runs keep their keys.
+        reasoning = ("think_end_token", "think_start_token", "thinking_budget", "reasoning_effort")
+        defaults.update({k: getattr(s, k) for k in reasoning if getattr(s, k) is not None})
+        defaults.update(self._reasoning_fields())
+        return defaults
+
+    def _reasoning_fields(self) -> dict[str, Any]:
+        """Request fields that steer a reasoning model's thinking (from the model args)."""
+        s = self.settings
+        fields: dict[str, Any] = {}
+        if s.reasoning_effort is not None:
+            fields["reasoning_effort"] = s.reasoning_effort
+        if s.thinking_budget is not None and s.thinking_budget_field:
+            fields[s.thinking_budget_field] = s.thinking_budget
+        return fields
 
     # -- shared machinery -------------------------------------------------------------------
 
@@ -491,15 +554,20 @@ class _APIBackend(LM):
         if request.params.as_given:
             # Exactly the user's fields (response_format, max_completion_tokens, ...): the
             # server's defaults stand for everything else.
-            return {
-                "extra_body": {**(self.settings.extra_body or {}), **dict(request.params.extra)}
-            }
+            return {"extra_body": {**self._body_defaults(), **dict(request.params.extra)}}
         return {max_tokens_field: request.params.max_gen_toks, **self._request_fields(request)}
+
+    def _body_defaults(self) -> dict[str, Any]:
+        """Fields added to every generation body: the reasoning fields and `extra_body`."""
+        return {**self._reasoning_fields(), **(self.settings.extra_body or {})}
 
     def _request_fields(self, request: GenerateRequest) -> dict[str, Any]:
         s = self.settings
-        fields = sampling_fields(request, s.seed, s.max_stop_sequences)
-        extra = extra_fields(request, s.extra_body or {})
+        # With inline thinking, a stop string the server applied could cut the thinking
+        # short ("\n\n", "Question:"): stop strings then apply to the answer only, here.
+        stops = 0 if self._reading.thinking is not None else s.max_stop_sequences
+        fields = sampling_fields(request, s.seed, stops)
+        extra = extra_fields(request, self._body_defaults())
         if extra:
             fields["extra_body"] = extra
         return fields
@@ -750,6 +818,7 @@ class OpenAICompletionsLM(_APIBackend):
     endpoint = "/v1/completions"
     ARGS: ClassVar[dict[str, Arg]] = {
         **_SHARED_ARGS,
+        **_REASONING_ARGS,
         "max_length": Arg(int, 2048, minimum=3),
         "add_bos_token": Arg(bool, None, nullable=True),
     }
@@ -831,11 +900,6 @@ class OpenAICompletionsLM(_APIBackend):
 
     async def _create(self, client: Any, args: dict[str, Any]) -> Any:
         return await client.completions.create(**args)
-
-    def _read(self, response: Any) -> str:
-        if not response.choices:
-            raise PermanentFailure("the server answered with no choices")
-        return response.choices[0].text or ""
 
     def _response(self, body: dict[str, Any]) -> Any:
         from openai.types import Completion
@@ -924,6 +988,7 @@ class OpenAIChatLM(_APIBackend):
     accepts_images = True
     ARGS: ClassVar[dict[str, Arg]] = {
         **_SHARED_ARGS,
+        **_REASONING_ARGS,
         "max_tokens_field": Arg(str, "max_tokens", choices=("max_tokens", "max_completion_tokens")),
         "max_images": Arg(int, None, nullable=True, minimum=1),
         "interleave": Arg(bool, True),
@@ -980,13 +1045,6 @@ class OpenAIChatLM(_APIBackend):
     async def _create(self, client: Any, args: dict[str, Any]) -> Any:
         return await client.chat.completions.create(**args)
 
-    def _read(self, response: Any) -> str:
-        if not response.choices:
-            raise PermanentFailure("the server answered with no choices")
-        # A null content (e.g. a reasoning model that ran out of tokens) counts as empty text,
-        # as in lm-eval.
-        return response.choices[0].message.content or ""
-
     def _response(self, body: dict[str, Any]) -> Any:
         from openai.types.chat import ChatCompletion
 
@@ -998,13 +1056,6 @@ def flat_body(args: dict[str, Any]) -> dict[str, Any]:
     body = {k: v for k, v in args.items() if k != "extra_body"}
     body.update(args.get("extra_body") or {})
     return body
-
-
-def cut_answer(answer: str | Generation, until: Sequence[str]) -> str | Generation:
-    """An answer cut at the first stop string (a Generation's answer text only)."""
-    if isinstance(answer, Generation):
-        return replace(answer, text=cut_at_stops(answer.text, until))
-    return cut_at_stops(answer, until)
 
 
 def _dedupe(requests: list[GenerateRequest]) -> tuple[list[GenerateRequest], list[list[int]]]:
