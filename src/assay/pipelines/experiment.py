@@ -6,12 +6,10 @@ each shard the config's metrics are recomputed with confidence intervals, its ro
 in the store, and the table is refreshed. Between shards, queued interactive operations (stop,
 resume, delete, clone-and-modify) are applied.
 
-`Experiment` is the public face; its jobs are done by small collaborators it owns, which share
-one `RunState` (experiment_state): scheduling by `ShardRunner` (experiment_runner), control by
-`ExperimentControl` (experiment_control), the store by `ExperimentPersistence`
-(experiment_persistence), and tables and numbers by `ExperimentViews` (experiment_views).
-Composition rather than mixins: each collaborator states what it reads and calls, where mixins
-would share every attribute of one object and hide which job touches which state.
+`Experiment` is the public face; collaborators it owns do its jobs over one shared `RunState`:
+scheduling (experiment_runner), control (experiment_control), the store (experiment_persistence)
+and tables and numbers (experiment_views). Composition rather than mixins: each collaborator
+states what it reads and calls; mixins would share every attribute and hide which job does what.
 """
 
 from __future__ import annotations
