@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ResultsError
+from assay.results.compare_generations import EndingContrast, ending_contrasts
 from assay.results.readers import Run, TaskSamples
 from assay.results.schema import SampleRecord, docs_fingerprint, metric_columns, metric_key
 from assay.stats.multiplicity import holm
@@ -98,6 +99,9 @@ class PairSummary:
     """Tasks run by only one of the two."""
     skipped: list[str] = field(default_factory=list)
     """Metrics not compared, with the reason."""
+    generations: list[EndingContrast] = field(default_factory=list)
+    """Per task either run said how its generations ended: the truncated and unclosed
+    thinking rates of both, and whether the truncation rates differ (compare_generations)."""
 
 
 @dataclass
@@ -128,6 +132,11 @@ class CompareReport:
                     "differs": [{"key": k, "a": va, "b": vb} for k, va, vb in p.differs],
                     "tasks_in_one_run": p.only_in_one,
                     "skipped": p.skipped,
+                    **(
+                        {"generations": [c.as_json() for c in p.generations]}
+                        if p.generations
+                        else {}
+                    ),
                 }
                 for p in self.pairs
             ],
@@ -268,6 +277,7 @@ def _compare_pair(a: Run, b: Run, options: CompareOptions) -> tuple[list[Compari
                 if row is not None:
                     rows.append(row)
     rows += _compare_groups(a, b, per_doc, pairings, options, summary)
+    summary.generations = ending_contrasts(a, b, tasks)
     return rows, summary
 
 

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from assay.results.compare import CompareReport, Comparison
+from assay.results.compare_generations import ending_lines
 
 HEADERS = [
     "",
@@ -142,6 +143,7 @@ def notes(report: CompareReport) -> list[str]:
             lines.append(f"  tasks in one run only (not compared): {', '.join(pair.only_in_one)}")
         for reason in pair.skipped:
             lines.append(f"  not compared: {reason}")
+        lines += ending_lines(pair.generations, pair.a, pair.b)
         if pair.differs:
             lines.append("  what differs:")
             for key, value_a, value_b in pair.differs:

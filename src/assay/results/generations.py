@@ -81,6 +81,7 @@ class GenerationTally:
         statistics (None where the backend counted no tokens)."""
         return {
             "generations": self.generations,
+            "finish_reason_known": self.finish_known,
             "truncated": self.truncated,
             "truncated_rate": _rate(self.truncated, self.finish_known),
             "unclosed_thinking": self.unclosed,
