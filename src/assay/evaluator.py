@@ -49,7 +49,7 @@ from assay.requests.types import Generation
 from assay.results.builder import ResultsBuilder, RunInfo, TaskRecord, git_hash
 from assay.results.generations import DOCS_PAGE, GenerationTally, answer_seen
 from assay.results.provenance import backend_identity, run_provenance
-from assay.results.rerun import check_folder, clear_folder, run_key
+from assay.results.rerun import check_folder, clear_folder, run_key, stored_run_key
 from assay.results.samples import SamplesLog, doc_hash
 from assay.results.summary import MetricColumns, task_entry
 from assay.results.table import make_table
@@ -505,7 +505,7 @@ class Evaluation:
             ).multiturn,
             s.apply_chat_template,
             run_provenance(backend_identity(model), s, {}),
-            self._run_key(),
+            stored_run_key(self._run_key()),
             started,
         )
 

@@ -12,66 +12,8 @@ from assay.cli.lm_eval_flags import add_flags as add_lm_eval_flags
 from assay.cli.lm_eval_flags import apply_flags as apply_lm_eval_flags
 from assay.cli.lm_eval_flags import print_notes
 from assay.errors import ConfigError
-from assay.sandbox import MODES
-from assay.settings import (
-    SAMPLES_REASONING,
-    UNCLOSED_THINKING,
-    RunSettings,
-    default,
-    parse_cluster_by,
-    parse_samples,
-    parse_seeds,
-    setting_names,
-)
+from assay.settings import RunSettings, default, describe, parse_seeds, setting_names
 from assay.tasks.names import split_csv
-
-
-def _limit(text: str) -> int | float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(
-            f"{text}: give a positive number of docs per task, or a fraction below 1 (0.1 = 10%)"
-        )
-    return value if value < 1.0 else int(value)
-
-
-def _batch(text: str) -> int | str:
-    if text == "auto":
-        return text
-    if text.startswith("auto:"):  # lm-eval's auto:N; run as auto (lm_eval_flags says why)
-        if not text[5:].isdigit() or int(text[5:]) < 1:
-            raise argparse.ArgumentTypeError(f"{text}: auto:N takes a whole number N >= 1")
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number or 'auto'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: give 1 or more rows per batch, or 'auto'")
-    return value
-
-
-def _usd(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an amount of USD") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text}: give a positive amount of USD, e.g. 5 or 0.25")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: must be 1 or more")
-    return value
 
 
 def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -84,37 +26,6 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.Arg
         default=None,
         help="YAML file of run flags (any flag, by its name: model_args, tasks, limit ...); "
         "flags on the command line win",
-    )
-    run.add_argument(
-        "--model",
-        "-m",
-        default=default("model"),
-        help=f"backend: {', '.join(BUILTIN_BACKENDS)}, or an installed plugin's name "
-        f"(default {default('model')})",
-    )
-    run.add_argument(
-        "--model-args", "-a", default="", help="k=v,k2=v2 (or JSON) passed to the backend"
-    )
-    run.add_argument(
-        "--judge-model",
-        default=default("judge_model"),
-        help="backend that grades answers for judge metrics (judge_score, judge_pairwise, "
-        "judge_correct, judge_rubric): hf, openai-chat, vllm, dummy, replay ...; a task that "
-        "names its own judge_model uses that one",
-    )
-    run.add_argument(
-        "--judge-model-args", default="", help="k=v,k2=v2 (or JSON) passed to the judge backend"
-    )
-    run.add_argument(
-        "--second-judge-model",
-        default=default("second_judge_model"),
-        help="a second judge of the same answers: results add its number and the two judges' "
-        "agreement (Cohen's kappa, Krippendorff's alpha)",
-    )
-    run.add_argument(
-        "--second-judge-model-args",
-        default="",
-        help="k=v,k2=v2 (or JSON) passed to the second judge backend",
     )
     run.add_argument(
         "--tasks",
@@ -136,241 +47,49 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.Arg
         help="Python file defining TASKS_TABLE (repeatable)",
     )
     run.add_argument(
-        "--num-fewshot",
-        "-f",
-        type=int,
-        default=default("num_fewshot"),
-        help="few-shot examples per doc",
-    )
-    run.add_argument(
-        "--limit",
-        "-L",
-        type=_limit,
-        default=default("limit"),
-        help="first N docs per task (a value < 1 is a fraction)",
-    )
-    run.add_argument(
-        "--samples",
-        "-E",
-        default=default("samples"),
-        help="doc ids per task, as JSON or a JSON file: '{\"arc_easy\": [0, 5]}' (not with --limit)",
-    )
-    run.add_argument(
-        "--batch-size", "-b", type=_batch, default=default("batch_size"), help="N or auto"
-    )
-    run.add_argument("--device", default=default("device"), help="cpu, cuda, cuda:0, mps ...")
-    run.add_argument(
-        "--batch-api",
-        action="store_true",
-        default=default("batch_api"),
-        help="send API requests through the provider's batch API (openai-chat, "
-        "openai-completions, anthropic-chat): half price, answered within 24 h; a re-run "
-        "follows the batches already submitted (docs/api-models.md)",
-    )
-    run.add_argument(
-        "--max-cost",
-        type=_usd,
-        default=default("max_cost"),
-        metavar="USD",
-        help="stop before the run's API requests (model and judges) would cost more than USD; "
-        "answers so far stay in the cache, and a re-run with a larger budget continues "
-        "(needs the models' prices: docs/api-models.md)",
-    )
-    run.add_argument(
-        "--output-dir",
-        "--output-path",
-        "-o",
-        default=default("output_dir"),
-        help="write results.json (and samples) here",
-    )
-    run.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace a different earlier run's results in --output-dir (the same run resumes)",
-    )
-    run.add_argument(
-        "--log-samples", "-s", action="store_true", help="write samples_<task>.jsonl per task"
-    )
-    run.add_argument(
-        "--predict-only",
-        "-x",
-        action="store_true",
-        help="log the model's answers without computing metrics (implies --log-samples)",
-    )
-    run.add_argument(
-        "--log-samples-reasoning",
-        choices=list(SAMPLES_REASONING),
-        default=default("log_samples_reasoning"),
-        help="what samples files keep of each generation's thinking: its text (full), its "
-        f"length in characters, or nothing (default {default('log_samples_reasoning')})",
-    )
-    run.add_argument(
-        "--unclosed-thinking",
-        choices=list(UNCLOSED_THINKING),
-        default=default("unclosed_thinking"),
-        help="a generation whose thinking never closed is scored as an empty answer (empty), "
-        "as lm-eval scores it, the unfinished thought (keep), or fails its task (fail); "
-        f"docs/reasoning-models.md (default {default('unclosed_thinking')})",
-    )
-    run.add_argument(
-        "--metadata",
-        default="",
-        help="JSON (or k=v) merged into every task's metadata, e.g. '{\"max_seq_lengths\": [4096]}'",
-    )
-    run.add_argument(
         "--show-config",
         action="store_true",
         help="print every task's configuration (results.json `configs`) after the tables",
     )
     run.add_argument(
-        "--cluster-by",
-        action="append",
-        default=[],
-        metavar="TASK=FIELD",
-        help="cluster a task's docs by a dataset field (docs sharing a passage, story...): "
-        "results add <metric>_stderr_clustered (repeatable)",
-    )
-    run.add_argument(
-        "--seed",
-        default=default("seed"),
-        metavar="N|PYTHON,NUMPY,TORCH,FEWSHOT",
-        help="lm-eval's seeds: Python's random, numpy, torch (also sampled generations) and "
-        "few-shot selection; one number sets all four, None leaves one unset "
-        "(default 0,1234,1234,1234, as lm-eval)",
-    )
-    run.add_argument(
-        "--apply-chat-template",
-        action="store_true",
-        help="render prompts with the model's chat template",
-    )
-    run.add_argument(
-        "--system-instruction",
-        default=default("system_instruction"),
-        help="system prompt placed before the task description",
-    )
-    run.add_argument(
-        "--fewshot-as-multiturn",
-        action="store_true",
-        default=default("fewshot_as_multiturn"),
-        help="few-shot examples as chat turns",
-    )
-    run.add_argument(
-        "--gen-kwargs", default="", help="generation settings merged into every generative task"
-    )
-    run.add_argument(
-        "--bootstrap-iters",
-        type=int,
-        default=default("bootstrap_iters"),
-        help="bootstrap iterations for non-mean stderr (0 disables)",
-    )
-    run.add_argument(
-        "--cache",
-        default=default("cache"),
-        help="response cache file (default OUTPUT_DIR/cache.sqlite)",
-    )
-    run.add_argument(
         "--no-cache", action="store_true", help="do not read or write the response cache"
     )
-    run.add_argument(
-        "--confirm-run-unsafe-code",
-        action="store_true",
-        help="allow tasks that execute model-written code",
-    )
-    run.add_argument(
-        "--sandbox",
-        choices=list(MODES),
-        default=default("sandbox"),
-        help="where model-written code runs: auto (bubblewrap namespaces; refused where they "
-        "cannot start), bwrap, docker (needs --sandbox-image), rlimits (limits only: no network "
-        "or file isolation), none",
-    )
-    run.add_argument(
-        "--sandbox-image",
-        default=default("sandbox_image"),
-        help="docker: the image programs run in (it must hold python3)",
-    )
-    run.add_argument(
-        "--sandbox-workers",
-        type=_positive_int,
-        default=default("sandbox_workers"),
-        help="model-written programs run at once (default one per CPU)",
-    )
-    run.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress display at all (transformers' and datasets' bars included)",
-    )
-    run.add_argument(
-        "--executor",
-        choices=["local", "ray"],
-        default=default("executor"),
-        help="where requests run: this process, or Ray actors holding model replicas",
-    )
-    run.add_argument(
-        "--replicas",
-        type=_positive_int,
-        default=default("replicas"),
-        help="ray: model replicas (default one per GPU of the cluster, one without GPUs)",
-    )
-    run.add_argument(
-        "--gpus-per-replica",
-        type=float,
-        default=default("gpus_per_replica"),
-        help="ray: GPUs per replica, e.g. the vLLM tensor-parallel size (default 1, 0 without GPUs)",
-    )
-    run.add_argument(
-        "--ray-address",
-        default=default("ray_address"),
-        help="ray: cluster to join, e.g. auto or ray://head:10001 (default a local Ray instance)",
-    )
-    run.add_argument(
-        "--log-to",
-        action="append",
-        default=default("log_to"),
-        metavar="TRACKER",
-        help="log the finished run to mlflow, wandb, trackio or hub (comma separated or repeatable; "
-        "each needs its extra: pip install 'assay[mlflow]' ...; needs --output-dir)",
-    )
-    run.add_argument(
-        "--log-to-args",
-        default="",
-        help="tracker settings k=v,...: name (default the output dir's name), project, "
-        "tracking_uri (mlflow), entity (wandb), group (wandb, trackio), space_id (trackio), "
-        "repo=ORG/NAME, private (hub)",
-    )
+    add_setting_flags(run)
     add_lm_eval_flags(run)
     return run
 
 
-# RunSettings fields whose flag is spelled differently, or that only the Python API sets.
-_NEGATED_FLAGS = {"show_progress": "no_progress"}
-_API_ONLY = {"dataset_loading_processes"}
 _LISTING = ("list", "list_groups", "list_tags", "list_subtasks")
 """lm-eval's `--tasks list` and its variants."""
 
 
-def settings_from_args(args: argparse.Namespace) -> RunSettings:
-    """The RunSettings of an `assay run` command line: one field per flag, same name."""
-    from assay.models.args import parse_kv
+def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per RunSettings field that has one, as its declaration gives it."""
+    for name in setting_names():
+        spec = describe(name)
+        if spec.flag is None:
+            continue
+        options = {"default": default(name), **spec.flag.argparse}
+        if name == "model":  # the built-in names are listed where the registry is not imported
+            spec_help = f"{spec.help}; built-in: {', '.join(BUILTIN_BACKENDS)}"
+        else:
+            spec_help = spec.help
+        shown = options["default"]
+        if shown not in (None, "", [], {}, False) and "(default" not in spec_help:
+            spec_help = f"{spec_help} (default {shown})"
+        parser.add_argument(*spec.flag.names, dest=name, help=spec_help, **options)
 
-    values = {
-        name: getattr(args, name)
-        for name in setting_names()
-        if name not in _API_ONLY and name not in _NEGATED_FLAGS
-    }
-    values.update({name: not getattr(args, flag) for name, flag in _NEGATED_FLAGS.items()})
-    values["model_args"] = parse_kv(args.model_args, "--model-args")
-    values["judge_model_args"] = parse_kv(args.judge_model_args, "--judge-model-args")
-    values["second_judge_model_args"] = parse_kv(
-        args.second_judge_model_args, "--second-judge-model-args"
-    )
-    values["gen_kwargs"] = parse_kv(args.gen_kwargs, "--gen-kwargs")
-    values["metadata"] = parse_kv(args.metadata, "--metadata")
-    values["samples"] = parse_samples(args.samples)
-    values["seed"] = parse_seeds(args.seed)
-    values["cluster_by"] = parse_cluster_by(args.cluster_by)
-    values["log_to"] = split_csv(args.log_to)
-    values["log_to_args"] = parse_kv(args.log_to_args, "--log-to-args")
+
+def settings_from_args(args: argparse.Namespace) -> RunSettings:
+    """The RunSettings of an `assay run` command line: each field from its flag, through the
+    flag's declared parser."""
+    values = {}
+    for name in setting_names():
+        flag = describe(name).flag
+        if flag is None:
+            continue
+        value = getattr(args, name)
+        values[name] = flag.parse(value, flag.names[0]) if flag.parse else value
     if args.no_cache:
         values["cache"] = False
     return RunSettings(**values)

@@ -18,28 +18,8 @@ from assay.results.schema import (
     TaskProvenance,
     docs_fingerprint,
 )
-from assay.settings import SEED_KEYS, RunSettings
+from assay.settings import RECORDED, SEED_KEYS, RunSettings, names_changing
 from assay.tasks.task import Task
-
-OUTPUT_SETTINGS = (
-    "limit",
-    "samples",
-    "num_fewshot",
-    "batch_size",
-    "device",
-    "apply_chat_template",
-    "system_instruction",
-    "fewshot_as_multiturn",
-    "gen_kwargs",
-    "metadata",
-    "predict_only",
-    "cluster_by",
-    "bootstrap_iters",
-    "judge_model",
-    "judge_model_args",
-)
-"""RunSettings fields that can change a run's numbers (batch size and device through kernel
-numerics); where outputs go, caching and scheduling are left out."""
 
 
 def _version(package: str) -> str | None:
@@ -127,7 +107,7 @@ def run_provenance(
     return {
         "versions": library_versions(),
         "backend": backend,
-        "settings": {name: _plain(getattr(settings, name)) for name in OUTPUT_SETTINGS},
+        "settings": {name: _plain(getattr(settings, name)) for name in names_changing(*RECORDED)},
         "seeds": dict(zip(SEED_KEYS, settings.seed, strict=True)),
         "tasks": dict(tasks),
     }

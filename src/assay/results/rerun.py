@@ -47,7 +47,7 @@ def check_folder(
     earlier = _earlier(Path(folder))
     if earlier is None:
         return False
-    run = earlier.get("assay", {}).get("run") if isinstance(earlier.get("assay"), dict) else None
+    run = _stored_key(earlier)
     if run is None:
         why = "results.json written by another tool or an older assay"
     elif run != _normal(key):
@@ -76,27 +76,42 @@ def clear_folder(folder: str | Path) -> None:
         path.unlink()
 
 
-_NOT_THE_RUN = frozenset(
-    {
-        # The model's identity is compared instead (it leaves out args that change no answer).
-        "model_args",
-        # Where and how fast requests run, and where files go: the same run either way.
-        "batch_size", "device", "batch_api", "output_dir", "overwrite", "cache", "confirm_run_unsafe_code",
-        "dataset_loading_processes", "show_progress", "executor", "replicas",
-        "gpus_per_replica", "ray_address", "sandbox_workers",
-        # What the run may spend: a re-run with a larger budget continues the same run.
-        "max_cost",
-        # Where the finished run is reported.
-        "log_to", "log_to_args",
-    }
-)  # fmt: skip
+def _shared_settings() -> list[str]:
+    """The identity settings results.json records among its provenance settings: `assay.run`
+    leaves them out, so each setting is stored once."""
+    from assay.settings import RECORDED, RUN_IDENTITY, names_changing
+
+    return [name for name in names_changing(*RUN_IDENTITY) if name in names_changing(*RECORDED)]
+
+
+def stored_run_key(key: dict[str, Any]) -> dict[str, Any]:
+    """What results.json's `assay.run` holds of a run key: the rest is in `provenance`."""
+    shared = set(_shared_settings())
+    return {name: value for name, value in key.items() if name not in shared}
+
+
+def _stored_key(results: dict[str, Any]) -> dict[str, Any] | None:
+    """The run key of a results.json (`assay.run` with the settings `provenance` holds), or None
+    when it has none."""
+    assay = results.get("assay")
+    run = assay.get("run") if isinstance(assay, dict) else None
+    if not isinstance(run, dict):
+        return None
+    provenance = results.get("provenance")
+    recorded = provenance.get("settings") if isinstance(provenance, dict) else None
+    if not isinstance(recorded, dict):
+        return None
+    shared = _shared_settings()
+    if not all(name in recorded for name in shared):
+        return None
+    return {**run, **{name: recorded[name] for name in shared}}
 
 
 def run_key(settings: Any, tasks: list[str]) -> dict[str, Any]:
-    """What makes two runs the same run: the tasks and every setting that changes the numbers
-    or the files (a new setting counts unless it is listed in _NOT_THE_RUN)."""
-    from assay.settings import setting_names
+    """What makes two runs the same run: the tasks and every setting that changes the numbers,
+    names the model or seeds, or changes the files (`settings.RUN_IDENTITY`)."""
+    from assay.settings import RUN_IDENTITY, names_changing
 
     model = settings.model if isinstance(settings.model, str) else type(settings.model).__name__
-    values = {n: getattr(settings, n) for n in setting_names() if n not in _NOT_THE_RUN}
+    values = {n: getattr(settings, n) for n in names_changing(*RUN_IDENTITY)}
     return _normal({**values, "model": model, "tasks": tasks})
