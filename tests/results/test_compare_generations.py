@@ -8,65 +8,22 @@ import json
 from pathlib import Path
 
 import pytest
+from fixtures import reasoning_runs
 from scipy.stats import fisher_exact
 
 from assay.cli.main import main
 from assay.results.compare import compare
 
-YAML = """\
-task: think_cmp
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: rows.jsonl
-test_split: test
-output_type: generate_until
-doc_to_text: "Question: {{q}}\\nAnswer:"
-doc_to_target: "{{a}}"
-generation_kwargs:
-  until: ["Question:"]
-  max_gen_toks: 16
-metric_list:
-  - metric: exact_match
-    regexes_to_ignore: ["(?s).*#### "]
-"""
-
 N = 20
 
 
 def replay_run(folder: Path, name: str, truncated: set[int], unclosed: set[int]) -> Path:
-    """A run of the task whose docs in `truncated` hit the token cap (those in `unclosed`
-    while still thinking); the others answer right after closed thinking."""
-    lines = []
-    for i in range(N):
-        if i in unclosed:
-            response, finish = f"<think>maybe #### {i}", "length"
-        elif i in truncated:
-            response, finish = f"<think>ok</think> #### {i} and so on", "length"
-        else:
-            response, finish = f"<think>ok</think> #### {i}", "stop"
-        lines.append({"prompt": f"Question: q{i}\nAnswer:", "response": response,
-                      "finish_reason": finish})  # fmt: skip
-    replies = folder / f"{name}.jsonl"
-    replies.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    out = folder / name
-    args = f"path={replies},think_end_token=</think>,think_start_token=<think>"
-    code = main(
-        ["run", "--model", "replay", "--model-args", args, "--tasks", "think_cmp",
-         "--include-path", str(folder / "tasks"), "--output-dir", str(out), "--log-samples",
-         "--no-progress"]
-    )  # fmt: skip
-    assert code == 0
-    return out
+    return reasoning_runs.replay_run(folder, name, N, truncated, unclosed)
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    tasks = tmp_path / "tasks"
-    tasks.mkdir()
-    rows = [{"q": f"q{i}", "a": f"#### {i}"} for i in range(N)]
-    (tasks / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (tasks / "think_cmp.yaml").write_text(YAML)
+    reasoning_runs.write_task(tmp_path, N)
     return tmp_path
 
 

@@ -284,3 +284,37 @@ def test_the_page_wraps_provenance_shows_choices_and_draws_plots_before_load(two
         assert number.inner_text() == f"{max(scores):.4f}"
         assert record["filtered_resps"][0][0] not in body.inner_text()  # no raw digits shown
         browser.close()
+
+
+@pytest.mark.slow
+def test_the_report_shows_how_generations_ended_and_filters_on_it(tmp_path):
+    from fixtures import reasoning_runs
+
+    n = 12
+    reasoning_runs.write_task(tmp_path, n)
+    # Per run, the docs whose generation hit the token cap, and those of them still thinking.
+    ended = {
+        "capped": {"truncated": {0, 1, 2, 3, 4}, "unclosed": {0, 1}},
+        "roomy": {"truncated": {5}, "unclosed": set()},
+    }
+    runs = [
+        reasoning_runs.replay_run(tmp_path, name, n, docs["truncated"], docs["unclosed"])
+        for name, docs in ended.items()
+    ]
+    page = tmp_path / "report.html"
+    assert main(["report", *map(str, runs), "-o", str(page)]) == 0
+
+    for how in ("truncated", "unclosed"):
+        dom, errors = open_page(page, f"#ending={how}")
+        assert errors == []
+        # Each run's rates, with the counts this test made.
+        for name, docs in ended.items():
+            cells = dict(
+                re.findall(rf'<td class="num ({how})" data-run="{name}">([^<]*)</td>', dom)
+            )
+            count = len(docs[how])
+            assert cells[how] == f"{100 * count / n:.1f}% ({count}/{n})"
+        # The browser lists exactly the docs that some run ended that way.
+        pattern = r'<details class="sample" data-task="think_cmp" data-doc="(\d+)"'
+        shown = {int(doc) for doc in re.findall(pattern, dom)}
+        assert shown == set().union(*(docs[how] for docs in ended.values()))

@@ -2,7 +2,8 @@
 
 The page holds everything it shows, so it opens offline and can be mailed or archived:
 
-- the summary of every run (metric ± stderr, clustered stderr, n, time, tokens per task);
+- the summary of every run (metric ± stderr, clustered stderr, n, time, tokens per task, and
+  how generations ended: truncated and unclosed-thinking rates per task);
 - with two runs or more, `assay compare`'s paired comparison (results/compare.py, unchanged)
   as a forest plot and a table, and the "what differs" provenance of each pair;
 - per-task plots computed here from the samples (score distribution, score by cluster, score
@@ -10,7 +11,8 @@ The page holds everything it shows, so it opens offline and can be mailed or arc
   inlines once;
 - a sample browser over every samples record, compressed (gzip, base64) into the page and
   decoded by the browser's own DecompressionStream, rendered a page at a time, so a run of
-  100k samples stays usable.
+  100k samples stays usable; it filters by text, flips, score range, and generations that
+  hit the token cap or ended while still thinking.
 
 Plots are plotly figures built in Python; the page's script only lays out tables, filters and
 pages of samples.
@@ -76,6 +78,7 @@ def build_report(runs: Sequence[Run], options: CompareOptions | None = None) -> 
         "runs": [_run_header(run) for run in runs],
         "summary": [row.__dict__ for row in summary_rows(runs)],
         "timings": _timings(runs),
+        "generations": _generations(runs),
         "comparisons": _comparisons(comparison),
         "pairs": _pairs(comparison),
         "figures": _figures(runs, comparison, samples),
@@ -135,6 +138,18 @@ def _timings(runs: Sequence[Run]) -> dict[str, dict[str, dict[str, Any]]]:
             }
             for task in run.tasks()
         }
+    return out
+
+
+def _generations(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
+    """Per run label, results.json's `assay.generations` (per task and group: truncated and
+    unclosed-thinking counts and rates); runs whose backend said nothing have none."""
+    out: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        assay = run.results.get("assay")
+        entries = assay.get("generations") if isinstance(assay, dict) else None
+        if isinstance(entries, dict) and entries:
+            out[run.label] = entries
     return out
 
 
@@ -258,6 +273,20 @@ def _sample_view(record: SampleRecord) -> dict[str, Any]:
         "target": record.get("target"),
         "metrics": {k: _jsonable(v) for k, v in sample_metric_values(record).items()},
         "cluster": record.get("cluster"),
+        **_endings(record),
+    }
+
+
+def _endings(record: SampleRecord) -> dict[str, bool]:
+    """Whether any of the record's generations hit the token cap (`truncated`) or ended while
+    still thinking (`unclosed`), from its `generations` field; nothing when it has none."""
+    generations: Any = record.get("generations")
+    if not isinstance(generations, list):
+        return {}
+    ended = [g for repeats in generations for g in repeats or [] if isinstance(g, dict)]
+    return {
+        "truncated": any(g.get("finish_reason") == "length" for g in ended),
+        "unclosed": any(g.get("thinking_closed") is False for g in ended),
     }
 
 
