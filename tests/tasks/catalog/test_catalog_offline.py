@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,28 +17,33 @@ from assay.tasks.listing import show
 from assay.tasks.registry import Registry
 from assay.tasks.task import Task
 
-# What each task's first rendered request must contain: the prompt as lm-eval builds it from
-# the task's bundled example row (detokenised, cleaned, lettered, shuffled...).
+# What each task's first rendered request must contain (as `tasks show` prints it, line breaks
+# and all): the prompt as lm-eval builds it from the task's bundled example row (detokenised,
+# cleaned, lettered, shuffled...).
 SHOWN = {
     "hellaswag": "Removing ice from car: Then, the man writes over the snow covering the window of a car. Then",
-    "winogrande": '"arg_0": "Sarah was a much better surgeon than Maria so Sarah"',
-    "piqa": "Question: When boiling butter, when it's ready, you can\\nAnswer:",
-    "social_iqa": "gathered her friends together. How would Others feel as a result?\\nA:",
-    "openbookqa": '"arg_0": "The sun is responsible for"',
-    "boolq": "Question: is windows movie maker part of windows essentials?\\nAnswer:",
-    "commonsense_qa": "\\nE. avoid\\nAnswer:",
-    "sciq": "cheese and yogurt.\\nQuestion: What type of organism",
-    "race": "Question: How long had the rain lasted?\\nAnswer: seven days\\nWhat had the flood created?",
-    "lambada_openai": '"arg_1": " stunned"',
+    "winogrande": "Sarah was a much better surgeon than Maria so Sarah",
+    "piqa": "Question: When boiling butter, when it's ready, you can\nAnswer:",
+    "social_iqa": "gathered her friends together. How would Others feel as a result?\nA:",
+    "openbookqa": "The sun is responsible for",
+    "boolq": "Question: is windows movie maker part of windows essentials?\nAnswer:",
+    "commonsense_qa": "\nE. avoid\nAnswer:",
+    "sciq": "cheese and yogurt.\nQuestion: What type of organism",
+    "race": "Question: How long had the rain lasted?\nAnswer: seven days\nWhat had the flood created?",
+    "lambada_openai": "continuation scored: ' stunned'",
     "wikitext": "Robert Boulter is an English film, television and theatre actor. He had a guest-starring",
-    "truthfulqa_mc1": "Barcelona, Spain.\\n\\nQ: What is the smallest country",
-    "truthfulqa_mc2": '"arg_1": " The smallest country in the world that is at least one square mile in area is Vatican City."',
-    "mmlu_pro_math": "Answer: Let's think step by step. 7 * 8 = 56. The answer is (B).\\n\\nQuestion:",
-    "leaderboard_mmlu_pro": "D. 64\\nAnswer: B\\n\\nWhich is a prime number?\\nA. 21",
-    "gpqa_main_zeroshot": "Choices:\\n(A) antisense\\n(B) lariat\\n(C) polyA tail\\n(D) R-loops\\nAnswer:",
-    "leaderboard_gpqa_main": '(C) polyA tail\\n(D) R-loops \\nAnswer: ",',
-    "leaderboard_musr_murder_mysteries": "Who is the most likely murderer?\\n\\n1 - Mackenzie\\n2 - Ana\\n\\nAnswer:",
+    "truthfulqa_mc1": "Barcelona, Spain.\n\nQ: What is the smallest country",
+    "truthfulqa_mc2": "continuation scored: ' The smallest country in the world that is at least one square mile in area is Vatican City.'",
+    "mmlu_pro_math": "Answer: Let's think step by step. 21, 27, 33 have factors. The answer is (C).\n\nQuestion:",
+    "leaderboard_mmlu_pro": "Which is a prime number?\nA. 21\nB. 27\nC. 29\nD. 33\nAnswer: C\n\nWhat is 15%",
+    "gpqa_main_zeroshot": "Choices:\n(A) antisense\n(B) lariat\n(C) polyA tail\n(D) R-loops\nAnswer:",
+    "leaderboard_gpqa_main": "(C) polyA tail\n(D) R-loops \nAnswer:",
+    "leaderboard_musr_murder_mysteries": "Who is the most likely murderer?\n\n1 - Mackenzie\n2 - Ana\n\nAnswer:",
 }  # fmt: skip
+
+
+_SHOWS_A_REQUEST = re.compile(r"^(── )?request 0\b", re.M)
+"""The first request's heading: a rule for a prompt, a line for a scored continuation."""
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +57,7 @@ def test_show_renders_a_prompt_from_bundled_rows(registry, name, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     text = show(registry, name, None)
     assert f"task: {name}" in text
-    assert "--- request 0" in text
+    assert _SHOWS_A_REQUEST.search(text)
     assert SHOWN[name] in text
 
 
@@ -64,7 +70,7 @@ def test_every_catalog_task_shows_with_its_default_shots_offline(registry, monke
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     for name in sorted(registry.python_configs()):
-        assert "--- request 0" in show(registry, name, None), name
+        assert _SHOWS_A_REQUEST.search(show(registry, name, None)), name
 
 
 @pytest.mark.slow
