@@ -15,7 +15,7 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 LIGHTEVAL_VENV ?= .venv-lighteval
 LIGHTEVAL_STAMP := $(LIGHTEVAL_VENV)/.installed
 
-.PHONY: test lint typecheck docs quickstart install clean vllm-venv vllm-check lighteval-venv
+.PHONY: test lint typecheck docs quickstart install clean vllm-venv vllm-check lighteval-venv gpu-wheels
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -81,6 +81,17 @@ lighteval-venv: $(LIGHTEVAL_STAMP)
 
 vllm-check: $(STAMP) $(VLLM_STAMP)
 	$(PY) benchmarks/vllm_cpu_check.py --vllm-python $(VLLM_VENV)/bin/python
+
+# benchmarks/gpu_check.py on a GPU machine with no network and no package index: the packages
+# its image lacks (benchmarks/gpu_wheels.txt, for Python 3.12) and assay itself, as wheels in .whl/.
+GPU_WHEEL_TAGS := --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 \
+	--platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
+
+gpu-wheels:
+	rm -rf .whl
+	python3 -m pip download --no-deps --only-binary=:all: $(GPU_WHEEL_TAGS) -d .whl -r benchmarks/gpu_wheels.txt
+	python3 -m pip wheel --no-deps -w .whl .
+	du -sh .whl
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) $(LIGHTEVAL_VENV) out .pytest_cache
