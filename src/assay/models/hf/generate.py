@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from assay.errors import ModelError
@@ -282,7 +282,7 @@ class Generator:
         else:
             raw = self.view.decode(tokens)
             reasoning, answer = self._split_counts(tokens, spent, raw)
-        return split_thinking(
+        generation = split_thinking(
             raw,
             stops,
             self.thinking,
@@ -291,6 +291,9 @@ class Generator:
             reasoning_tokens=reasoning,
             answer_tokens=answer,
         )
+        if generation.thinking_closed is None:  # it did not think: every token is the answer's
+            return replace(generation, answer_tokens=spent)
+        return generation
 
     def _split_counts(self, tokens: list[int], spent: int, text: str) -> tuple[int, int]:
         """(thinking, answer) tokens when the end marker is text: the thinking is every token
