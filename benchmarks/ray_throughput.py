@@ -57,8 +57,8 @@ def model_spec(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 
 def timed_local(name: str, model_args: dict[str, Any], requests: list[Any]) -> tuple[float, list]:
     from assay.evaluator import RunSettings
-    from assay.execution.factory import build_model
     from assay.execution.local import LocalExecutor
+    from assay.run.backend import build_model
 
     executor = LocalExecutor(build_model(RunSettings(model=name, model_args=model_args)))
     started = time.perf_counter()

@@ -6,7 +6,7 @@ import inspect
 
 from assay.cli.main import build_parser
 from assay.evaluator import evaluate
-from assay.settings import (
+from assay.run.settings import (
     RECORDED,
     RUN_IDENTITY,
     Effect,

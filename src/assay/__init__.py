@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from assay.pipelines.experiment import Experiment, run_evals
     from assay.prompts.manager import PromptManager
     from assay.results.compare import CompareOptions, compare
-    from assay.settings import RunSettings
+    from assay.run.settings import RunSettings
     from assay.tasks.config import MetricSpec, TaskConfig
     from assay.tasks.registry import Registry
     from assay.tasks.task import Task
@@ -33,7 +33,7 @@ _EXPORTS = {
     "evaluate": "assay.evaluator",
     "compare": "assay.results.compare",
     "CompareOptions": "assay.results.compare",
-    "RunSettings": "assay.settings",
+    "RunSettings": "assay.run.settings",
     "TaskConfig": "assay.tasks.config",
     "MetricSpec": "assay.tasks.config",
     "Task": "assay.tasks.task",

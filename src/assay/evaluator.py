@@ -21,7 +21,6 @@ from assay.execution.api_usage import usage_delta
 from assay.execution.budget import spending_limit
 from assay.execution.cache import CACHE_FILE, ResponseCache
 from assay.execution.executor import Executor
-from assay.execution.factory import backend_args, backend_class, build_executor
 from assay.execution.progress import CacheCounts, LiveProgress
 from assay.execution.seeding import seed_globals, seed_torch
 from assay.execution.stats import RunStats, counter_delta, task_batch_sizes
@@ -48,25 +47,21 @@ from assay.requests.plan import Capabilities, GenerationPolicy, PromptSettings, 
 from assay.requests.types import Generation
 from assay.results.builder import ResultsBuilder, RunInfo, TaskRecord, git_hash
 from assay.results.generations import DOCS_PAGE, GenerationTally, answer_seen
-from assay.results.provenance import backend_identity, run_provenance
-from assay.results.rerun import check_folder, clear_folder, run_key, stored_run_key
+from assay.results.provenance import backend_identity
 from assay.results.samples import SamplesLog, doc_hash
 from assay.results.summary import MetricColumns, task_entry
 from assay.results.table import make_table
 from assay.results.writer import OutputDir
+from assay.run.backend import backend_args, backend_class, build_executor
+from assay.run.header import run_provenance
+from assay.run.resume import check_folder, clear_folder, run_key, stored_run_key
+from assay.run.settings import RunSettings, parse_cluster_by, parse_samples, setting_names
 from assay.sandbox import SandboxMode, SandboxPolicy
 from assay.sandbox.policy import notice as sandbox_notice
 from assay.sandbox.policy import resolve as resolve_sandbox
 from assay.sandbox.policy import using as using_sandbox
 from assay.scoring import DocResult, ScoredMetric, apply_filters, score
-from assay.settings import (
-    SEED_KEYS,
-    RunSettings,
-    Seeds,
-    parse_cluster_by,
-    parse_samples,
-    setting_names,
-)
+from assay.seeds import SEED_KEYS, Seeds
 from assay.tasks.code_routes import code_route
 from assay.tasks.code_routes import describe as describe_code_route
 from assay.tasks.names import split_csv

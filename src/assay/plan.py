@@ -20,8 +20,8 @@ from assay.filters.base import FilterEnsemble
 from assay.requests.plan import GenerationPolicy, RequestPlan
 from assay.requests.types import normalize_gen_kwargs
 from assay.results.schema import cluster_label
+from assay.run.settings import SAMPLES_REASONING, UNCLOSED_THINKING, RunSettings
 from assay.scoring import ScoredMetric, build_filters, build_metrics
-from assay.settings import SAMPLES_REASONING, UNCLOSED_THINKING, RunSettings
 from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.task import Task
 
@@ -79,7 +79,7 @@ def check_settings(settings: RunSettings) -> None:
             "evaluate() is built already: build it with batch_api=True (and batch_dir=...)."
         )
     if isinstance(settings.model, str):
-        from assay.execution.factory import backend_args
+        from assay.run.backend import backend_args
 
         backend_args(settings)  # a --batch-size / --device that contradicts --model-args
     _check_max_cost(settings)

@@ -9,7 +9,7 @@ import pytest
 
 from assay.cli.main import build_parser, main
 from assay.cli.run import settings_from_args
-from assay.settings import RunSettings
+from assay.run.settings import RunSettings
 
 YAML = """\
 task: cli_task

@@ -8,7 +8,6 @@ from assay.errors import ConfigError, ModelError
 from assay.evaluator import RunSettings
 from assay.execution.cache import ResponseCache, request_key
 from assay.execution.executor import Executor, compute_chunk, plan_requests
-from assay.execution.factory import build_executor
 from assay.execution.local import LocalExecutor, run_requests
 from assay.models.dummy import DummyLM
 from assay.requests.types import (
@@ -20,6 +19,7 @@ from assay.requests.types import (
     RollingRequest,
     kind_of,
 )
+from assay.run.backend import build_executor
 
 
 def mixed_requests() -> list:

@@ -8,7 +8,7 @@ import random
 import numpy as np
 
 from assay.execution.seeding import seed_globals, seed_torch
-from assay.settings import Seeds
+from assay.seeds import Seeds
 
 
 def test_python_and_numpy_are_seeded_and_none_leaves_a_generator_alone():

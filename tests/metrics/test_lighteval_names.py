@@ -9,7 +9,7 @@ from assay.errors import ConfigError
 from assay.evaluator import Evaluation
 from assay.metrics.base import get_metric
 from assay.metrics.lighteval_names import CLOSEST, SAME
-from assay.settings import RunSettings
+from assay.run.settings import RunSettings
 from assay.tasks.config import TaskConfig
 from assay.tasks.registry import Resolved, TaskRequest
 

@@ -10,7 +10,7 @@ import pytest
 from assay.doc import Doc
 from assay.errors import ConfigError
 from assay.evaluator import Evaluation
-from assay.settings import RunSettings
+from assay.run.settings import RunSettings
 from assay.tasks.config import TaskConfig
 from assay.tasks.registry import Resolved, TaskRequest
 
@@ -70,8 +70,8 @@ def test_a_results_file_of_another_tool_is_not_mixed_with(tmp_path):
 
 
 def test_every_setting_that_changes_results_is_part_of_the_run_key():
-    from assay.results.rerun import run_key
-    from assay.settings import setting_names
+    from assay.run.resume import run_key
+    from assay.run.settings import setting_names
 
     key = run_key(RunSettings(model="dummy"), ["a"])
     assert {"tasks", "model", "limit", "num_fewshot", "gen_kwargs", "seed", "cluster_by"} <= set(

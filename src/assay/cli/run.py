@@ -1,5 +1,5 @@
 """`assay run`: evaluate a model on tasks. Its flags are the fields of RunSettings, with the
-defaults RunSettings declares (one table: assay/settings.py)."""
+defaults RunSettings declares (one table: assay/run/settings.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from assay.cli.lm_eval_flags import add_flags as add_lm_eval_flags
 from assay.cli.lm_eval_flags import apply_flags as apply_lm_eval_flags
 from assay.cli.lm_eval_flags import print_notes
 from assay.errors import ConfigError
-from assay.settings import RunSettings, default, describe, parse_seeds, setting_names
+from assay.run.settings import RunSettings, default, describe, setting_names
+from assay.seeds import parse_seeds
 from assay.tasks.names import split_csv
 
 

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from assay.errors import AssayError
-from assay.settings import RunSettings
+from assay.run.settings import RunSettings
 from assay.tasks.names import split_csv
 
 

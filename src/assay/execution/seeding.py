@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import sys
 
-from assay.settings import Seeds
+from assay.seeds import Seeds
 
 
 def seed_globals(seeds: Seeds) -> None:

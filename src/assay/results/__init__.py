@@ -5,7 +5,6 @@ __all__ = [
     "compare",
     "compare_table",
     "readers",
-    "rerun",
     "schema",
     "summary",
     "table",

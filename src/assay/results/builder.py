@@ -52,7 +52,7 @@ class RunInfo:
     provenance: Provenance
     """Versions, backend, settings and seeds; its "tasks" are filled in as tasks run."""
     run_key: dict[str, Any]
-    """What a rerun into the same folder must match (results.rerun.run_key)."""
+    """What a rerun into the same folder must match (run.resume.run_key)."""
     started: float
     """time.perf_counter() when the run started."""
 

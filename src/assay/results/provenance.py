@@ -14,11 +14,9 @@ from assay.models.base import LM
 from assay.results.schema import (
     BackendIdentity,
     LibraryVersions,
-    Provenance,
     TaskProvenance,
     docs_fingerprint,
 )
-from assay.settings import RECORDED, SEED_KEYS, RunSettings, names_changing
 from assay.tasks.task import Task
 
 
@@ -59,7 +57,7 @@ def backend_identity(model: LM) -> BackendIdentity:
         "max_length": known.get("max_length"),
         "add_bos_token": known.get("add_bos_token"),
     }
-    identity["identity"] = _plain(model.identity())
+    identity["identity"] = plain(model.identity())
     return identity
 
 
@@ -100,19 +98,6 @@ def task_provenance(
     return out
 
 
-def run_provenance(
-    backend: BackendIdentity, settings: RunSettings, tasks: dict[str, TaskProvenance]
-) -> Provenance:
-    """The run's provenance block (`backend` from `backend_identity`)."""
-    return {
-        "versions": library_versions(),
-        "backend": backend,
-        "settings": {name: _plain(getattr(settings, name)) for name in names_changing(*RECORDED)},
-        "seeds": dict(zip(SEED_KEYS, settings.seed, strict=True)),
-        "tasks": dict(tasks),
-    }
-
-
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """JSON-ready (what json.dumps would write, read back)."""
     return json.loads(json.dumps(value, default=str))

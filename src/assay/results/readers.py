@@ -23,7 +23,7 @@ from typing import Any, Literal, cast
 from assay.errors import ResultsError
 from assay.results.schema import ResultsFile, SampleRecord, docs_fingerprint
 from assay.results.writer import safe_name
-from assay.settings import SEED_KEYS
+from assay.seeds import SEED_KEYS
 
 Layout = Literal["assay", "lm-eval"]
 

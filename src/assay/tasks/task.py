@@ -14,7 +14,7 @@ from assay.doc import Doc, OutputType
 from assay.errors import DataError, TaskConfigError
 from assay.hub import needs_hub, offline_unless_reachable
 from assay.images import as_doc_images
-from assay.settings import DEFAULT_FEWSHOT_SEED
+from assay.seeds import DEFAULT_FEWSHOT_SEED
 from assay.tasks._lazy_docs import LazyMapped, processed
 from assay.tasks.config import TaskConfig
 from assay.tasks.fewshot import LIGHTEVAL_SHUFFLE_SEED, lighteval_fewshots, select_fewshots

@@ -1,7 +1,7 @@
 """The judge role of a run: which judge models grade which task, their executors and caches.
 
 A judge is any assay backend, built from the run's settings as the evaluated model is
-(`execution.factory.build_executor`) and run through the same kind of executor, so batching,
+(`run.backend.build_executor`) and run through the same kind of executor, so batching,
 concurrency limits and retries apply to it too. Its answers go to the run's response cache
 under the judge's own identity (cache keys hold the model identity), so they never collide
 with the evaluated model's and a re-run asks the judge nothing it already answered.
@@ -34,8 +34,8 @@ from assay.util.redact import redact
 if TYPE_CHECKING:
     from assay.execution.cache import ResponseCache
     from assay.execution.executor import Executor
+    from assay.run.settings import RunSettings
     from assay.scoring import DocResult
-    from assay.settings import RunSettings
     from assay.tasks.config import TaskConfig
 
 log = logging.getLogger(__name__)
@@ -182,7 +182,7 @@ class JudgeRole:
     def build(cls, spec: JudgeSpec, settings: RunSettings, cache_path: Path | None) -> JudgeRole:
         """The judge `spec` (its backend loaded now), caching into `cache_path`."""
         from assay.execution.cache import ResponseCache
-        from assay.execution.factory import build_executor
+        from assay.run.backend import build_executor
 
         judge_settings = replace(
             settings,

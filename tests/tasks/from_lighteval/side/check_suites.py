@@ -188,7 +188,7 @@ def test_judged_code_running_and_address_named_metrics():
 
 def test_several_generations_per_doc_need_sampling(tmp_path):
     from assay.plan import check_tasks
-    from assay.settings import RunSettings
+    from assay.run.settings import RunSettings
     from assay.tasks.task import Task
 
     [request] = Registry().resolve(["lighteval|aime24@n=4|0"]).tasks

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.run.settings import RECORDED, RUN_IDENTITY, names_changing
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +80,6 @@ def clear_folder(folder: str | Path) -> None:
 def _shared_settings() -> list[str]:
     """The identity settings results.json records among its provenance settings: `assay.run`
     leaves them out, so each setting is stored once."""
-    from assay.settings import RECORDED, RUN_IDENTITY, names_changing
-
     return [name for name in names_changing(*RUN_IDENTITY) if name in names_changing(*RECORDED)]
 
 
@@ -110,8 +109,6 @@ def _stored_key(results: dict[str, Any]) -> dict[str, Any] | None:
 def run_key(settings: Any, tasks: list[str]) -> dict[str, Any]:
     """What makes two runs the same run: the tasks and every setting that changes the numbers,
     names the model or seeds, or changes the files (`settings.RUN_IDENTITY`)."""
-    from assay.settings import RUN_IDENTITY, names_changing
-
     model = settings.model if isinstance(settings.model, str) else type(settings.model).__name__
     values = {n: getattr(settings, n) for n in names_changing(*RUN_IDENTITY)}
     return _normal({**values, "model": model, "tasks": tasks})

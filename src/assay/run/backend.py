@@ -12,7 +12,7 @@ from assay.execution.executor import Executor
 from assay.execution.local import LocalExecutor
 from assay.models.args import to_bool
 from assay.models.base import LM, MODELS, checked_backend, load_model
-from assay.settings import RunSettings
+from assay.run.settings import RunSettings
 
 
 def backend_args(settings: RunSettings) -> dict[str, Any]:
