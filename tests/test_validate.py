@@ -169,7 +169,7 @@ def test_run_of_such_a_task_fails_before_the_model_loads(tree, monkeypatch, caps
 def test_pass_through_metrics_on_generated_text_give_the_aggregation_gold_and_prediction(tree):
     from assay.doc import OutputType
     from assay.metrics.base import SampleInput
-    from assay.scoring import build_metrics
+    from assay.run.scoring import build_metrics
 
     (tree / "utils.py").write_text(
         "def agreement(items):\n    return sum(g == p for g, p in items) / len(items)\n"
@@ -252,7 +252,7 @@ class FakeEvaluate:
 def test_hf_evaluate_metrics_go_through_the_evaluate_package(tree, monkeypatch):
     from assay.doc import OutputType
     from assay.metrics.base import SampleInput
-    from assay.scoring import build_metrics
+    from assay.run.scoring import build_metrics
 
     fake = FakeEvaluate(offline=False)
     monkeypatch.setitem(sys.modules, "evaluate", fake)

@@ -24,25 +24,17 @@ from assay.execution.executor import Executor
 from assay.execution.progress import CacheCounts, LiveProgress
 from assay.execution.seeding import seed_globals, seed_torch
 from assay.execution.stats import RunStats, counter_delta, task_batch_sizes
+from assay.metrics.base import ScoredMetric
 from assay.metrics.judges.grading import judge_metrics
 from assay.metrics.judges.role import Judges, TaskJudging, check_judges
 from assay.models.base import LM, BackendLike
-from assay.plan import (
-    TaskPlan,
-    check_cluster_field,
-    check_settings,
-    check_task,
-    check_tasks,
-    cluster_of,
-    configure_task,
-    doc_ids,
-)
 from assay.requests.build import (
     build_requests,
     check_images_accepted,
     follow_up_request,
     repeated,
 )
+from assay.requests.doc_result import DocResult
 from assay.requests.plan import Capabilities, GenerationPolicy, PromptSettings, RequestPlan
 from assay.requests.types import Generation
 from assay.results.builder import ResultsBuilder, RunInfo, TaskRecord, git_hash
@@ -54,13 +46,23 @@ from assay.results.table import make_table
 from assay.results.writer import OutputDir
 from assay.run.backend import backend_args, backend_class, build_executor
 from assay.run.header import run_provenance
+from assay.run.plan import (
+    TaskPlan,
+    check_cluster_field,
+    check_settings,
+    check_task,
+    check_tasks,
+    cluster_of,
+    configure_task,
+    doc_ids,
+)
 from assay.run.resume import check_folder, clear_folder, run_key, stored_run_key
+from assay.run.scoring import apply_filters, score
 from assay.run.settings import RunSettings, parse_cluster_by, parse_samples, setting_names
 from assay.sandbox import SandboxMode, SandboxPolicy
 from assay.sandbox.policy import notice as sandbox_notice
 from assay.sandbox.policy import resolve as resolve_sandbox
 from assay.sandbox.policy import using as using_sandbox
-from assay.scoring import DocResult, ScoredMetric, apply_filters, score
 from assay.seeds import SEED_KEYS, Seeds
 from assay.tasks.code_routes import code_route
 from assay.tasks.code_routes import describe as describe_code_route

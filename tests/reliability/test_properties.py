@@ -16,7 +16,7 @@ from assay.errors import AssayError, TaskConfigError
 from assay.filters.extraction import RegexFilter
 from assay.filters.selection import MajorityVote, TakeFirst
 from assay.filters.transformation import Lowercase, RemoveWhitespace
-from assay.scoring import build_filters, build_metrics
+from assay.run.scoring import build_filters, build_metrics
 from assay.tasks._yaml_io import load_with_includes
 from assay.tasks.lm_eval_yaml import TASK_KEYS, task_config_from_yaml
 

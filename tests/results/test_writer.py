@@ -82,10 +82,10 @@ def test_samples_parts_with_a_known_task_hash_are_joined_unread(tmp_path, count)
 @pytest.mark.parametrize("filters", [["none"], ["none", "maj", "first"]])
 def test_samples_log_task_hash_is_the_hash_of_the_written_lines(tmp_path, filters):
     from assay.doc import Doc, OutputType
+    from assay.requests.doc_result import DocResult
     from assay.requests.instances import Instance
     from assay.requests.types import GenerateRequest
     from assay.results.samples import SamplesLog
-    from assay.scoring import DocResult
 
     out = OutputDir(tmp_path)
     log = SamplesLog(out, "t", filters, OutputType.GENERATE_UNTIL)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from assay.cli.main import main
+from assay.run.validate import Validator
 from assay.tasks.registry import Registry
-from assay.validate import Validator
 
 pytestmark = [
     pytest.mark.slow,  # indexes lm-eval's whole tree once

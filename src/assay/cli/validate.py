@@ -66,8 +66,8 @@ def _definitions(args: argparse.Namespace) -> int:
     """`validate --no-data`: one line per name, a summary, exit 1 when anything fails."""
     import json
 
+    from assay.run.validate import Validator
     from assay.tasks.registry import Registry
-    from assay.validate import Validator
 
     if not args.tasks and not args.include_path:
         raise AssayError("validate --no-data: give --tasks, or --include-path to check all of it.")

@@ -72,6 +72,15 @@ class Metric:
     """multiple_choice requests must include unconditioned loglikelihoods (PMI)."""
 
 
+@dataclass
+class ScoredMetric:
+    """A metric of a task with the aggregation it uses there."""
+
+    metric: Metric
+    aggregation: Aggregation
+    higher_is_better: bool
+
+
 MetricFactory = Callable[..., Metric]
 """Builds a Metric from YAML metric_list kwargs (e.g. ignore_case=True)."""
 

@@ -15,11 +15,11 @@ from typing import IO, Any
 
 from assay.doc import Doc, OutputType
 from assay.images import image_reference
+from assay.requests.doc_result import DocResult
 from assay.requests.types import Generation, LoglikelihoodResult, RollingResult
 from assay.results._indented_json import NotPlain, indented
 from assay.results.schema import SampleRecord
 from assay.results.writer import OutputDir
-from assay.scoring import DocResult
 
 
 def _jsonable(value: Any) -> Any:

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import AssayError, TaskConfigError
-from assay.metrics.base import AGGREGATIONS, Aggregation
+from assay.metrics.base import AGGREGATIONS, Aggregation, ScoredMetric
+from assay.requests.doc_result import DocResult
 from assay.results.schema import NA, clustered_stderr_key, corrected_stderr_key
-from assay.scoring import DocResult, ScoredMetric
 from assay.tasks.registry import GroupNode
 
 

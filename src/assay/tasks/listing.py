@@ -120,9 +120,9 @@ def show(registry: Registry, name: str, settings: ShowSettings | None = None) ->
     nothing is downloaded for a task that bundles example rows); otherwise from the bundled
     example rows, and the output says so.
     """
-    from assay.plan import check_task
     from assay.requests.build import build_requests
     from assay.requests.plan import Capabilities, GenerationPolicy, PromptSettings, RequestPlan
+    from assay.run.plan import check_task
 
     s = settings or ShowSettings()
     found, shots = _named(registry, name)

@@ -34,8 +34,8 @@ from assay.util.redact import redact
 if TYPE_CHECKING:
     from assay.execution.cache import ResponseCache
     from assay.execution.executor import Executor
+    from assay.requests.doc_result import DocResult
     from assay.run.settings import RunSettings
-    from assay.scoring import DocResult
     from assay.tasks.config import TaskConfig
 
 log = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from assay.errors import DataError
 from assay.metrics.judges.grading import JudgeInput, Judgement, JudgeMetric, Prompt, rubric_items
+from assay.requests.doc_result import DocResult
 from assay.requests.types import GenerateRequest, GenParams, Request
-from assay.scoring import DocResult
 
 SAMPLE_TEMPERATURE = 1.0
 """Repeated judgements (judge_samples > 1) sample at this temperature, seeded."""

@@ -20,7 +20,7 @@ from assay.errors import ConfigError
 from assay.metrics.base import SampleInput
 from assay.requests.types import LoglikelihoodResult
 from assay.results.summary import MetricValues, task_entry
-from assay.scoring import build_metrics
+from assay.run.scoring import build_metrics
 from assay.tasks.lighteval_files import config_from_lighteval
 
 

@@ -173,7 +173,7 @@ def test_tasks_show_takes_lighteval_s_task_strings(tmp_path, monkeypatch):
 
 
 def test_judged_code_running_and_address_named_metrics():
-    from assay.plan import check_task
+    from assay.run.plan import check_task
 
     [mt_bench] = Registry().resolve(["lighteval|mt_bench|0"]).tasks
     with pytest.raises(ConfigError, match="judge model"):
@@ -187,7 +187,7 @@ def test_judged_code_running_and_address_named_metrics():
 
 
 def test_several_generations_per_doc_need_sampling(tmp_path):
-    from assay.plan import check_tasks
+    from assay.run.plan import check_tasks
     from assay.run.settings import RunSettings
     from assay.tasks.task import Task
 

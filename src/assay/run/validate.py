@@ -17,7 +17,7 @@ from typing import Any
 from assay.errors import AssayError
 from assay.hub import needs_hub
 from assay.metrics.code_eval import NAMES as CODE_EVAL_NAMES
-from assay.scoring import build_filters, build_metrics, evaluate_fallback
+from assay.run.scoring import build_filters, build_metrics, evaluate_fallback
 from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.registry import Registry
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from assay.doc import Doc, OutputType
+from assay.doc import OutputType
 from assay.errors import ConfigError, DataError
 from assay.filters.base import FilterEnsemble, build_filter_ensemble
 from assay.metrics.base import (
@@ -21,21 +20,13 @@ from assay.metrics.base import (
     Aggregation,
     Metric,
     SampleInput,
+    ScoredMetric,
     get_metric,
 )
-from assay.requests.instances import Instance
-from assay.requests.types import Generation, RollingResult
+from assay.requests.doc_result import DocResult
+from assay.requests.types import RollingResult
 from assay.sandbox.policy import current_policy, recording, using
 from assay.tasks.config import MetricSpec, TaskConfig
-
-
-@dataclass
-class ScoredMetric:
-    """A metric of a task with the aggregation it uses there."""
-
-    metric: Metric
-    aggregation: Aggregation
-    higher_is_better: bool
 
 
 def build_filters(config: TaskConfig) -> list[FilterEnsemble]:
@@ -171,36 +162,6 @@ class Expanded(dict[str, Any]):
     """A user metric's dict that lacks the metric's own name (lm-eval's humaneval returns
     {"pass@1": ...} from `pass_at_k`): lm-eval reports each key as a metric of its own, and so
     does assay, aggregated by mean."""
-
-
-@dataclass
-class DocResult:
-    """One evaluated doc: its instances, raw responses (per instance, per repeat) and metrics."""
-
-    doc_id: int
-    doc: Doc
-    instances: list[Instance]
-    resps: list[list[Any]]
-    filtered: dict[str, list[Any]] = field(default_factory=dict)
-    """Per filter name: the filtered value of each instance."""
-    values: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Per filter name: metric name -> per-sample value."""
-    judged: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Per filter name: judge metric name -> the judge's Judgement (the judge stage)."""
-    executions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    """Per filter name: how each model-written program the metrics ran ended, in the order of
-    the doc's responses (`SandboxResult.record()`; code tasks only)."""
-    history: list[tuple[str, str]] = field(default_factory=list)
-    """Docs with follow-up turns: the exchanges before the last, as (user turn, model answer);
-    the last answer is the doc's response."""
-    generations: dict[tuple[int, int], Generation] = field(default_factory=dict)
-    """Per (instance, repeat) answered by a `Generation`: how it ended and what the model
-    thought; `resps` holds the answer filters see."""
-
-    @classmethod
-    def of(cls, doc_id: int, doc: Doc, instances: list[Instance]) -> DocResult:
-        """A doc with its requests, before any response."""
-        return cls(doc_id, doc, instances, [[] for _ in instances])
 
 
 def apply_filters(results: Sequence[DocResult], filters: Sequence[FilterEnsemble]) -> None:

@@ -17,11 +17,12 @@ from typing import Any
 from assay.doc import Doc
 from assay.errors import ConfigError, DataError
 from assay.filters.base import FilterEnsemble
+from assay.metrics.base import ScoredMetric
 from assay.requests.plan import GenerationPolicy, RequestPlan
 from assay.requests.types import normalize_gen_kwargs
 from assay.results.schema import cluster_label
+from assay.run.scoring import build_filters, build_metrics
 from assay.run.settings import SAMPLES_REASONING, UNCLOSED_THINKING, RunSettings
-from assay.scoring import ScoredMetric, build_filters, build_metrics
 from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.task import Task
 
