@@ -20,6 +20,7 @@ from assay.models.vllm.model import VLLMLM, _RayEngine, prefix_counts
 from assay.models.vllm.requests import (
     CACHED_SCORING_PARAMS,
     SCORING_PARAMS,
+    EngineGeneration,
     PromptScores,
     engine_kwargs,
     generation_params,
@@ -207,22 +208,22 @@ def test_data_parallel_splits_calls_into_contiguous_shares_in_order():
     calls = []
 
     def replica(rank):
-        def generated_ids(prompts, params):
+        def generate(prompts, params):
             calls.append((rank, prompts))
             return [[rank, p[0]] for p in prompts]
 
-        return SimpleNamespace(generated_ids=SimpleNamespace(remote=generated_ids))
+        return SimpleNamespace(generate=SimpleNamespace(remote=generate))
 
     engine = object.__new__(_RayEngine)
     engine._actors = [replica(r) for r in range(3)]
     engine._ray = SimpleNamespace(get=lambda refs: refs)
     prompts = [[i] for i in range(7)]
-    assert engine.generated_ids(prompts, [{}] * 7) == [
+    assert engine.generate(prompts, [{}] * 7) == [
         [0, 0], [0, 1], [0, 2], [1, 3], [1, 4], [2, 5], [2, 6]
     ]  # fmt: skip
     assert [rank for rank, _ in calls] == [0, 1, 2]
     calls.clear()
-    assert engine.generated_ids([[0]], [{}]) == [[0, 0]] and len(calls) == 1
+    assert engine.generate([[0]], [{}]) == [[0, 0]] and len(calls) == 1
 
 
 # -- the backend on a transformers engine ---------------------------------------------------
@@ -263,10 +264,10 @@ class TransformersEngine:
     def prefix_cache_counts(self):
         return None
 
-    def generated_ids(self, prompts, params):
+    def generate(self, prompts, params):
         import torch
 
-        self.calls.append(("generated_ids", prompts, params))
+        self.calls.append(("generate", prompts, params))
         out = []
         for ids, p in zip(prompts, params, strict=True):
             assert len(ids) + p["max_tokens"] <= self.max_model_len
@@ -283,8 +284,18 @@ class TransformersEngine:
                     top_k=None,
                     top_p=None,
                 )
-            out.append(generated[0, len(ids) :].tolist())
+            new = generated[0, len(ids) :].tolist()
+            # Stop strings are not applied here (the backend cuts the text, and says a stop
+            # string ended it): vLLM's "length" when every token allowed was generated.
+            finish = "length" if len(new) >= p["max_tokens"] else "stop"
+            out.append(EngineGeneration(new, finish, None))
         return out
+
+
+def endings(generations):
+    """Each generation's text and finish reason (the engine here generates past a stop string,
+    which the hf backend stops at, so their token counts differ)."""
+    return [(g.text, g.finish_reason) for g in generations]
 
 
 @pytest.fixture(scope="module")
@@ -442,9 +453,9 @@ def test_generation_equals_hf_backend_with_chat_template_and_truncation(vllm_lm,
         GenerateRequest("How to clean a bicycle chain: " * 8, GenParams(max_gen_toks=10)),
     ]
     vllm_lm.engine.calls.clear()
-    assert vllm_lm.generate_until(requests) == hf_lm_64.generate_until(requests)
+    assert endings(vllm_lm.generate_until(requests)) == endings(hf_lm_64.generate_until(requests))
     [(method, prompts, params)] = vllm_lm.engine.calls
-    assert method == "generated_ids" and len(prompts) == 4
+    assert method == "generate" and len(prompts) == 4
     by_budget = {p["max_tokens"]: ids for ids, p in zip(prompts, params, strict=True)}
     assert len(by_budget[10]) == 64 - 10  # left-truncated to leave room for max_gen_toks
     chat = by_budget[8]
@@ -461,7 +472,7 @@ def test_fit_context_generation_equals_hf_backend(vllm_lm, hf_lm_64):
         GenerateRequest("Scientists", GenParams(until=(), max_gen_toks=5, fit_context=True)),
     ]
     vllm_lm.engine.calls.clear()
-    assert vllm_lm.generate_until(requests) == hf_lm_64.generate_until(requests)
+    assert endings(vllm_lm.generate_until(requests)) == endings(hf_lm_64.generate_until(requests))
     [(_, prompts, params)] = vllm_lm.engine.calls
     budgets = sorted((len(ids), p["max_tokens"]) for ids, p in zip(prompts, params, strict=True))
     # Each prompt kept whole (the long one to 63 tokens) and given the room it leaves, or 5.

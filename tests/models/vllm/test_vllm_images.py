@@ -15,6 +15,7 @@ from assay.images import DocImage
 from assay.models.vllm.model import VLLMLM, engine_prompts
 from assay.models.vllm.requests import (
     SCORING_PARAMS,
+    EngineGeneration,
     PromptScores,
     engine_kwargs,
     image_prompt_text,
@@ -108,9 +109,9 @@ class RecordingEngine:
         self.expansion = expansion
         self.calls: list[tuple] = []
 
-    def generated_ids(self, prompts, params, *media):
-        self.calls.append(("generated_ids", prompts, params, *media))
-        return [[prompt[-1]] for prompt in prompts]
+    def generate(self, prompts, params, *media):
+        self.calls.append(("generate", prompts, params, *media))
+        return [EngineGeneration([prompt[-1]], "length", None) for prompt in prompts]
 
     def prompt_logprobs(self, prompts, params, *media):
         self.calls.append(("prompt_logprobs", prompts, params, *media))

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ModelError
-from assay.models.base import cut_at_stops
 from assay.models.hf.inputs import ExtraInputs, joined
 from assay.models.hf.memory import BatchSizer, ModelShape, one_cpu_thread, run_with_backoff
 from assay.models.hf.prefix import Prefix, PrefixCache
 from assay.models.hf.transfer import to_device
-from assay.models.thinking import Thinking, split_thinking
+from assay.models.thinking import Thinking
+from assay.models.thinking_tokens import TokenThinking, tokens_generation
 from assay.models.tokens import TokenizerView
 from assay.requests.types import FinishReason, Generation, GenParams
 
@@ -264,59 +264,22 @@ class Generator:
     def _generation(
         self, tokens: list[int], ending: FinishReason, stops: list[str], opened: bool
     ) -> Generation:
-        """The generated tokens as a Generation: the answer cut at the stop strings and, for a
-        reasoning model, the thinking kept apart (`models.thinking`, lm-eval's rule), with
-        token counts taken from the generated tokens (the final EOS counts in neither)."""
-        spent = len(tokens) - (1 if tokens and tokens[-1] in self.eos_token_ids else 0)
-        if self.thinking is None:
-            text = cut_at_stops(self.view.decode(tokens), stops)
-            return Generation(text, finish_reason=ending, answer_tokens=spent)
-        think_id = self.think_end[0]
-        ends = [i for i, token in enumerate(tokens) if token == think_id]
-        if ends:
-            # A special end token is dropped by decoding: its text is put back where it was.
-            last = ends[-1]
-            raw = self.view.decode(tokens[:last]) + self.thinking.end
-            raw += self.view.decode(tokens[last + 1 :])
-            reasoning, answer = last, spent - last - 1
-        else:
-            raw = self.view.decode(tokens)
-            reasoning, answer = self._split_counts(tokens, spent, raw)
-        generation = split_thinking(
-            raw,
+        """The generated tokens as a Generation (`models.thinking_tokens`)."""
+        return tokens_generation(
+            tokens,
+            ending,
             stops,
-            self.thinking,
-            opened=opened or self._starts_thinking(tokens),
-            finish_reason=ending,
-            reasoning_tokens=reasoning,
-            answer_tokens=answer,
+            view=self.view,
+            eos_ids=self.eos_token_ids,
+            thinking=self._token_thinking,
+            opened=opened,
         )
-        if generation.thinking_closed is None:  # it did not think: every token is the answer's
-            return replace(generation, answer_tokens=spent)
-        return generation
 
-    def _split_counts(self, tokens: list[int], spent: int, text: str) -> tuple[int, int]:
-        """(thinking, answer) tokens when the end marker is text: the thinking is every token
-        before the one that completes the last marker, less the marker's own tokens; without
-        a marker, every token is thinking."""
-        assert self.thinking is not None
-        marker = self.thinking.end
-        wanted = text.count(marker)
-        if not wanted:
-            return spent, 0
-        low, high = 1, len(tokens)  # the shortest prefix holding every marker
-        while low < high:
-            middle = (low + high) // 2
-            if self.view.decode(tokens[:middle]).count(marker) >= wanted:
-                high = middle
-            else:
-                low = middle + 1
-        own = len(self.view.tokenizer.encode(marker, add_special_tokens=False))
-        return max(0, low - own), max(0, spent - low)
-
-    def _starts_thinking(self, tokens: list[int]) -> bool:
-        """Whether the generation opens a thinking block itself (its start marker first)."""
-        return self.think_start_id is not None and tokens[:1] == [self.think_start_id]
+    @property
+    def _token_thinking(self) -> TokenThinking | None:
+        if self.thinking is None:
+            return None
+        return TokenThinking(self.thinking, self.think_end[0], self.think_start_id)
 
     def _stopped(self, tokens: list[int], stops: list[str], window: int, opened: bool) -> bool:
         """Whether the text so far contains a stop string (cheap tail check, then confirmed).
@@ -348,7 +311,7 @@ class Generator:
             opened
             or start is None
             or text.lstrip().startswith(start)
-            or self._starts_thinking(tokens)
+            or TokenThinking(self.thinking, think_id, self.think_start_id).starts_thinking(tokens)
         )
         return "" if thinks else text
 

@@ -17,6 +17,12 @@ Docs with images go to the engine as `multi_modal_data` beside the token-id prom
 placeholders became the model's `image_token`; vLLM expands each into the image's features.
 `max_images` sets vLLM's `limit_mm_per_prompt` and keeps each prompt's first images.
 
+A reasoning model's thinking (`think_end_token`, `think_start_token`, `thinking_budget`,
+`enable_thinking` for its chat template) is split from the generated token ids as the hf
+backend splits it (`models.thinking_tokens`); each generation's finish reason is vLLM's
+(`CompletionOutput.finish_reason` and `stop_reason`), its token counts those of its
+`token_ids`.
+
 `data_parallel_size=N` starts N Ray actors that each load the model once and keep it; each call
 splits its requests into N contiguous shares. (lm-eval reloads the model in fresh Ray tasks on
 every call.) `tensor_parallel_size` is vLLM's own.
@@ -33,12 +39,15 @@ from typing import Any, Protocol
 from assay.errors import ModelError
 from assay.execution.batching import shard
 from assay.images import IMAGE_PLACEHOLDER, DocImage
-from assay.models.base import LM, ModelProvenance, TokenCounter, cut_at_stops, register_model
+from assay.models.base import LM, ModelProvenance, TokenCounter, register_model
 from assay.models.spans import ScoredSpan, loglikelihood_spans, rolling_spans
+from assay.models.thinking import thinking_args
+from assay.models.thinking_tokens import TokenThinking, tokens_generation
 from assay.models.tokens import TokenizerView
 from assay.models.vllm.requests import (
     CACHED_SCORING_PARAMS,
     SCORING_PARAMS,
+    EngineGeneration,
     PromptScores,
     VLLMArgs,
     continuation_computed,
@@ -56,6 +65,7 @@ from assay.models.vllm.requests import (
 from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat, template_sha256
 from assay.requests.types import (
     GenerateRequest,
+    Generation,
     LoglikelihoodRequest,
     LoglikelihoodResult,
     Messages,
@@ -87,13 +97,13 @@ class Engine(Protocol):
         None when it is off."""
         ...
 
-    def generated_ids(
+    def generate(
         self,
         prompts: list[list[int]],
         params: list[dict[str, Any]],
         media: list[MultiModalData] | None = None,
-    ) -> list[list[int]]:
-        """Generated token ids per prompt."""
+    ) -> list[EngineGeneration]:
+        """Per prompt, its generated token ids and how the generation ended."""
         ...
 
     def prompt_logprobs(
@@ -130,6 +140,9 @@ class VLLMLM(LM):
         self.engine = engine if engine is not None else _start_engine(args)
         self.max_length: int = args.max_model_len or self.engine.max_model_len
         self.batch_size = args.batch_size
+        self._thinking = self._token_thinking()
+        eos = self.tokenizer.eos_token_id
+        self._eos_ids: set[int] = set() if eos is None else {int(eos)}
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         """log P(continuation | context) and greediness, from prompt log-probabilities."""
@@ -156,12 +169,14 @@ class VLLMLM(LM):
             for parts, spans in zip(self._score(per_request), per_request, strict=True)
         ]
 
-    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
-        """Generated text per request, cut at its stop strings (two engine calls: one prompt per
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
+        """A Generation per request: the text cut at its stop strings, a reasoning model's
+        thinking apart, how it ended and its token counts (two engine calls: one prompt per
         shared prefix, then the rest)."""
         texts = [self._prompt_text(r.prompt) for r in requests]
         prompts: list[list[int]] = []
-        params = [generation_params(r, self.args.seed) for r in requests]
+        thinks = self._thinking is not None
+        params = [generation_params(r, self.args.seed, send_stops=not thinks) for r in requests]
         for request, text, sampling in zip(requests, texts, params, strict=True):
             if request.params.fit_context:
                 # lighteval's rule (GenParams.fit_context): the prompt stays whole and generates
@@ -192,22 +207,47 @@ class VLLMLM(LM):
         leaders = prefix_leaders(prompts) if self.args.enable_prefix_caching else []
         first = set(leaders)
         rest = [i for i in token_order(prompts) if i not in first]
-        generated: list[list[int]] = [[] for _ in requests]
+        generated: list[EngineGeneration] = [EngineGeneration([], None, None)] * len(requests)
         for order in (leaders, rest):
             if not order:
                 continue
             media = self._media([requests[i].images for i in order])
-            sent = self.engine.generated_ids(
+            sent = self.engine.generate(
                 [prompts[i] for i in order], [params[i] for i in order], *media
             )
-            for i, ids in zip(order, sent, strict=True):
-                generated[i] = ids
+            for i, output in zip(order, sent, strict=True):
+                generated[i] = output
         # Decoding here, as the hf backend does, keeps the texts identical: vLLM's incremental
         # detokenizer would hold back a trailing partial UTF-8 character that decode() renders.
         return [
-            cut_at_stops(self._view.decode(ids), r.params.until)
-            for ids, r in zip(generated, requests, strict=True)
+            tokens_generation(
+                list(output.token_ids),
+                output.ending(),
+                r.params.until,
+                view=self._view,
+                eos_ids=self._eos_ids,
+                thinking=self._thinking,
+                opened=self._thinking is not None and self._thinking.thinking.opened_by(text),
+            )
+            for output, r, text in zip(generated, requests, texts, strict=True)
         ]
+
+    def _token_thinking(self) -> TokenThinking | None:
+        """The thinking markers of the model args, with their token ids when the tokenizer
+        holds each as one token; None without think_end_token."""
+        a = self.args
+        thinking = thinking_args("vllm", a.think_end_token, a.think_start_token, a.thinking_budget)
+        if thinking is None:
+            return None
+        return TokenThinking(
+            thinking, self._single_token(thinking.end), self._single_token(thinking.start)
+        )
+
+    def _single_token(self, text: str | None) -> int | None:
+        if text is None:
+            return None
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        return int(ids[0]) if len(ids) == 1 else None
 
     def chat_template(self) -> TokenizerChatTemplate:
         """The tokenizer's chat template, with `chat_template_args`."""
@@ -215,7 +255,7 @@ class VLLMLM(LM):
             self.tokenizer,
             missing=f"--model vllm: the tokenizer of {self.args.tokenizer or self.args.pretrained!r} "
             "has no chat template; run without a chat template or pass tokenizer=...",
-            template_args=self.args.chat_template_args,
+            template_args=self.args.template_args(),
         )
 
     def token_counter(self) -> TokenCounter:
@@ -265,7 +305,13 @@ class VLLMLM(LM):
             "chat_template_args": a.chat_template_args or {},
             "engine_args": a.engine_args or {},
             **images,
+            **self._thinking_identity(),
         }
+
+    def _thinking_identity(self) -> dict[str, Any]:
+        """The thinking arguments that are set (unset ones leave earlier caches valid)."""
+        names = ("think_end_token", "think_start_token", "thinking_budget", "enable_thinking")
+        return {n: getattr(self.args, n) for n in names if getattr(self.args, n) is not None}
 
     def _score(
         self,
@@ -410,8 +456,14 @@ def engine_prompts(
     ]
 
 
-def _generated_ids(outputs: list[Any]) -> list[list[int]]:
-    return [list(o.outputs[0].token_ids) for o in outputs]
+def _generations(outputs: list[Any]) -> list[EngineGeneration]:
+    """Each request's first CompletionOutput: token ids, finish and stop reasons."""
+    return [
+        EngineGeneration(
+            list(o.outputs[0].token_ids), o.outputs[0].finish_reason, o.outputs[0].stop_reason
+        )
+        for o in outputs
+    ]
 
 
 def _logprob_tables(outputs: list[Any]) -> list[PromptScores]:
@@ -444,13 +496,13 @@ class _LocalEngine:
         cache = self.llm.llm_engine.vllm_config.cache_config
         return int(cache.block_size) if cache.enable_prefix_caching else None
 
-    def generated_ids(
+    def generate(
         self,
         prompts: list[list[int]],
         params: list[dict[str, Any]],
         media: list[MultiModalData] | None = None,
-    ) -> list[list[int]]:
-        return _generated_ids(_run(self.llm, prompts, params, media))
+    ) -> list[EngineGeneration]:
+        return _generations(_run(self.llm, prompts, params, media))
 
     def prompt_logprobs(
         self,
@@ -491,13 +543,13 @@ class _Replica:
     def prefix_block_size(self) -> int | None:
         return self.engine.prefix_block_size
 
-    def generated_ids(
+    def generate(
         self,
         prompts: list[list[int]],
         params: list[dict[str, Any]],
         media: list[MultiModalData] | None = None,
-    ) -> list[list[int]]:
-        return self.engine.generated_ids(prompts, params, media)
+    ) -> list[EngineGeneration]:
+        return self.engine.generate(prompts, params, media)
 
     def prompt_logprobs(
         self,
@@ -529,13 +581,13 @@ class _RayEngine:
     def prefix_block_size(self) -> int | None:
         return self._block_size
 
-    def generated_ids(
+    def generate(
         self,
         prompts: list[list[int]],
         params: list[dict[str, Any]],
         media: list[MultiModalData] | None = None,
-    ) -> list[list[int]]:
-        return self._spread("generated_ids", prompts, params, media)
+    ) -> list[EngineGeneration]:
+        return self._spread("generate", prompts, params, media)
 
     def prompt_logprobs(
         self,

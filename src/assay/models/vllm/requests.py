@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from assay.errors import ConfigError, ModelError
 from assay.images import IMAGE_PLACEHOLDER, DocImage, replace_placeholders
 from assay.models._decoding import decoding_of
 from assay.models.args import REQUIRED, Arg, AutoOrCount, BatchSize, typed_args
 from assay.models.spans import ScoredSpan
+from assay.models.thinking import thinking_args
 from assay.prompts.chat import RESERVED_TEMPLATE_ARGS
-from assay.requests.types import GenerateRequest
+from assay.requests.types import FinishReason, GenerateRequest
 
 VLLM_ARGS: dict[str, Arg] = {
     "pretrained": Arg(str, REQUIRED),
@@ -39,6 +40,10 @@ VLLM_ARGS: dict[str, Arg] = {
     "batch_size": Arg(AutoOrCount, "auto"),
     "max_images": Arg(int, None, nullable=True, minimum=1),
     "image_token": Arg(str, IMAGE_PLACEHOLDER),
+    "think_end_token": Arg(str, None, nullable=True),
+    "think_start_token": Arg(str, None, nullable=True),
+    "thinking_budget": Arg(int, None, nullable=True, minimum=0),
+    "enable_thinking": Arg(bool, None, nullable=True),
 }
 
 SCORING_PARAMS: dict[str, Any] = {
@@ -97,6 +102,22 @@ class VLLMArgs:
     image_token: str
     """What each `<image>` placeholder becomes in the prompt text: the model's image token
     (`<image>` for LLaVA-style models, which vLLM expands to the image's features)."""
+    think_end_token: str | None
+    """End of a reasoning model's thinking (`</think>`): the thinking is kept apart from the
+    answer, which stop strings then apply to alone (they are not sent to the engine)."""
+    think_start_token: str | None
+    """Start of the thinking (`models.thinking.Thinking.start`)."""
+    thinking_budget: int | None
+    """Thinking tokens allowed: a generation that thought for more counts as unclosed."""
+    enable_thinking: bool | None
+    """Passed to chat templates that take it (Qwen3's `enable_thinking`)."""
+
+    def template_args(self) -> dict[str, Any] | None:
+        """Keyword arguments of the chat template: `chat_template_args`, and
+        `enable_thinking` when given."""
+        if self.enable_thinking is None:
+            return self.chat_template_args
+        return {**(self.chat_template_args or {}), "enable_thinking": self.enable_thinking}
 
 
 def parse_vllm_args(model_args: Mapping[str, Any]) -> VLLMArgs:
@@ -116,6 +137,17 @@ def parse_vllm_args(model_args: Mapping[str, Any]) -> VLLMArgs:
             "renderer sets itself; drop them (a final assistant message is continued, any other "
             "conversation gets the generation prompt)."
         )
+    if args.enable_thinking is not None and "enable_thinking" in (args.chat_template_args or {}):
+        raise ConfigError(
+            "--model vllm: enable_thinking is given both as a model arg and in "
+            "chat_template_args; give it once."
+        )
+    if args.enable_thinking and args.think_end_token is None:
+        raise ConfigError(
+            "--model vllm: enable_thinking=true needs think_end_token=<the marker that ends the "
+            "thinking, e.g. </think>>: without it the thinking would be scored as the answer."
+        )
+    thinking_args("vllm", args.think_end_token, args.think_start_token, args.thinking_budget)
     return args
 
 
@@ -182,12 +214,15 @@ def _kept(images: Sequence[DocImage], args: VLLMArgs) -> int:
     return len(images) if args.max_images is None else min(args.max_images, len(images))
 
 
-def generation_params(request: GenerateRequest, default_seed: int | None) -> dict[str, Any]:
+def generation_params(
+    request: GenerateRequest, default_seed: int | None, *, send_stops: bool = True
+) -> dict[str, Any]:
     """SamplingParams keyword arguments of one generation request.
 
     vLLM takes any number of stop strings, so all of them stop the engine; the text is still
-    cut afterwards, as every backend does. `GenParams.extra` entries pass through unchanged;
-    parameters marked `as_given` are exactly the SamplingParams arguments.
+    cut afterwards, as every backend does. Without `send_stops` (a reasoning model, whose stop
+    strings apply to the answer alone) none is sent. `GenParams.extra` entries pass through
+    unchanged; parameters marked `as_given` are exactly the SamplingParams arguments.
     """
     if request.params.as_given:
         return dict(request.params.extra)
@@ -202,10 +237,30 @@ def generation_params(request: GenerateRequest, default_seed: int | None) -> dic
         params["top_k"] = decoding.top_k
     if decoding.seed is not None:
         params["seed"] = decoding.seed
-    if decoding.stops:
+    if decoding.stops and send_stops:
         params["stop"] = list(decoding.stops)
     params.update(dict(request.params.extra))
     return params
+
+
+class EngineGeneration(NamedTuple):
+    """What vLLM's `CompletionOutput` says of one generation."""
+
+    token_ids: list[int]
+    finish_reason: str | None
+    """vLLM's: "stop", "length" or "abort"."""
+    stop_reason: str | int | None
+    """The stop string (str) or token id (int) that ended it; None: end of sequence."""
+
+    def ending(self) -> FinishReason | None:
+        """The finish reason as a Generation says it: "stop_sequence" when a stop string
+        ended it, "stop" at a stop token or the end of sequence, "length" at max_tokens;
+        None for an aborted request."""
+        if self.finish_reason == "length":
+            return "length"
+        if self.finish_reason == "stop":
+            return "stop_sequence" if isinstance(self.stop_reason, str) else "stop"
+        return None
 
 
 PromptLogprobs = Sequence[Mapping[int, float] | None]
