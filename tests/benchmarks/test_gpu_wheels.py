@@ -86,7 +86,7 @@ def link_image(folder: Path) -> None:
             continue
         tops = {f.parts[0] for f in dist.files or () if not f.parts[0].startswith("..")}
         for top in tops:
-            source = Path(dist.locate_file(top))
+            source = Path(str(dist.locate_file(top)))
             if source.exists() and not (folder / top).exists():
                 (folder / top).symlink_to(source)
 
