@@ -63,18 +63,18 @@ def test_dry_run_compares_both_harnesses_on_every_task_and_times_each_trick(gpu_
 
 
 def test_steps_past_the_deadline_are_skipped_and_a_running_one_is_stopped(gpu_check):
-    runner = gpu_check.Runner(gpu_check.Clock(0.5))
+    runner = gpu_check.Runner(gpu_check.Clock(5.0))
     assert runner.run("quick", lambda: {"wall_s": 0.0}).status == "done"
 
     def spins() -> dict:
-        end = time.monotonic() + 10  # bounded: the deadline stops it long before
+        end = time.monotonic() + 60  # bounded: the deadline stops it long before
         while time.monotonic() < end:
             time.sleep(0.01)
         return {}
 
     stopped = runner.run("long", spins)
-    assert stopped.status == "stopped" and stopped.seconds < 5
-    skipped = runner.run("late", lambda: {}, estimate=1.0)
+    assert stopped.status == "stopped" and stopped.seconds < 30
+    skipped = runner.run("late", lambda: {}, estimate=0.0)
     assert skipped.status == "skipped" and "deadline" in skipped.reason
     assert runner.seconds_of("quick") is not None and runner.seconds_of("long") is None
 
