@@ -121,3 +121,18 @@ def test_dtype_auto_takes_the_checkpoint_dtype_as_transformers_does(tiny_model_d
     assert hf(pretrained=str(saved), device="cpu").identity()["dtype"] == "bfloat16"
     assert hf(pretrained=str(saved), device="cpu", dtype="float").identity()["dtype"] == "float32"
     assert hf(pretrained=str(tiny_model_dir), device="cpu").identity()["dtype"] == "float32"
+
+
+@pytest.mark.skipif(
+    torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA"
+)
+def test_asking_for_cuda_without_a_gpu_is_refused_by_name(tiny_model_dir):
+    from assay.errors import ModelError
+
+    with pytest.raises(ModelError, match="device='cuda:1' is not available on this machine"):
+        hf(pretrained=str(tiny_model_dir), device="CUDA:1")
+
+
+def test_the_scorer_takes_the_pass_cost_of_its_device(tiny_model_dir):
+    lm = hf(pretrained=str(tiny_model_dir), device="cpu", dtype="float32")
+    assert lm.scorer.pass_overhead == PASS_OVERHEAD_TOKENS
