@@ -419,3 +419,63 @@ def test_vllm_scores_with_its_prefix_cache_as_without_it(model_dir, tmp_path):
     for task in ("mmlu_shaped", "mmlu_shaped_text"):
         shared = results["assay"]["requests"][task]["prefix_cache"]
         assert 0 < shared["hits"] < shared["queries"], task
+
+
+# -- a reasoning model ---------------------------------------------------------------------
+
+THINKING_TASK = """\
+task: tiny_think
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: rows.jsonl
+test_split: test
+output_type: generate_until
+doc_to_text: "Question: {{q}} Answer:"
+doc_to_target: "#### 7"
+generation_kwargs:
+  until: ["Question:"]
+  max_gen_toks: 16
+metric_list:
+  - metric: exact_match
+"""
+QUESTIONS = ["think about 1", "say 2", "think about 3", "say 4"]
+
+
+def test_vllm_splits_thinking_and_reads_how_generations_ended(tmp_path):
+    from fixtures.tiny_thinking_model import ANSWER, THINKING, build_tiny_thinking_model
+
+    model = build_tiny_thinking_model(tmp_path / "model", hidden=64, heads=2)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "rows.jsonl").write_text("".join(json.dumps({"q": q}) + "\n" for q in QUESTIONS))
+    (tasks / "tiny_think.yaml").write_text(THINKING_TASK)
+    model_args = (
+        f"pretrained={model},dtype=float32,max_model_len=128,gpu_memory_utilization=0.1,"
+        "enforce_eager=True,think_end_token=</think>,think_start_token=<think>"
+    )
+    thinks = [q.startswith("think") for q in QUESTIONS]
+    for cap in (len(THINKING), 16):  # no room to close the thinking, then room for all
+        args = ["--model", "vllm", "--model-args", model_args, "--tasks", "tiny_think",
+                "--include-path", str(tasks), "--apply-chat-template",
+                "--gen-kwargs", f"max_gen_toks={cap}"]  # fmt: skip
+        samples = assay_run(VLLM_PYTHON, args, tmp_path / f"cap{cap}")["tiny_think"]
+        entry = json.loads((tmp_path / f"cap{cap}" / "results.json").read_text())["assay"][
+            "generations"
+        ]["tiny_think"]
+        cut = sum(thinks) if cap == len(THINKING) else 0
+        assert (entry["generations"], entry["truncated"], entry["unclosed_thinking"]) == (
+            len(QUESTIONS),
+            cut,
+            cut,
+        )
+        ended = [s["generations"][0][0] for s in sorted(samples, key=lambda s: s["doc_id"])]
+        assert [g["finish_reason"] for g in ended] == [
+            "length" if t and cut else "stop" for t in thinks
+        ]
+        assert [g["reasoning_tokens"] for g in ended] == [
+            len(THINKING) if t else None for t in thinks
+        ]
+        if not cut:
+            assert [g["answer_tokens"] for g in ended] == [len(ANSWER)] * len(QUESTIONS)
+            assert [g["thinking_closed"] for g in ended] == [True if t else None for t in thinks]
