@@ -125,7 +125,7 @@ def lm_eval_command(lm_eval: Path, out: Path | None, log_samples: bool) -> list[
 _PHASES = """
 import json, sys, time
 start = time.perf_counter()
-from assay import evaluator
+from assay.run import evaluation as evaluator
 from assay.cli import main as cli_main
 from assay.execution.local import LocalExecutor
 from assay.results.writer import OutputDir

@@ -56,9 +56,9 @@ def model_spec(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 
 
 def timed_local(name: str, model_args: dict[str, Any], requests: list[Any]) -> tuple[float, list]:
-    from assay.evaluator import RunSettings
     from assay.execution.local import LocalExecutor
     from assay.run.backend import build_model
+    from assay.run.settings import RunSettings
 
     executor = LocalExecutor(build_model(RunSettings(model=name, model_args=model_args)))
     started = time.perf_counter()

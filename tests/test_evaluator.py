@@ -7,12 +7,14 @@ import json
 
 import pytest
 
-import assay.evaluator as evaluator_module
+import assay.run.evaluation as evaluator_module
 from assay.doc import Doc
 from assay.errors import AssayError, ConfigError, TaskConfigError
-from assay.evaluator import Evaluation, RunSettings, evaluate
 from assay.models.base import LM, MODELS
 from assay.requests.types import LoglikelihoodResult, RollingResult
+from assay.run.api import evaluate
+from assay.run.evaluation import Evaluation
+from assay.run.settings import RunSettings
 from assay.tasks.config import TaskConfig
 from assay.tasks.registry import Registry, Resolved, TaskRequest
 

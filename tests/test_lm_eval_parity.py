@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from assay.evaluator import evaluate
 from assay.models.base import LM
 from assay.prompts.chat import ChatTemplate, TokenizerChatTemplate
 from assay.requests.types import LoglikelihoodResult, RollingResult
+from assay.run.api import evaluate
 
 PARITY = Path(__file__).parent / "data" / "lm_eval_parity"
 RUNS = json.loads((PARITY / "expected" / "runs.json").read_text(encoding="utf-8"))

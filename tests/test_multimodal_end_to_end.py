@@ -17,10 +17,11 @@ from PIL import Image, ImageDraw
 
 from assay import Doc, TaskConfig
 from assay.cli.main import main
-from assay.evaluator import Evaluation, RunSettings
 from assay.images import DocImage
 from assay.models.dummy import DummyLM
 from assay.requests.types import LoglikelihoodRequest
+from assay.run.evaluation import Evaluation
+from assay.run.settings import RunSettings
 from assay.tasks.registry import Resolved, TaskRequest
 
 COLORS = ["red", "green", "blue", "white"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 
 from assay.cli.main import build_parser
-from assay.evaluator import evaluate
+from assay.run.api import evaluate
 from assay.run.settings import (
     RECORDED,
     RUN_IDENTITY,

@@ -198,7 +198,8 @@ def test_pass_through_metrics_on_generated_text_give_the_aggregation_gold_and_pr
 
 
 def test_a_group_aggregation_function_is_called_on_its_leaf_tasks(tree, tmp_path):
-    from assay.evaluator import Evaluation, RunSettings
+    from assay.run.evaluation import Evaluation
+    from assay.run.settings import RunSettings
 
     rows = "".join(json.dumps({"q": f"q{i}", "a": "x"}) + "\n" for i in range(7))
     (tree / "data.jsonl").write_text(rows, encoding="utf-8")

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from assay.doc import Doc, OutputType, SamplingMethod
     from assay.errors import AssayError
-    from assay.evaluator import evaluate
     from assay.filters.base import Filter, FilterEnsemble, build_filter_ensemble, register_filter
     from assay.metrics.base import Metric, SampleInput, register_aggregation, register_metric
     from assay.models.base import LM, register_model
     from assay.pipelines.experiment import Experiment, run_evals
     from assay.prompts.manager import PromptManager
     from assay.results.compare import CompareOptions, compare
+    from assay.run.api import evaluate
     from assay.run.settings import RunSettings
     from assay.tasks.config import MetricSpec, TaskConfig
     from assay.tasks.registry import Registry
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "evaluate": "assay.evaluator",
+    "evaluate": "assay.run.api",
     "compare": "assay.results.compare",
     "CompareOptions": "assay.results.compare",
     "RunSettings": "assay.run.settings",

@@ -90,8 +90,8 @@ def test_two_ranks_write_what_one_process_writes(tmp_path):
 
 def test_world_size_without_a_launcher_is_a_config_error(monkeypatch):
     from assay.errors import ConfigError
-    from assay.evaluator import RunSettings
     from assay.run.backend import build_executor
+    from assay.run.settings import RunSettings
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "0")

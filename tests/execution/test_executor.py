@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from assay.errors import ConfigError, ModelError
-from assay.evaluator import RunSettings
 from assay.execution.cache import ResponseCache, request_key
 from assay.execution.executor import Executor, compute_chunk, plan_requests
 from assay.execution.local import LocalExecutor, run_requests
@@ -20,6 +19,7 @@ from assay.requests.types import (
     kind_of,
 )
 from assay.run.backend import build_executor
+from assay.run.settings import RunSettings
 
 
 def mixed_requests() -> list:

@@ -13,9 +13,10 @@ import pytest
 
 from assay.cli.main import main
 from assay.errors import ConfigError
-from assay.evaluator import Evaluation, RunSettings
 from assay.execution.executor import Executor
 from assay.run.backend import build_executor
+from assay.run.evaluation import Evaluation
+from assay.run.settings import RunSettings
 from assay.tasks.registry import Registry
 
 TASKS_DIR = Path(__file__).parents[1] / "data" / "lm_eval_parity" / "tasks"

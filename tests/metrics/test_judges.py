@@ -10,10 +10,10 @@ import sqlite3
 import pytest
 
 from assay.errors import ConfigError
-from assay.evaluator import evaluate
 from assay.metrics.base import get_metric
 from assay.metrics.judges import JudgeInput
 from assay.results.compare import compare
+from assay.run.api import evaluate
 
 ROWS = [{"q": f"What is {i}+1?", "a": str(i + 1)} for i in range(4)]
 
@@ -231,7 +231,8 @@ def test_judge_served_over_http_is_cached_and_recorded(tmp_path, tiny_model_dir)
 
 def test_python_task_config_takes_judge_metrics_and_results_name_the_judge():
     from assay.doc import Doc
-    from assay.evaluator import Evaluation, RunSettings
+    from assay.run.evaluation import Evaluation
+    from assay.run.settings import RunSettings
     from assay.tasks.config import TaskConfig
     from assay.tasks.registry import Resolved, TaskRequest
 

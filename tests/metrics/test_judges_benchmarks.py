@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from assay.doc import Doc
-from assay.evaluator import Evaluation, RunSettings, evaluate
 from assay.metrics.base import get_metric
 from assay.metrics.judges import JudgeInput
+from assay.run.api import evaluate
+from assay.run.evaluation import Evaluation
+from assay.run.settings import RunSettings
 from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.registry import Resolved, TaskRequest
 

@@ -64,7 +64,7 @@ def test_predict_only_leaves_a_tasks_own_judge_idle(tmp_path):
 
 
 def test_a_judge_is_printed_without_its_secrets():
-    from assay.metrics.judges import JudgeSpec
+    from assay.run.judging import JudgeSpec
 
     spec = JudgeSpec("openai-chat", {"model": "m", "api_key": "sk-123456"})
     assert spec.label() == "openai-chat(model=m, api_key=***)"

@@ -23,7 +23,6 @@ from toy_tasks import (
 )
 
 from assay.cli.main import main
-from assay.evaluator import evaluate
 from assay.execution.cache import ResponseCache, model_key, request_key
 from assay.execution.executor import DEFAULT_CHUNK_SIZE, commit_chunk
 from assay.execution.local import run_requests
@@ -35,6 +34,7 @@ from assay.requests.types import (
     LoglikelihoodRequest,
     LoglikelihoodResult,
 )
+from assay.run.api import evaluate
 
 COMPUTED = re.compile(r"from the cache, (\d+) to compute")
 CACHED = re.compile(r"(\d+) from the cache")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from toy_tasks import normalised_results, output_files
 
-import assay.evaluator
+import assay.run.evaluation
 from assay.cli.main import main
 
 
@@ -62,7 +62,7 @@ def test_samples_and_results_do_not_depend_on_task_order(task_dir, tmp_path, bas
 
 
 def test_samples_do_not_depend_on_shard_size(task_dir, tmp_path, baseline, monkeypatch):
-    monkeypatch.setattr(assay.evaluator, "SHARD_DOCS", 5)
+    monkeypatch.setattr(assay.run.evaluation, "SHARD_DOCS", 5)
     assert run(task_dir, tmp_path / "sharded") == baseline
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from assay.cli.main import main
 from assay.errors import ConfigError, DataError, TaskConfigError
-from assay.evaluator import evaluate
 from assay.results.schema import cluster_label
+from assay.run.api import evaluate
 from assay.run.settings import parse_cluster_by
 from assay.tasks.registry import Registry
 

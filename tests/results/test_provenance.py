@@ -15,11 +15,11 @@ import pytest
 
 import assay
 from assay.errors import ResultsError
-from assay.evaluator import evaluate
 from assay.models.dummy import DummyLM
 from assay.results.compare import compare_runs
 from assay.results.provenance import backend_identity
 from assay.results.readers import read_run
+from assay.run.api import evaluate
 
 TASKS = Path(__file__).resolve().parents[1] / "data" / "lm_eval_runs" / "tasks"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from assay.errors import ResultsError
-from assay.evaluator import evaluate
 from assay.results.readers import read_run
+from assay.run.api import evaluate
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "lm_eval_runs"
 TASKS = RUNS / "tasks"

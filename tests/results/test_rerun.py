@@ -9,7 +9,7 @@ import pytest
 
 from assay.doc import Doc
 from assay.errors import ConfigError
-from assay.evaluator import Evaluation
+from assay.run.evaluation import Evaluation
 from assay.run.settings import RunSettings
 from assay.tasks.config import TaskConfig
 from assay.tasks.registry import Resolved, TaskRequest

@@ -5,8 +5,7 @@ The expected tables were printed once by lm-eval's own make_table on RESULTS.
 
 from __future__ import annotations
 
-from assay.evaluator import results_tables
-from assay.results.table import make_table
+from assay.results.table import make_table, results_tables
 
 RESULTS = {
     "results": {

@@ -267,9 +267,11 @@ def test_no_secret_reaches_a_logged_file(tasks, tmp_path, wandb_offline):
     ],
 )
 def test_bad_log_to_is_refused_before_any_model_loads(tasks, argv, message, capsys, monkeypatch):
-    import assay.evaluator
+    import assay.run.evaluation
 
-    monkeypatch.setattr(assay.evaluator, "build_executor", lambda *a: pytest.fail("model built"))
+    monkeypatch.setattr(
+        assay.run.evaluation, "build_executor", lambda *a: pytest.fail("model built")
+    )
     base = ["run", "-m", "dummy", "-t", "track_task", "--include-path", str(tasks)]
     assert main(base + argv) == 2
     assert message in capsys.readouterr().err

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from assay.evaluator import evaluate
 from assay.models.dummy import DummyLM
 from assay.requests.types import GenerateRequest
 from assay.results.compare import what_differs
 from assay.results.readers import read_run
+from assay.run.api import evaluate
 
 # The bundled example row of HumanEval is `add(a, b)`; four completions of it, cycled over the
 # 64 samples of humaneval_64 (16 each): one right, three wrong in different ways.

@@ -18,9 +18,9 @@ import pytest
 
 from assay.cli import main
 from assay.errors import TaskConfigError
-from assay.evaluator import evaluate
 from assay.models.dummy import DummyLM
 from assay.requests.types import GenerateRequest
+from assay.run.api import evaluate
 from assay.tasks.registry import Registry
 
 pytest.importorskip("lm_eval")

@@ -292,7 +292,7 @@ class ConstantLM(LM):
 
 
 def test_process_results_values_are_aggregated_by_the_metric_list(folder):
-    from assay.evaluator import evaluate
+    from assay.run.api import evaluate
 
     write(
         folder,

@@ -98,7 +98,8 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
 
 def main(args: argparse.Namespace) -> int:
     """Run the evaluation the command line describes and print its tables."""
-    from assay.evaluator import Evaluation, results_tables
+    from assay.results.table import results_tables
+    from assay.run.evaluation import Evaluation
     from assay.tasks.registry import Registry
 
     names = split_csv(args.tasks)

@@ -37,7 +37,7 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Load every task's data and build its first doc; print one line per task."""
-    from assay.evaluator import Evaluation
+    from assay.run.evaluation import Evaluation
     from assay.tasks.registry import Registry
 
     if args.no_data:

@@ -83,3 +83,11 @@ def make_table(results: dict[str, Any], section: str = "results") -> str:
     ]
     writer.value_matrix = table_rows(results, section)
     return writer.dumps()
+
+
+def results_tables(results: dict[str, Any]) -> str:
+    """The printed tables: tasks, then groups when there are any."""
+    tables = [make_table(results, "results")]
+    if results.get("groups"):
+        tables.append(make_table(results, "groups"))
+    return "\n\n".join(table.rstrip("\n") for table in tables)

@@ -1,9 +1,10 @@
-"""evaluate(): the pipeline for benchmark tasks, streamed shard by shard.
+"""The pipeline for benchmark tasks, streamed shard by shard.
 
-For each task: docs -> requests (`build_requests`) -> executor -> filters -> metrics ->
-aggregate -> write. Every task is checked and its data loaded before the model is built; each
-task's numbers and samples are written as soon as it finishes. The stages live in their own
-modules (see ARCHITECTURE.md); this one wires them.
+For each task: docs -> requests (`build_requests`) -> executor (`answering`; `follow_ups` for
+multi-turn docs) -> filters -> judges (`judging`) -> metrics (`scoring`) -> aggregate -> write.
+Every task is checked and its data loaded before the model is built; each task's numbers and
+samples are written as soon as it finishes. The stages live in their own modules (see
+ARCHITECTURE.md); this one wires them. `evaluate()` (`run.api`) is its Python entry point.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from assay.errors import DataError, FailedRequests, ModelError
 from assay.execution.api_usage import usage_delta
 from assay.execution.budget import spending_limit
 from assay.execution.cache import CACHE_FILE, ResponseCache
@@ -26,26 +26,19 @@ from assay.execution.seeding import seed_globals, seed_torch
 from assay.execution.stats import RunStats, counter_delta, task_batch_sizes
 from assay.metrics.base import ScoredMetric
 from assay.metrics.judges.grading import judge_metrics
-from assay.metrics.judges.role import Judges, TaskJudging, check_judges
-from assay.models.base import LM, BackendLike
-from assay.requests.build import (
-    build_requests,
-    check_images_accepted,
-    follow_up_request,
-    repeated,
-)
+from assay.models.base import LM
+from assay.requests.build import build_requests, check_images_accepted
 from assay.requests.doc_result import DocResult
-from assay.requests.plan import Capabilities, GenerationPolicy, PromptSettings, RequestPlan
-from assay.requests.types import Generation
-from assay.results.builder import ResultsBuilder, RunInfo, TaskRecord, git_hash
-from assay.results.generations import DOCS_PAGE, GenerationTally, answer_seen
-from assay.results.provenance import backend_identity
+from assay.requests.plan import Capabilities
+from assay.results.builder import ResultsBuilder, TaskRecord
 from assay.results.samples import SamplesLog, doc_hash
 from assay.results.summary import MetricColumns, task_entry
-from assay.results.table import make_table
 from assay.results.writer import OutputDir
-from assay.run.backend import backend_args, backend_class, build_executor
-from assay.run.header import run_provenance
+from assay.run.answering import Answering
+from assay.run.backend import backend_class, build_executor
+from assay.run.follow_ups import ask_follow_ups
+from assay.run.header import run_info
+from assay.run.judging import Judges, TaskJudging, check_judges
 from assay.run.plan import (
     TaskPlan,
     check_cluster_field,
@@ -55,19 +48,18 @@ from assay.run.plan import (
     cluster_of,
     configure_task,
     doc_ids,
+    plan_task,
 )
-from assay.run.resume import check_folder, clear_folder, run_key, stored_run_key
+from assay.run.resume import check_folder, clear_folder, run_key
 from assay.run.scoring import apply_filters, score
-from assay.run.settings import RunSettings, parse_cluster_by, parse_samples, setting_names
-from assay.sandbox import SandboxMode, SandboxPolicy
+from assay.run.settings import RunSettings
+from assay.sandbox import SandboxPolicy
 from assay.sandbox.policy import notice as sandbox_notice
 from assay.sandbox.policy import resolve as resolve_sandbox
 from assay.sandbox.policy import using as using_sandbox
-from assay.seeds import SEED_KEYS, Seeds
 from assay.tasks.code_routes import code_route
 from assay.tasks.code_routes import describe as describe_code_route
-from assay.tasks.names import split_csv
-from assay.tasks.registry import Registry, Resolved
+from assay.tasks.registry import Resolved
 from assay.tasks.task import Task
 
 SHARD_DOCS = 2000
@@ -106,8 +98,6 @@ class Evaluation:
         )
         """Per task with judge metrics, the judges that grade it (first, and maybe second)."""
         self.sandbox = _sandbox_policy(settings, self.tasks)
-        self.tallies: dict[str, GenerationTally] = {}
-        """Per task run so far: how its generations ended (results.json's assay.generations)."""
 
     def load_data(self) -> None:
         """Load every task's dataset and build its first doc (in parallel), before any model is
@@ -144,6 +134,7 @@ class Evaluation:
             # Before the (slow) model load; the model's identity is checked once it is built.
             check_folder(self.settings.output_dir, self._run_key(), None, self.settings.overwrite)
         self.executor = executor or build_executor(self.settings, model)
+        self.answering = Answering(self.executor, self.settings.unclosed_thinking)
         seed_torch(self.settings.seed)
         try:
             results = self._run_tasks(self.executor.model, started, date)
@@ -162,18 +153,6 @@ class Evaluation:
         assert s.output_dir is not None  # check_settings refuses --log-to without it
         trackers = check_trackers(s.log_to, s.log_to_args)
         return log_run(trackers, results, s.output_dir, s.log_to_args)
-
-    def plan(self, task: Task, capabilities: Capabilities) -> TaskPlan:
-        """What the run does for `task`, with a backend of `capabilities`."""
-        s, config, scorers = self.settings, task.config, self.scorers[task.name]
-        requests = RequestPlan.for_task(
-            config,
-            PromptSettings(s.apply_chat_template, s.system_instruction, s.fewshot_as_multiturn),
-            capabilities,
-            GenerationPolicy.for_task(config, s.gen_kwargs, s.seed.torch),
-            with_unconditioned=scorers.with_unconditioned,
-        )
-        return TaskPlan(task, requests, scorers)
 
     def _run_tasks(self, model: LM, started: float, date: float) -> dict[str, Any]:
         s = self.settings
@@ -204,8 +183,13 @@ class Evaluation:
             for spec in specs:
                 judges.role(spec)
         capabilities = Capabilities.of(model)
-        plans = [self.plan(task, capabilities) for task in self.tasks]
-        results = ResultsBuilder(self.resolved.groups, self._run_info(model, started, date, judges))
+        plans = [
+            plan_task(task, self.scorers[task.name], self.settings, capabilities)
+            for task in self.tasks
+        ]
+        judged_by = judges.identities(spec for specs in self.judges.values() for spec in specs)
+        info = run_info(self.settings, model, self._run_key(), started, date, judged_by)
+        results = ResultsBuilder(self.resolved.groups, info)
         for plan in plans:
             judging = None
             if plan.name in self.judges:
@@ -247,7 +231,7 @@ class Evaluation:
         )
         columns = MetricColumns(metrics)
         stats = RunStats()
-        self.tallies[task.name] = GenerationTally(self.settings.unclosed_thinking)
+        tally = self.answering.start_task(task.name)
         hashes: list[tuple[int, str]] = []
         ids = doc_ids(task, self.settings)
         reuse_before = self.executor.model.prefix_cache_stats()
@@ -266,8 +250,8 @@ class Evaluation:
                     DocResult.of(doc_id, doc, build_requests(plan.requests, doc, capabilities))
                     for doc_id, doc in shard
                 ]
-                stats += self._answer(task.name, results, cache, progress)
-                stats += self._follow_ups(plan, results, cache)
+                stats += self.answering.answer(task.name, results, cache, progress)
+                stats += ask_follow_ups(self.answering, plan, results, cache)
                 apply_filters(results, filters)
                 if judging is not None:
                     judging.judge(task.name, results, filter_names)
@@ -303,7 +287,7 @@ class Evaluation:
         if judging is not None:
             # Judge metrics: unparseable verdicts, the judge's noise, agreement of two judges.
             entry.update(judging.tally.entries())
-        notice = self.tallies[task.name].warning(task.name)
+        notice = tally.warning(task.name)
         if notice and self.executor.primary:
             print(f"warning: {notice}", file=sys.stderr)
         return TaskRecord(
@@ -317,7 +301,7 @@ class Evaluation:
             time.perf_counter() - started,
             judging.record() if judging is not None else None,
             self._sandbox_label() if task.config.unsafe_code else None,
-            self.tallies[task.name],
+            tally,
         )
 
     def _usage_stats(self) -> dict[str, int | float | None] | None:
@@ -330,121 +314,6 @@ class Evaluation:
     def _sandbox_label(self) -> str:
         policy = self.sandbox
         return f"docker:{policy.image}" if policy.mode == "docker" else policy.mode
-
-    def _answer(
-        self,
-        task: str,
-        results: list[DocResult],
-        cache: ResponseCache | None,
-        progress: LiveProgress,
-    ) -> RunStats:
-        """Have the executor answer every request of a shard (a doc's repeats included); file
-        the answers under their docs."""
-        asked = [
-            (result, i, request)
-            for result in results
-            for i, inst in enumerate(result.instances)
-            for request in repeated(inst.request, result.doc.num_samples or 1)
-        ]
-        progress.start_shard(len(results), len(asked))
-        try:
-            answers = self.executor.run(
-                [r for _, _, r in asked], cache=cache, progress=progress.advance
-            )
-        except FailedRequests as exc:
-            raise _name_failed_docs(task, exc, [(res.doc_id, i) for res, i, _ in asked]) from None
-        for (result, i, request), answer in zip(asked, answers, strict=True):
-            result.resps[i].append(
-                self._filed(task, result, (i, len(result.resps[i])), answer, request)
-            )
-        self._refuse_unclosed(task, results)
-        return answers.stats
-
-    def _filed(
-        self, task: str, result: DocResult, slot: tuple[int, int], answer: Any, request: Any
-    ) -> Any:
-        """`answer` as filters see it: a Generation's answer under --unclosed-thinking, its
-        metadata kept on the doc result (at `slot`: instance, repeat) and counted."""
-        if not isinstance(answer, Generation):
-            return answer
-        if answer.has_metadata:
-            result.generations[slot] = answer
-            self.tallies[task].add(answer, request)
-        return answer_seen(answer, self.settings.unclosed_thinking)
-
-    def _refuse_unclosed(self, task: str, results: Sequence[DocResult]) -> None:
-        """--unclosed-thinking fail: a task with a generation whose thinking never closed fails,
-        naming its docs."""
-        if self.settings.unclosed_thinking != "fail":
-            return
-        docs = [
-            r.doc_id
-            for r in results
-            if any(g.thinking_closed is False for g in r.generations.values())
-        ]
-        if docs:
-            shown = ", ".join(str(d) for d in docs[:10]) + (" ..." if len(docs) > 10 else "")
-            raise DataError(
-                f"task {task}: {len(docs)} doc(s) have a generation whose thinking never closed "
-                f"(docs {shown}), and --unclosed-thinking fail refuses to score them. Raise "
-                f"max_gen_toks (--gen-kwargs max_gen_toks=N) or the thinking budget, or score "
-                f"them as empty answers (--unclosed-thinking empty); see {DOCS_PAGE}."
-            )
-
-    def _follow_ups(
-        self, plan: TaskPlan, results: list[DocResult], cache: ResponseCache | None
-    ) -> RunStats:
-        """Multi-turn docs (`Doc.follow_ups`): ask each follow-up turn in the conversation so
-        far, turn by turn for the whole shard; the last answer becomes the doc's response and
-        the earlier exchanges its `history`."""
-        stats = RunStats()
-        pending = [r for r in results if r.doc.follow_ups]
-        for result in pending:
-            if len(result.instances) != 1 or len(result.resps[0]) != 1:
-                raise DataError(
-                    f"task {plan.name}: doc {result.doc_id} has follow-up turns, which need "
-                    "exactly one generation per doc (no repeats, num_samples 1)."
-                )
-        exchanges: dict[int, list[tuple[str, str]]] = {id(r): [] for r in pending}
-        last = {id(r): str(r.resps[0][0]) for r in pending}
-        last_generation = {id(r): r.generations.get((0, 0)) for r in pending}
-        turn = 0
-        while active := [r for r in pending if turn < len(r.doc.follow_ups or [])]:
-            requests = []
-            for result in active:
-                follow_up = (result.doc.follow_ups or [])[turn]
-                exchanges[id(result)].append((last[id(result)], follow_up))
-                requests.append(
-                    follow_up_request(
-                        plan.requests,
-                        result.doc,
-                        result.instances[0].request,
-                        exchanges[id(result)],
-                    )
-                )
-            try:
-                answers = self.executor.run(requests, cache=cache)
-            except FailedRequests as exc:
-                raise _name_failed_docs(
-                    plan.name, exc, [(r.doc_id, turn + 1) for r in active]
-                ) from None
-            stats += answers.stats
-            for result, answer, request in zip(active, answers, requests, strict=True):
-                result.generations.pop((0, 0), None)
-                last[id(result)] = str(self._filed(plan.name, result, (0, 0), answer, request))
-                last_generation[id(result)] = result.generations.get((0, 0))
-            self._refuse_unclosed(plan.name, active)
-            turn += 1
-        for result in pending:
-            said = exchanges[id(result)]
-            users = [result.doc.query, *(follow_up for _, follow_up in said)]
-            answers_in_order = [answer for answer, _ in said]
-            result.history = list(zip(users[:-1], answers_in_order, strict=True))
-            result.resps[0] = [last[id(result)]]
-            generation = last_generation[id(result)]
-            if generation is not None:  # the doc's response is the last turn's
-                result.generations[(0, 0)] = generation
-        return stats
 
     def _run_key(self) -> dict[str, Any]:
         return run_key(self.settings, [t.name for t in self.tasks])
@@ -460,51 +329,6 @@ class Evaluation:
         if isinstance(setting, str | Path):
             return Path(setting)
         return out.path / CACHE_FILE if out else None
-
-    def _run_info(
-        self, model: LM, started: float, date: float, judges: Judges | None = None
-    ) -> RunInfo:
-        """What produced this run, taken once when it starts."""
-        s = self.settings
-        config: Any = {
-            "model": s.model if isinstance(s.model, str) else type(s.model).__name__,
-            "model_args": s.model_args,
-            "batch_size": backend_args(s).get("batch_size")
-            if isinstance(s.model, str)
-            else s.batch_size,
-            "batch_sizes": [],  # those batch_size=auto picks, as tasks run
-            "device": s.device,
-            "use_cache": str(s.cache) if s.cache else None,
-            "limit": s.limit,
-            "bootstrap_iters": s.bootstrap_iters,
-            "gen_kwargs": s.gen_kwargs,
-            **dict(zip(SEED_KEYS, s.seed, strict=True)),
-            "model_identity": model.identity(),
-        }
-        if judges is not None:
-            # The run's judges (--judge-model ...), when a task uses them; a task's own judge
-            # is recorded under assay.judges.
-            for spec in {
-                spec.key(): spec for specs in self.judges.values() for spec in specs
-            }.values():
-                if spec.source.startswith("--"):
-                    flag = spec.source[2:].replace("-", "_")
-                    config[flag] = spec.model
-                    config[f"{flag}_args"] = spec.model_args
-                    config[f"{flag}_identity"] = judges.role(spec).identity()
-        return RunInfo(
-            config,
-            git_hash(),
-            date,
-            s.system_instruction,
-            PromptSettings(
-                s.apply_chat_template, s.system_instruction, s.fewshot_as_multiturn
-            ).multiturn,
-            s.apply_chat_template,
-            run_provenance(backend_identity(model), s, {}),
-            stored_run_key(self._run_key()),
-            started,
-        )
 
 
 def _live_metric(metrics: Sequence[ScoredMetric]) -> str | None:
@@ -529,22 +353,6 @@ def _first_metric(
     return [r.values[filter_names[0]].get(metric) for r in results]
 
 
-def _name_failed_docs(task: str, exc: FailedRequests, owners: list[tuple[int, int]]) -> ModelError:
-    """`exc` told by doc: which docs of `task` lost a request, and why (the first few)."""
-    failed = sorted(exc.failures.items())
-    docs = sorted({owners[i][0] for i, _ in failed})
-    shown = "; ".join(
-        f"doc {owners[i][0]} request {owners[i][1]}: {reason.rstrip('. ')}"
-        for i, reason in failed[:5]
-    )
-    more = f" (and {len(failed) - 5} more)" if len(failed) > 5 else ""
-    return ModelError(
-        f"task {task}: {len(docs)} doc(s) could not be scored because their requests failed "
-        f"({shown}{more}); the task was not scored. Answers that arrived are in the response "
-        f"cache: re-run to ask only for the rest. Backend said: {exc}"
-    )
-
-
 def _sandbox_policy(settings: RunSettings, tasks: Sequence[Task]) -> SandboxPolicy:
     """The sandbox the run's code tasks use, checked now (before any model is built), with a
     line on stderr saying what it isolates; the unchecked default when no task runs code."""
@@ -560,107 +368,3 @@ def _sandbox_policy(settings: RunSettings, tasks: Sequence[Task]) -> SandboxPoli
         print(describe_code_route(name, route, where), file=sys.stderr)
     print(sandbox_notice(resolved), file=sys.stderr)
     return resolved
-
-
-def evaluate(
-    model: str | LM | BackendLike,
-    tasks: str | Sequence[str],
-    *,
-    model_args: dict[str, Any] | str | None = None,
-    include_path: str | Path | Sequence[str | Path] = (),
-    custom_tasks: str | Path | Sequence[str | Path] = (),
-    num_fewshot: int | None = RunSettings.num_fewshot,
-    limit: int | float | None = RunSettings.limit,
-    samples: dict[str, list[int]] | str | None = None,
-    cluster_by: dict[str, str] | str | None = None,
-    batch_size: int | str | None = RunSettings.batch_size,
-    device: str | None = RunSettings.device,
-    batch_api: bool = RunSettings.batch_api,
-    max_cost: float | None = RunSettings.max_cost,
-    output_dir: str | Path | None = RunSettings.output_dir,
-    log_samples: bool = RunSettings.log_samples,
-    predict_only: bool = RunSettings.predict_only,
-    log_samples_reasoning: str = RunSettings.log_samples_reasoning,
-    unclosed_thinking: str = RunSettings.unclosed_thinking,
-    seed: Seeds | int | str | Sequence[int | None] | None = RunSettings.seed,
-    apply_chat_template: bool = RunSettings.apply_chat_template,
-    system_instruction: str | None = RunSettings.system_instruction,
-    fewshot_as_multiturn: bool | None = RunSettings.fewshot_as_multiturn,
-    gen_kwargs: dict[str, Any] | str | None = None,
-    metadata: dict[str, Any] | str | None = None,
-    bootstrap_iters: int = RunSettings.bootstrap_iters,
-    cache: str | Path | bool | None = RunSettings.cache,
-    confirm_run_unsafe_code: bool = RunSettings.confirm_run_unsafe_code,
-    sandbox: SandboxMode = RunSettings.sandbox,
-    sandbox_image: str | None = RunSettings.sandbox_image,
-    sandbox_workers: int | None = RunSettings.sandbox_workers,
-    dataset_loading_processes: int = RunSettings.dataset_loading_processes,
-    show_progress: bool = RunSettings.show_progress,
-    executor: str = RunSettings.executor,
-    replicas: int | None = RunSettings.replicas,
-    gpus_per_replica: float | None = RunSettings.gpus_per_replica,
-    ray_address: str | None = RunSettings.ray_address,
-    overwrite: bool = RunSettings.overwrite,
-    judge_model: str | None = RunSettings.judge_model,
-    judge_model_args: dict[str, Any] | str | None = None,
-    second_judge_model: str | None = RunSettings.second_judge_model,
-    second_judge_model_args: dict[str, Any] | str | None = None,
-    log_to: str | Sequence[str] | None = None,
-    log_to_args: dict[str, Any] | str | None = None,
-) -> dict[str, Any]:
-    """Evaluate `model` (a backend name such as "hf", an LM object, or any object with LM's
-    request methods and `identity`: `BackendLike`) on `tasks` and return the results dict
-    (lm-eval layout).
-
-    Arguments take the command line's forms too: `tasks="a,b"`, `model_args` and `gen_kwargs`
-    as "k=v,k2=v2" strings, a single include path or custom task file. The keywords after
-    `custom_tasks` are the fields of RunSettings, with its defaults (documented there).
-    """
-    from assay.models.args import parse_kv
-
-    settings = {k: v for k, v in locals().items() if k in _KEYWORD_SETTINGS}
-    run = RunSettings(
-        **settings,
-        model=model,
-        model_args=parse_kv(model_args, "model_args"),
-        judge_model_args=parse_kv(judge_model_args, "judge_model_args"),
-        second_judge_model_args=parse_kv(second_judge_model_args, "second_judge_model_args"),
-        gen_kwargs=parse_kv(gen_kwargs, "gen_kwargs"),
-        metadata=parse_kv(metadata, "metadata"),
-        samples=parse_samples(samples, "samples"),
-        cluster_by=parse_cluster_by(cluster_by),
-        log_to=split_csv([log_to] if isinstance(log_to, str) else list(log_to or [])),
-        log_to_args=parse_kv(log_to_args, "log_to_args"),
-    )
-    registry = Registry(_paths(include_path), _paths(custom_tasks))
-    names = split_csv([tasks] if isinstance(tasks, str) else list(tasks))
-    evaluation = Evaluation(registry.resolve(names), run)
-    return evaluation.run()
-
-
-_KEYWORD_SETTINGS = frozenset(setting_names()) - {
-    "model",
-    "model_args",
-    "judge_model_args",
-    "second_judge_model_args",
-    "gen_kwargs",
-    "metadata",
-    "samples",
-    "cluster_by",
-    "log_to",
-    "log_to_args",
-}
-"""The RunSettings fields evaluate() takes as plain keywords (the rest are parsed first)."""
-
-
-def _paths(value: str | Path | Sequence[str | Path]) -> list[str | Path]:
-    """One path or several (a lone string is a path, not a sequence of characters)."""
-    return [value] if isinstance(value, str | Path) else list(value)
-
-
-def results_tables(results: dict[str, Any]) -> str:
-    """The printed tables: tasks, then groups when there are any."""
-    tables = [make_table(results, "results")]
-    if results.get("groups"):
-        tables.append(make_table(results, "groups"))
-    return "\n\n".join(table.rstrip("\n") for table in tables)

@@ -1,4 +1,6 @@
-"""The judge role of a run: which judge models grade which task, their executors and caches.
+"""The judging stage of a run: which judge models grade which task, their executors and caches,
+and the shard by shard judging that runs between filters and metrics (verdict parsing and the
+judge metrics are `assay.metrics.judges`).
 
 A judge is any assay backend, built from the run's settings as the evaluated model is
 (`run.backend.build_executor`) and run through the same kind of executor, so batching,
@@ -16,27 +18,26 @@ and the results add the second judge's number and how far the two agree.
 from __future__ import annotations
 
 import logging
-import math
-import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assay.errors import ConfigError, FailedRequests, ModelError, TaskConfigError
 from assay.execution.api_usage import usage_delta
+from assay.execution.cache import ResponseCache
+from assay.execution.executor import Executor
 from assay.execution.stats import RunStats
-from assay.metrics.judges.grading import Judgement, JudgeMetric
+from assay.metrics.judges.grading import JudgeMetric
 from assay.metrics.judges.stage import Verdict, judge_shard
+from assay.metrics.judges.tally import JudgeTally
+from assay.models.base import MODELS
+from assay.requests.doc_result import DocResult
 from assay.requests.types import canonical_json
+from assay.run.backend import build_executor
+from assay.run.settings import RunSettings
+from assay.tasks.config import TaskConfig
 from assay.util.redact import redact
-
-if TYPE_CHECKING:
-    from assay.execution.cache import ResponseCache
-    from assay.execution.executor import Executor
-    from assay.requests.doc_result import DocResult
-    from assay.run.settings import RunSettings
-    from assay.tasks.config import TaskConfig
 
 log = logging.getLogger(__name__)
 
@@ -137,8 +138,6 @@ def check_judges(
             f"--judge-model {settings.judge_model}: {reason}; remove --judge-model"
             + (" or add a judge metric to a task's metric_list." if not judged else ".")
         )
-    from assay.models.base import MODELS
-
     for specs in chosen.values():
         for spec in specs:
             if spec.model not in MODELS:
@@ -181,9 +180,6 @@ class JudgeRole:
     @classmethod
     def build(cls, spec: JudgeSpec, settings: RunSettings, cache_path: Path | None) -> JudgeRole:
         """The judge `spec` (its backend loaded now), caching into `cache_path`."""
-        from assay.execution.cache import ResponseCache
-        from assay.run.backend import build_executor
-
         judge_settings = replace(
             settings,
             model=spec.model,
@@ -250,6 +246,11 @@ class Judges:
             self.roles[key] = JudgeRole.build(spec, self.settings, self.cache_path)
         return self.roles[key]
 
+    def identities(self, specs: Iterable[JudgeSpec]) -> list[tuple[JudgeSpec, dict[str, Any]]]:
+        """Each judge of `specs` (once, however many tasks name it) with its identity."""
+        unique = {spec.key(): spec for spec in specs}
+        return [(spec, self.role(spec).identity()) for spec in unique.values()]
+
     def close(self) -> None:
         """Release every judge."""
         for role in self.roles.values():
@@ -293,86 +294,3 @@ class TaskJudging:
             }
             for role, stats in zip(self.roles, self.stats, strict=True)
         ]
-
-
-@dataclass
-class _Column:
-    metric: JudgeMetric
-    unparsed: int = 0
-    items: int = 0
-    spread: float = 0.0
-    """Sum over items of s_i^2 / k_i (s_i^2: the unbiased variance of the item's k_i parsed
-    sample scores); items judged once add nothing."""
-    samples: list[list[float]] = field(default_factory=list)
-    """Per item, the first judge's sample scores (self-agreement)."""
-    scores: list[tuple[float, float]] = field(default_factory=list)
-    """Per item, (first judge's score, second judge's score)."""
-    labels: list[tuple[str, str]] = field(default_factory=list)
-    """(first, second) categorical verdicts that both judges gave, prompt by prompt."""
-    second_unparsed: int = 0
-
-
-@dataclass
-class JudgeTally:
-    """Per judge metric and filter of a task: unparseable verdicts, the judge's own noise and,
-    with two judges, their agreement.
-
-    With judge_samples K > 1, each item's value is the mean of its parsed samples, so the
-    task's stderr (over item values) already carries the judge's noise: the variance of a mean
-    of per-item means is (sigma_items^2 + sigma_judge^2 / K) / n. The judge's share is reported
-    on its own as ``<metric>_judge_se``: sqrt(sum_i s_i^2 / k_i) / n, over the n items with a
-    parsed score.
-    """
-
-    two_judges: bool = False
-    columns: dict[tuple[str, str], _Column] = field(default_factory=dict)
-
-    def add(self, metric: JudgeMetric, filter_name: str, judgement: Judgement) -> None:
-        """Count one item's judgement."""
-        col = self.columns.setdefault((metric.name, filter_name), _Column(metric))
-        col.samples.append(judgement.sample_scores)
-        second = judgement.second
-        if second is not None:
-            col.scores.append((judgement.score, second.score))
-            col.second_unparsed += math.isnan(second.score)
-            for mine, theirs in zip(judgement.labels, second.labels, strict=True):
-                col.labels += [
-                    (a, b) for a, b in zip(mine, theirs, strict=True) if a is not None and b
-                ]
-        if math.isnan(judgement.score):
-            col.unparsed += 1
-            return
-        col.items += 1
-        kept = [v for v in judgement.sample_scores if not math.isnan(v)]
-        if len(kept) > 1:
-            col.spread += statistics.variance(kept) / len(kept)
-
-    def entries(self) -> dict[str, Any]:
-        """The task entry's keys: ``<metric>_unparsed`` always; with judge_samples > 1
-        ``<metric>_judge_se`` and ``<metric>_self_alpha``; with two judges
-        ``<metric>_second_judge``, ``<metric>_second_judge_unparsed``, ``<metric>_kappa`` and
-        ``<metric>_alpha``."""
-        from assay.metrics.base import AGGREGATIONS
-        from assay.stats.agreement import Level, cohen_kappa, krippendorff_alpha
-
-        out: dict[str, Any] = {}
-        for (metric, name), col in self.columns.items():
-            assert col.metric.grader is not None
-            # YES/NO has no distance between values; scores, win rates and rubric points do.
-            level: Level = "nominal" if col.metric.grader.kind == "correct" else "interval"
-            out[f"{metric}_unparsed,{name}"] = col.unparsed
-            if col.metric.grader.samples > 1:
-                se = math.sqrt(col.spread) / col.items if col.items else math.nan
-                out[f"{metric}_judge_se,{name}"] = se
-                by_sample = [list(s) for s in zip(*col.samples, strict=True)]
-                out[f"{metric}_self_alpha,{name}"] = krippendorff_alpha(by_sample, level)
-            if self.two_judges:
-                aggregate = AGGREGATIONS.get(col.metric.aggregation).fn
-                firsts, seconds = [a for a, _ in col.scores], [b for _, b in col.scores]
-                out[f"{metric}_second_judge,{name}"] = aggregate(seconds)
-                out[f"{metric}_second_judge_unparsed,{name}"] = col.second_unparsed
-                out[f"{metric}_kappa,{name}"] = cohen_kappa(
-                    [a for a, _ in col.labels], [b for _, b in col.labels]
-                )
-                out[f"{metric}_alpha,{name}"] = krippendorff_alpha([firsts, seconds], level)
-        return out

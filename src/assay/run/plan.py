@@ -18,7 +18,7 @@ from assay.doc import Doc
 from assay.errors import ConfigError, DataError
 from assay.filters.base import FilterEnsemble
 from assay.metrics.base import ScoredMetric
-from assay.requests.plan import GenerationPolicy, RequestPlan
+from assay.requests.plan import Capabilities, GenerationPolicy, PromptSettings, RequestPlan
 from assay.requests.types import normalize_gen_kwargs
 from assay.results.schema import cluster_label
 from assay.run.scoring import build_filters, build_metrics
@@ -68,6 +68,30 @@ class TaskPlan:
     @property
     def name(self) -> str:
         return self.task.name
+
+
+def prompt_settings(settings: RunSettings) -> PromptSettings:
+    """The run's prompt flags."""
+    return PromptSettings(
+        settings.apply_chat_template, settings.system_instruction, settings.fewshot_as_multiturn
+    )
+
+
+def plan_task(
+    task: Task, scorers: Scorers, settings: RunSettings, capabilities: Capabilities
+) -> TaskPlan:
+    """What the run does for `task`, with a backend of `capabilities`: its prompts under the
+    run's prompt flags, its generation settings under --gen-kwargs and --seed, and its scorers.
+    `assay run` and `assay tasks show` both build a task's requests from this plan."""
+    config = task.config
+    requests = RequestPlan.for_task(
+        config,
+        prompt_settings(settings),
+        capabilities,
+        GenerationPolicy.for_task(config, settings.gen_kwargs, settings.seed.torch),
+        with_unconditioned=scorers.with_unconditioned,
+    )
+    return TaskPlan(task, requests, scorers)
 
 
 def check_settings(settings: RunSettings) -> None:

@@ -541,7 +541,8 @@ def test_chat_api_receives_the_conversation_with_apply_chat_template(tiny_model_
     from fixtures.openai_server import OpenAIStubServer
 
     from assay.doc import Doc
-    from assay.evaluator import Evaluation, RunSettings
+    from assay.run.evaluation import Evaluation
+    from assay.run.settings import RunSettings
     from assay.tasks.config import TaskConfig
     from assay.tasks.registry import Resolved, TaskRequest
 

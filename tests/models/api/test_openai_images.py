@@ -171,7 +171,8 @@ def test_chartqa_reaches_the_server_with_each_doc_chart(tiny_model_dir, tmp_path
 
     from fixtures.openai_server import OpenAIStubServer
 
-    from assay.evaluator import Evaluation, RunSettings
+    from assay.run.evaluation import Evaluation
+    from assay.run.settings import RunSettings
     from assay.tasks.registry import Registry
 
     rows = [

@@ -160,7 +160,8 @@ def test_a_python_task_with_pil_images_runs_end_to_end(tiny_vlm_dir, tmp_path, l
     import json
 
     from assay import Doc, TaskConfig
-    from assay.evaluator import Evaluation, RunSettings
+    from assay.run.evaluation import Evaluation
+    from assay.run.settings import RunSettings
     from assay.tasks.registry import Resolved, TaskRequest
 
     rows = [{"picture": draw_image(i), "label": i % 2} for i in range(4)]

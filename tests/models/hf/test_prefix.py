@@ -291,7 +291,7 @@ def test_bad_prefix_cache_args_are_refused(args, expected):
 def test_results_json_reports_what_the_prefix_cache_saved_per_task(tiny_model_dir, tmp_path):
     import json
 
-    from assay.evaluator import evaluate
+    from assay.run.api import evaluate
 
     rows = [{"q": q, "a": "A"} for q in questions(KITCHEN, 6)]
     data = tmp_path / "rows.jsonl"

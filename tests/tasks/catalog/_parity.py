@@ -24,7 +24,6 @@ from typing import Any
 
 from _rows import splits_for
 
-from assay.evaluator import Evaluation, RunSettings
 from assay.models.base import LM
 from assay.requests.types import (
     GenerateRequest,
@@ -34,6 +33,8 @@ from assay.requests.types import (
     RollingResult,
     normalize_gen_kwargs,
 )
+from assay.run.evaluation import Evaluation
+from assay.run.settings import RunSettings
 from assay.tasks.registry import Registry
 
 DATA = Path(__file__).parent / "data"

@@ -13,7 +13,8 @@ from math import comb
 import pytest
 
 from assay.errors import ConfigError
-from assay.evaluator import Evaluation, RunSettings
+from assay.run.evaluation import Evaluation
+from assay.run.settings import RunSettings
 from assay.sandbox import run_untrusted
 from assay.tasks.catalog import bbh, drop, humaneval, leaderboard, mbpp, minerva_math
 from assay.tasks.catalog._code import count_passing, pass_at_k, pass_at_ks
