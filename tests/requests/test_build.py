@@ -10,6 +10,7 @@ from assay.prompts.manager import PromptManager
 from assay.requests.build import build_requests, repeated
 from assay.requests.plan import Capabilities, GenerationPolicy, RequestPlan
 from assay.requests.types import GenerateRequest, GenParams, LoglikelihoodRequest
+from assay.run.plan import generation_policy
 
 
 def characters(texts):
@@ -141,7 +142,7 @@ def test_tasks_in_lightevals_layout_generate_with_lightevals_length_rule():
         config = TaskConfig(
             "t", lambda row, name: doc, prompt_layout=layout, metrics=["exact_match"]
         )
-        policy = GenerationPolicy.for_task(config)
+        policy = generation_policy(config)
         kwargs = policy.gen_kwargs(doc)
         assert kwargs.get("fit_context", False) is fitted
         assert policy.params(kwargs).fit_context is fitted and kwargs["max_gen_toks"] == 32768
@@ -149,5 +150,5 @@ def test_tasks_in_lightevals_layout_generate_with_lightevals_length_rule():
     config = TaskConfig(
         "t", lambda row, name: doc, prompt_layout="lighteval", metrics=["exact_match"]
     )
-    policy = GenerationPolicy.for_task(config, {"fit_context": False})
+    policy = generation_policy(config, {"fit_context": False})
     assert not policy.params(policy.gen_kwargs(doc)).fit_context

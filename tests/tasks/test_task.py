@@ -309,3 +309,18 @@ def test_offline_error_of_a_built_in_gives_the_load_call_and_a_local_files_recip
         "validation p1",
         "validation p2",
     ]
+
+
+def test_fewshot_count_rule_in_order():
+    from assay.tasks.task import fewshot_count
+
+    config = TaskConfig(name="t", prompt_function=lambda row, _: Doc("q"), num_fewshots=3)
+    assert fewshot_count(config) == 3  # the task's own default
+    assert fewshot_count(config, run=1) == 1  # --num-fewshot beats the default
+    assert fewshot_count(config, task_string=5, run=1) == 5  # `t|5` beats --num-fewshot
+    assert fewshot_count(config, task_string=0, run=2) == 0  # an explicit 0 is a count
+    fixed = TaskConfig(
+        name="z", prompt_function=lambda row, _: Doc("q"), num_fewshots=0, num_fewshots_fixed=True
+    )
+    assert fewshot_count(fixed, task_string=5, run=2) == 0  # lm-eval YAML's num_fewshot: 0
+    assert Task(config, num_fewshot=fewshot_count(config, 5, 1)).shots == 5

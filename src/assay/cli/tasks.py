@@ -50,8 +50,8 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Print the listing, the shown task or the dump."""
+    from assay.cli import task_listing as listing
     from assay.models.args import parse_kv
-    from assay.tasks import listing
     from assay.tasks.registry import Registry
 
     registry = Registry(args.include_path, args.custom_tasks)

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from assay.doc import Doc, OutputType
-from assay.errors import ConfigError
 from assay.prompts.chat import ChatTemplate
 from assay.prompts.manager import PromptManager
 from assay.requests.types import (
@@ -23,7 +22,6 @@ from assay.requests.types import (
     normalize_gen_kwargs,
     set_max_gen_toks,
 )
-from assay.tasks.config import TaskConfig
 
 if TYPE_CHECKING:
     # Backends come after requests in the pipeline: only their type is needed here.
@@ -78,34 +76,6 @@ class PromptSettings:
         return self.apply_chat_template
 
 
-def prompt_manager(
-    config: TaskConfig, settings: PromptSettings, capabilities: Capabilities
-) -> PromptManager:
-    """The task's prompt manager under the run's prompt flags, for a backend with `capabilities`."""
-    s = settings
-    # A chat API takes the messages themselves; other backends render them with a template.
-    api_messages = s.apply_chat_template and capabilities.accepts_messages
-    chat = None
-    if s.apply_chat_template and not api_messages:
-        chat = capabilities.chat_template
-        if chat is None:
-            raise ConfigError(
-                f"--apply-chat-template: the {capabilities.backend} backend has no chat template."
-            )
-    return PromptManager(
-        target_delimiter=config.target_delimiter,
-        fewshot_delimiter=config.fewshot_delimiter,
-        fewshot_target_delimiter=config.fewshot_target_delimiter,
-        fewshot_fewshot_delimiter=config.fewshot_fewshot_delimiter,
-        system_instruction=s.system_instruction,
-        chat_template=chat,
-        fewshot_as_multiturn=s.multiturn,
-        api_messages=api_messages,
-        strip_instruction=config.instruction_in_query,
-        layout=config.prompt_layout,
-    )
-
-
 @dataclass(frozen=True)
 class GenerationPolicy:
     """How a doc's generation settings are chosen: the task's generation_kwargs, then the doc's
@@ -125,21 +95,6 @@ class GenerationPolicy:
     """Where the settings come from, named in errors."""
     fit_context: bool = False
     """lighteval's generation length (GenParams.fit_context): tasks in lighteval's layout."""
-
-    @classmethod
-    def for_task(
-        cls, config: TaskConfig, overrides: Mapping[str, Any] | None = None, seed: int | None = 0
-    ) -> GenerationPolicy:
-        """The policy of `config` under the run's --gen-kwargs and --seed."""
-        return cls(
-            config.generation_kwargs,
-            config.fewshot_delimiter,
-            dict(overrides or {}),
-            seed,
-            f"{config.where()}: gen_kwargs",
-            # lighteval's backends keep the prompt whole and shrink the generation to fit.
-            fit_context=config.prompt_layout == "lighteval",
-        )
 
     def gen_kwargs(self, doc: Doc) -> dict[str, Any]:
         """The doc's generation settings as samples files record them (lm-eval's dict)."""
@@ -181,23 +136,3 @@ class RequestPlan:
     """Multiple choice: also ask log P(choice | unconditioned query) (a metric needs PMI)."""
     truncate_fewshots: bool = False
     """Drop few-shot examples from the end until the prompt fits the model."""
-
-    @classmethod
-    def for_task(
-        cls,
-        config: TaskConfig,
-        prompt_settings: PromptSettings,
-        capabilities: Capabilities,
-        generation: GenerationPolicy,
-        *,
-        with_unconditioned: bool = False,
-    ) -> RequestPlan:
-        """The plan of `config` under the run's prompt flags, for a backend of `capabilities`."""
-        return cls(
-            config.where(),
-            config.resolved_output_type,
-            prompt_manager(config, prompt_settings, capabilities),
-            generation,
-            with_unconditioned,
-            config.truncate_fewshots,
-        )

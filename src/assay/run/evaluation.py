@@ -60,7 +60,7 @@ from assay.sandbox.policy import using as using_sandbox
 from assay.tasks.code_routes import code_route
 from assay.tasks.code_routes import describe as describe_code_route
 from assay.tasks.registry import Resolved
-from assay.tasks.task import Task
+from assay.tasks.task import Task, fewshot_count
 
 SHARD_DOCS = 2000
 """Docs per shard: memory stays flat however large a task is."""
@@ -77,7 +77,7 @@ class Evaluation:
         self.tasks = [
             Task(
                 configure_task(r.config, settings),
-                num_fewshot=r.num_fewshot if r.num_fewshot is not None else settings.num_fewshot,
+                num_fewshot=fewshot_count(r.config, r.num_fewshot, settings.num_fewshot),
                 fewshot_seed=settings.seed.fewshot,
             )
             for r in resolved.tasks

@@ -10,7 +10,7 @@ policy) completes the `TaskPlan` the run follows; `doc_ids` says which docs it r
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,6 +18,7 @@ from assay.doc import Doc
 from assay.errors import ConfigError, DataError
 from assay.filters.base import FilterEnsemble
 from assay.metrics.base import ScoredMetric
+from assay.prompts.manager import PromptManager
 from assay.requests.plan import Capabilities, GenerationPolicy, PromptSettings, RequestPlan
 from assay.requests.types import normalize_gen_kwargs
 from assay.results.schema import cluster_label
@@ -84,14 +85,58 @@ def plan_task(
     run's prompt flags, its generation settings under --gen-kwargs and --seed, and its scorers.
     `assay run` and `assay tasks show` both build a task's requests from this plan."""
     config = task.config
-    requests = RequestPlan.for_task(
-        config,
-        prompt_settings(settings),
-        capabilities,
-        GenerationPolicy.for_task(config, settings.gen_kwargs, settings.seed.torch),
-        with_unconditioned=scorers.with_unconditioned,
+    requests = RequestPlan(
+        config.where(),
+        config.resolved_output_type,
+        prompt_manager(config, prompt_settings(settings), capabilities),
+        generation_policy(config, settings.gen_kwargs, settings.seed.torch),
+        scorers.with_unconditioned,
+        config.truncate_fewshots,
     )
     return TaskPlan(task, requests, scorers)
+
+
+def prompt_manager(
+    config: TaskConfig, settings: PromptSettings, capabilities: Capabilities
+) -> PromptManager:
+    """The task's prompt manager under the run's prompt flags, for a backend with `capabilities`."""
+    s = settings
+    # A chat API takes the messages themselves; other backends render them with a template.
+    api_messages = s.apply_chat_template and capabilities.accepts_messages
+    chat = None
+    if s.apply_chat_template and not api_messages:
+        chat = capabilities.chat_template
+        if chat is None:
+            raise ConfigError(
+                f"--apply-chat-template: the {capabilities.backend} backend has no chat template."
+            )
+    return PromptManager(
+        target_delimiter=config.target_delimiter,
+        fewshot_delimiter=config.fewshot_delimiter,
+        fewshot_target_delimiter=config.fewshot_target_delimiter,
+        fewshot_fewshot_delimiter=config.fewshot_fewshot_delimiter,
+        system_instruction=s.system_instruction,
+        chat_template=chat,
+        fewshot_as_multiturn=s.multiturn,
+        api_messages=api_messages,
+        strip_instruction=config.instruction_in_query,
+        layout=config.prompt_layout,
+    )
+
+
+def generation_policy(
+    config: TaskConfig, overrides: Mapping[str, Any] | None = None, seed: int | None = 0
+) -> GenerationPolicy:
+    """The generation policy of `config` under the run's --gen-kwargs and --seed (torch)."""
+    return GenerationPolicy(
+        config.generation_kwargs,
+        config.fewshot_delimiter,
+        dict(overrides or {}),
+        seed,
+        f"{config.where()}: gen_kwargs",
+        # lighteval's backends keep the prompt whole and shrink the generation to fit.
+        fit_context=config.prompt_layout == "lighteval",
+    )
 
 
 def check_settings(settings: RunSettings) -> None:
@@ -189,7 +234,7 @@ def _check_lighteval_sampling(config: TaskConfig, settings: RunSettings) -> None
     greedy generations are one generation n times."""
     if not config.lighteval_row_keys or (config.num_samples or 1) <= 1:
         return
-    policy = GenerationPolicy.for_task(config, settings.gen_kwargs, settings.seed.torch)
+    policy = generation_policy(config, settings.gen_kwargs, settings.seed.torch)
     params = policy.params(policy.gen_kwargs(Doc(query="")))
     if not params.do_sample:
         raise ConfigError(

@@ -53,8 +53,8 @@ class TaskString:
 
     text: str
     name: str
-    shots: int | None = None
-    """None when the string gives no shots."""
+    num_fewshot: int | None = None
+    """The few-shot count the string gives (`name|k`); None when it gives none."""
     suite: str | None = None
     """The lighteval suite the string names, if any."""
     truncate: bool = False
@@ -82,12 +82,12 @@ def parse(text: str) -> TaskString:
             "'suite|task|k|truncate' (truncate 0 or 1)."
         )
     name, *rest = parts
-    shots = _number(text, rest[0], "the number of few-shot examples") if rest else None
+    num_fewshot = _number(text, rest[0], "the number of few-shot examples") if rest else None
     truncate = (
         bool(_number(text, rest[1], "truncate (0 or 1)", limit=1)) if len(rest) > 1 else False
     )
     name, *params = name.split("@")
-    return TaskString(text, name, shots, suite, truncate, _metric_params(text, params))
+    return TaskString(text, name, num_fewshot, suite, truncate, _metric_params(text, params))
 
 
 def _number(text: str, value: str, what: str, limit: int | None = None) -> int:

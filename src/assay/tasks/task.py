@@ -24,12 +24,36 @@ log = logging.getLogger(__name__)
 _NETWORK_HINTS = ("offline", "connection", "resolve", "couldn't reach", "max retries", "network")
 
 
+def fewshot_count(
+    config: TaskConfig, task_string: int | None = None, run: int | None = None
+) -> int:
+    """How many few-shot examples each doc of `config` gets: the one place the rule lives.
+
+    In order, the first that applies:
+    1. an lm-eval YAML that writes `num_fewshot: 0` keeps 0, whatever is asked (lm-eval's rule;
+       `TaskConfig.num_fewshots_fixed`);
+    2. the count of the task string that named the task (`gsm8k|5`, `lighteval|arc:easy|3`):
+       it names this one task, so it wins over the run-wide value;
+    3. the run's value: `assay run --num-fewshot`, `evaluate(num_fewshot=...)`, `assay tasks
+       show --num-fewshot`;
+    4. the task's own default, `TaskConfig.num_fewshots` (a Python config's field; an lm-eval
+       YAML's `num_fewshot`, lm-eval's 0 where it writes none; lighteval's 0 for a task string
+       without a count).
+    """
+    if config.num_fewshots_fixed:
+        return config.num_fewshots
+    for asked in (task_string, run):
+        if asked is not None:
+            return asked
+    return config.num_fewshots
+
+
 @dataclass
 class Task:
     """A task ready to produce docs.
 
-    `num_fewshot` (from the CLI or a task string) overrides the config's default, except that an
-    explicit 0 in an lm-eval YAML stays 0, as in lm-eval.
+    `num_fewshot`, the count asked for (None: the config's default), takes effect by the rule
+    of `fewshot_count`: `shots` is the count in effect.
     """
 
     config: TaskConfig
@@ -49,10 +73,8 @@ class Task:
 
     @property
     def shots(self) -> int:
-        """Number of few-shot examples per doc."""
-        if self.num_fewshot is None or self.config.num_fewshots_fixed:
-            return self.config.num_fewshots
-        return self.num_fewshot
+        """Number of few-shot examples per doc (`fewshot_count`)."""
+        return fewshot_count(self.config, run=self.num_fewshot)
 
     # ------------------------------------------------------------------ data
     def load(self) -> Task:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.tasks.listing import show
+from assay.cli.task_listing import show
 from assay.tasks.registry import Registry
 from assay.tasks.task import Task
 

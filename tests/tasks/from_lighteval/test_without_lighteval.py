@@ -76,7 +76,7 @@ def test_a_lighteval_suite_needs_lighteval(tmp_path, task):
 )  # fmt: skip
 def test_task_strings_parse(text, expected):
     spec = lighteval_suites.parse(text)
-    assert (spec.name, spec.shots, spec.suite, spec.truncate, spec.metric_params) == expected
+    assert (spec.name, spec.num_fewshot, spec.suite, spec.truncate, spec.metric_params) == expected
 
 
 @pytest.mark.parametrize(

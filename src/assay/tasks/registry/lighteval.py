@@ -90,5 +90,5 @@ class LightevalTasks:
                 )
             seen.add(converted.name)
             # No shots in the string: the config's 0, as lighteval, unless --num-fewshot says.
-            out.append(TaskRequest(converted, spec.shots))
+            out.append(TaskRequest(converted, spec.num_fewshot))
         return out

@@ -184,7 +184,7 @@ class Registry:
                     f"tasks; {spec.name!r} is assay's. Name lighteval's with its suite, e.g. "
                     f"'lighteval|{spec.name}|0'."
                 )
-            self._add(spec.name, spec.shots, out, seen, overrides={})
+            self._add(spec.name, spec.num_fewshot, out, seen, overrides={})
         if not out.tasks:
             raise TaskConfigError(
                 "no tasks selected: pass --tasks NAME[,NAME...] (see `assay tasks list`)."
@@ -196,7 +196,12 @@ class Registry:
         return self.kind(name) is None and self._lighteval.has_builtin(name)
 
     def _add(
-        self, name: str, shots: int | None, out: Resolved, seen: set[str], overrides: dict[str, Any]
+        self,
+        name: str,
+        num_fewshot: int | None,
+        out: Resolved,
+        seen: set[str],
+        overrides: dict[str, Any],
     ) -> list[str]:
         """Add `name` to `out`; the names it adds as a group's children (a tag adds its tasks)."""
         kind = self.kind(name)
@@ -205,7 +210,7 @@ class Registry:
             if entry is not None:
                 self._announce(name)
             members = entry.members if entry else self._python.tags()[name]
-            return [c for m in members for c in self._add(m, shots, out, seen, overrides)]
+            return [c for m in members for c in self._add(m, num_fewshot, out, seen, overrides)]
         entry = self._yaml.entries().get(name)
         if entry is not None and entry.kind == "task" and overrides:
             self._announce(name)
@@ -218,20 +223,20 @@ class Registry:
             # The group's own settings push down to its members; a caller's win (lm-eval).
             pushed = {**found.overrides, **overrides}
             for child in found.tasks:
-                node.children += self._add_child(child, shots, out, seen, pushed, found)
+                node.children += self._add_child(child, num_fewshot, out, seen, pushed, found)
             node.children = list(dict.fromkeys(node.children))  # lm-eval keys children by name
             out.groups.append(node)
             return [found.name]
         if found.name not in seen:
             seen.add(found.name)
             config = _with_overrides(found, overrides) if overrides else found
-            out.tasks.append(TaskRequest(config, shots))
+            out.tasks.append(TaskRequest(config, num_fewshot))
         return [found.name]
 
     def _add_child(
         self,
         child: Any,
-        shots: int | None,
+        num_fewshot: int | None,
         out: Resolved,
         seen: set[str],
         overrides: dict[str, Any],
@@ -240,7 +245,7 @@ class Registry:
         if isinstance(child, dict) and isinstance(child.get("group"), str):
             rest = {k: v for k, v in child.items() if k != "group"}
             if self.kind(child["group"]) is not None:
-                return self._add(child["group"], shots, out, seen, {**overrides, **rest})
+                return self._add(child["group"], num_fewshot, out, seen, {**overrides, **rest})
             # An inline group, named under its parent as lm-eval names it.
             inline = group_config_from_yaml(
                 {**child, "group": f"{group.name}::{child['group']}"}, Path(group.source)
@@ -248,7 +253,7 @@ class Registry:
             node = GroupNode(inline)
             pushed = {**inline.overrides, **overrides}
             for sub in inline.tasks:
-                node.children += self._add_child(sub, shots, out, seen, pushed, inline)
+                node.children += self._add_child(sub, num_fewshot, out, seen, pushed, inline)
             node.children = list(dict.fromkeys(node.children))
             out.groups.append(node)
             return [inline.name]
@@ -261,7 +266,9 @@ class Registry:
                 f"{group.source} (group {group.name!r}): subtask entry {child!r} must be a name or a mapping with 'task' or 'group'."
             )
         if self.kind(name) is not None:
-            return self._add(name, shots, out, seen, {k: v for k, v in item.items() if k != "task"})
+            return self._add(
+                name, num_fewshot, out, seen, {k: v for k, v in item.items() if k != "task"}
+            )
         # Not a known name: a task defined inline in the group (lm-eval names it group::task).
         inline_name = f"{group.name}::{name}"
         config = task_config_from_yaml(
@@ -270,7 +277,7 @@ class Registry:
         )
         if inline_name not in seen:
             seen.add(inline_name)
-            out.tasks.append(TaskRequest(config, shots))
+            out.tasks.append(TaskRequest(config, num_fewshot))
         return [inline_name]
 
 

@@ -157,7 +157,7 @@ def test_tasks_show_takes_lighteval_s_task_strings(tmp_path, monkeypatch):
     from lighteval.tasks.lighteval_task import LightevalTask
     from lighteval.tasks.prompt_manager import PromptManager
 
-    from assay.tasks.listing import show
+    from assay.cli.task_listing import show
 
     cache = tmp_path / "hf-datasets"
     write_hub_dataset(cache, "allenai/ai2_arc", "ARC-Easy", {"train": ARC_ROWS, "test": ARC_ROWS})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from assay.tasks import listing
+from assay.cli import task_listing as listing
 from assay.tasks.registry import Registry
 
 YAML = """\
@@ -122,3 +122,44 @@ def test_data_at_hand_labels(monkeypatch, tmp_path):
     assert data_at_hand("json", {"test": str(tmp_path / "rows.jsonl")}) == "local"
     assert data_at_hand("json", {"test": [str(tmp_path / "gone.jsonl")]}) == "missing"
     assert data_at_hand(None) == ""
+
+
+def _sampling_tasks(tmp_path):
+    path = tmp_path / "sampled.py"
+    path.write_text(
+        "from assay import Doc, TaskConfig\n"
+        "TASKS_TABLE = [TaskConfig(name='sampled', metrics=['exact_match'],\n"
+        "    prompt_function=lambda row, name: Doc(row['q'], [row['a']]),\n"
+        "    dataset_loader=lambda **_: {'validation': [{'q': f'q{i}', 'a': 'a'} for i in range(6)]},\n"
+        "    few_shots_split='validation', generation_kwargs={'do_sample': True})]\n",
+        encoding="utf-8",
+    )
+    return Registry([], [path], builtins=False)
+
+
+def test_show_builds_the_requests_a_run_sends(tmp_path):
+    """`tasks show` and `assay run` plan requests through one function: the shown prompt and
+    generation settings (the run's default --seed seeds sampling) are the run's."""
+    from assay.models.dummy import DummyLM
+    from assay.requests.build import build_requests
+    from assay.requests.plan import Capabilities
+    from assay.run.evaluation import Evaluation
+    from assay.run.plan import plan_task
+    from assay.run.settings import RunSettings
+
+    registry = _sampling_tasks(tmp_path)
+    shown = listing.show(registry, "sampled", None)
+    evaluation = Evaluation(registry.resolve(["sampled"]), RunSettings(model="dummy"))
+    task = evaluation.tasks[0]
+    plan = plan_task(task, evaluation.scorers[task.name], evaluation.settings, Capabilities())
+    _, doc = next(task.docs([0]))
+    request = build_requests(plan.requests, doc, Capabilities.of(DummyLM()))[0].request
+    tail = shown.split("── request 0: generation settings ", 1)[1]
+    assert json.loads(tail.splitlines()[1]) == request.params.as_dict()
+    assert request.params.seed == RunSettings().seed.torch == 1234
+
+
+def test_show_takes_a_task_strings_count_over_num_fewshot_as_a_run_does(tmp_path):
+    registry = _sampling_tasks(tmp_path)
+    shown = listing.show(registry, "sampled|2", listing.ShowSettings(num_fewshot=1))
+    assert "shots: 2" in shown.splitlines()

@@ -1,4 +1,5 @@
-"""`assay tasks list / show / dump`: what the registry holds, without loading any model."""
+"""`assay tasks list / show / dump`: what the registry holds, without loading any model; `show`
+builds a task's requests through the plan `assay run` follows (`run.plan.plan_task`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from assay.tasks.config import TaskConfig
 from assay.tasks.data_at_hand import data_at_hand
 from assay.tasks.lm_eval_yaml import GroupConfig
 from assay.tasks.registry import Registry
-from assay.tasks.task import Task
+from assay.tasks.task import Task, fewshot_count
 
 if TYPE_CHECKING:
     from assay.requests.plan import Capabilities
@@ -121,11 +122,12 @@ def show(registry: Registry, name: str, settings: ShowSettings | None = None) ->
     example rows, and the output says so.
     """
     from assay.requests.build import build_requests
-    from assay.requests.plan import Capabilities, GenerationPolicy, PromptSettings, RequestPlan
-    from assay.run.plan import check_task
+    from assay.requests.plan import Capabilities
+    from assay.run.plan import check_task, plan_task
+    from assay.run.settings import RunSettings
 
     s = settings or ShowSettings()
-    found, shots = _named(registry, name)
+    found, num_fewshot = _named(registry, name)
     if isinstance(found, GroupConfig):
         return f"group {found.name}: {', '.join(map(str, found.tasks))}"
     if s.apply_chat_template and not s.tokenizer:
@@ -138,7 +140,7 @@ def show(registry: Registry, name: str, settings: ShowSettings | None = None) ->
     config, origin = _data_for_show(found)
     # Showing a task runs none of its model-written code, so unsafe tasks may be shown.
     scorers = check_task(config, confirm_run_unsafe_code=True)
-    task = Task(config, num_fewshot=s.num_fewshot if s.num_fewshot is not None else shots)
+    task = Task(config, num_fewshot=fewshot_count(config, num_fewshot, s.num_fewshot))
     lines = [
         f"task: {config.name}",
         f"source: {config.source}",
@@ -155,12 +157,14 @@ def show(registry: Registry, name: str, settings: ShowSettings | None = None) ->
         target += f" (choice {doc.choices[doc.gold_index]!r})"
     lines += [_rule("target (what the metrics compare with)"), target]
     capabilities = _tokenizer_capabilities(s.tokenizer) if s.tokenizer else Capabilities()
-    plan = RequestPlan.for_task(
-        config,
-        PromptSettings(s.apply_chat_template, s.system_instruction, s.fewshot_as_multiturn),
-        capabilities,
-        GenerationPolicy.for_task(config),
+    # The plan `assay run` follows with these flags (and its default --gen-kwargs and --seed).
+    run = RunSettings(
+        num_fewshot=s.num_fewshot,
+        apply_chat_template=s.apply_chat_template,
+        system_instruction=s.system_instruction,
+        fewshot_as_multiturn=s.fewshot_as_multiturn,
     )
+    plan = plan_task(task, scorers, run, capabilities).requests
     # No model counts tokens here: the prompt keeps all its few-shot examples.
     context = None
     for inst in build_requests(replace(plan, truncate_fewshots=False), doc, capabilities):
