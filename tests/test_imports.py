@@ -1,4 +1,5 @@
-"""Every module of the package imports, and the imports between them form no cycle.
+"""Every module of the package imports, the imports between them form no cycle, and none
+points up the layers (ARCHITECTURE.md, "Layer order").
 
 The graph counts every `import` of an assay module, at the top of a file or inside a function
 (a lazy import still ties the two modules together), but not those under `if TYPE_CHECKING:`.
@@ -119,3 +120,108 @@ def test_the_cycle_finder_finds_a_lazy_import_cycle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "shared types and util",
+        (
+            "assay",  # the package's lazy exports name their modules as strings
+            "assay.doc",
+            "assay.errors",
+            "assay.registry",
+            "assay.util",
+            "assay.images",
+            "assay.hub",
+            "assay.backend_names",
+            "assay.seeds",
+            "assay.data",
+        ),
+    ),
+    (
+        "stages below the model",
+        (
+            "assay.stats",
+            "assay.prompts",
+            "assay.requests",
+            "assay.filters",
+            "assay.sandbox",
+            # Execution's request-level helpers, which backends use too: batch shapes
+            # (hf's memory planner, vLLM's sharding), the response cache (a batch API files
+            # downloaded answers in it), the spending limit and the usage counters. They import
+            # nothing above requests; the executors that drive models sit above models.
+            "assay.execution.batching",
+            "assay.execution.cache",
+            "assay.execution.budget",
+            "assay.execution.api_usage",
+        ),
+    ),
+    ("models", ("assay.models",)),
+    ("execution", ("assay.execution",)),
+    ("tasks", ("assay.tasks",)),
+    ("metrics", ("assay.metrics",)),
+    # The built-in task families: each picks its metrics' functions (IFEval's checks, math
+    # answer matching, perplexity's word and byte counts), so they sit above metrics. The
+    # registry imports them by module name, as it imports plugins' task modules (`catalog`
+    # itself, a folder listing, stays with tasks).
+    ("task catalog", ("assay.tasks.catalog.*",)),
+    ("results", ("assay.results",)),
+    ("run", ("assay.run",)),
+    ("pipelines and test helpers", ("assay.pipelines", "assay.testing")),
+    ("cli", ("assay.cli", "assay.__main__")),
+]
+"""The package's layers, lowest first: a module imports only from its own layer or below.
+A name ending in ".*" places the modules under a package, not the package itself; a module
+takes the layer of the longest name that covers it."""
+
+
+def _layer(module: str) -> int | None:
+    best: tuple[int, int] | None = None  # (length of the matching name, layer)
+    for index, (_, names) in enumerate(LAYERS):
+        for name in names:
+            if name.endswith(".*"):
+                covers = module.startswith(name[:-1])
+            else:
+                covers = module == name or module.startswith(name + ".")
+            if covers and (best is None or len(name) > best[0]):
+                best = (len(name), index)
+    return None if best is None else best[1]
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    """Each import from a lower layer to a higher one, as "module (layer) -> module (layer)"."""
+    out = []
+    for module, imported in sorted(graph.items()):
+        for target in sorted(imported):
+            low, high = _layer(module), _layer(target)
+            if low is not None and high is not None and high > low:
+                out.append(f"{module} ({LAYERS[low][0]}) -> {target} ({LAYERS[high][0]})")
+    return out
+
+
+def test_every_module_has_a_layer():
+    assert [name for name in MODULES if _layer(name) is None] == []
+
+
+def test_no_import_points_up_the_layers():
+    graph = {name: _imported(name, path) for name, path in MODULES.items()}
+    assert _upward(graph) == []
+
+
+def test_the_layer_check_finds_a_lazy_upward_import(tmp_path):
+    lazy = tmp_path / "lazy.py"
+    lazy.write_text("def f():\n    from assay.run import settings\n", encoding="utf-8")
+    graph = {"assay.results.lazy": _imported("assay.results.lazy", lazy)}
+    assert graph["assay.results.lazy"] == {"assay.run.settings"}
+    assert _upward(graph) == ["assay.results.lazy (results) -> assay.run.settings (run)"]
+    typed = tmp_path / "typed.py"
+    typed.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from assay.run import settings\n",
+        encoding="utf-8",
+    )
+    assert _imported("assay.results.typed", typed) == set()
+    assert (
+        _layer("assay.tasks.catalog")
+        < _layer("assay.metrics")
+        < _layer("assay.tasks.catalog.gsm8k")
+    )

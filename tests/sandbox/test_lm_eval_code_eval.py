@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assay.metrics.code_eval import SandboxedCodeEval
 from assay.models.dummy import DummyLM
 from assay.requests.types import GenerateRequest
 from assay.run.api import evaluate
+from assay.sandbox.code_eval import SandboxedCodeEval
 
 lm_eval = pytest.importorskip("lm_eval")
 evaluate_package = pytest.importorskip("evaluate")

@@ -31,7 +31,7 @@ def load_evaluate_metric(name: str, known: Sequence[str] | None = None) -> Any:
         if known is None
         else f"neither assay's nor lm-eval's, so lm-eval's fallback evaluate.load({name!r}) serves it"
     )
-    from assay.metrics.code_eval import NAMES, SandboxedCodeEval
+    from assay.sandbox.code_eval import NAMES, SandboxedCodeEval
 
     if name in NAMES:  # model-written programs run in assay's sandbox, not in this process
         return SandboxedCodeEval().compute

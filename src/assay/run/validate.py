@@ -16,8 +16,8 @@ from typing import Any
 
 from assay.errors import AssayError
 from assay.hub import needs_hub
-from assay.metrics.code_eval import NAMES as CODE_EVAL_NAMES
 from assay.run.scoring import build_filters, build_metrics, evaluate_fallback
+from assay.sandbox.code_eval import NAMES as CODE_EVAL_NAMES
 from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.registry import Registry
 

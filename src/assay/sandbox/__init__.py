@@ -14,6 +14,8 @@ holding no secrets, inside one of these modes (`--sandbox`):
 
 `policy.ISOLATION` says what each mode isolates. `run_many` runs many programs on a bounded
 pool of workers, results in input order; each result says how the run ended (`Outcome`).
+`programs` runs candidate programs against their tests and estimates pass@k; `code_eval` is
+the sandboxed stand-in for `evaluate`'s code_eval metric that lm-eval's code tasks load.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from assay.errors import TaskConfigError
-from assay.metrics.code_eval import serving_task_module
+from assay.sandbox.code_eval import serving_task_module
 
 
 @dataclass(frozen=True)

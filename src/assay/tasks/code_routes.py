@@ -5,7 +5,7 @@ apart by the functions that score it (process_results, `!function` and evaluate 
 
 - assay's own code metrics (the built-in humaneval and mbpp): each program runs in the sandbox;
 - evaluate's `code_eval` (lm-eval's mbpp and humaneval YAMLs): assay hands the task's module
-  a sandboxed one (`assay.metrics.code_eval`), so each program runs in the sandbox, while the
+  a sandboxed one (`assay.sandbox.code_eval`), so each program runs in the sandbox, while the
   module's own code runs in assay's process;
 - anything else (lm-eval's cruxeval, longproc's pseudo_to_code): the task's Python runs the
   programs its own way, in assay's process, where no sandbox reaches.
@@ -49,14 +49,14 @@ def _scorers(config: TaskConfig) -> Iterator[Callable[..., Any]]:
 
 def _names_code_eval(config: TaskConfig) -> bool:
     """An `hf_evaluate: true` (or lm-eval fallback) metric named code_eval: served sandboxed."""
-    from assay.metrics.code_eval import NAMES
+    from assay.sandbox.code_eval import NAMES
 
     return any(isinstance(s, MetricSpec) and s.name in NAMES for s in config.metrics)
 
 
 def code_route(config: TaskConfig) -> CodeRoute:
     """How `config`'s scoring runs model-written programs."""
-    from assay.metrics.code_eval import holds_code_eval
+    from assay.sandbox.code_eval import holds_code_eval
 
     scorers = list(_scorers(config))
     own = [f for f in scorers if not getattr(f, "__module__", "").startswith("assay.")]

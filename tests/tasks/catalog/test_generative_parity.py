@@ -16,8 +16,8 @@ from assay.errors import ConfigError
 from assay.run.evaluation import Evaluation
 from assay.run.settings import RunSettings
 from assay.sandbox import run_untrusted
+from assay.sandbox.programs import count_passing, pass_at_k, pass_at_ks
 from assay.tasks.catalog import bbh, drop, humaneval, leaderboard, mbpp, minerva_math
-from assay.tasks.catalog._code import count_passing, pass_at_k, pass_at_ks
 from assay.tasks.registry import Registry
 
 # ---------------------------------------------------------------- code execution

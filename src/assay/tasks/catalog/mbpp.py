@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.doc import Doc, OutputType
-from assay.tasks.catalog._code import pass_at_ks
+from assay.sandbox.programs import pass_at_ks
 from assay.tasks.catalog._common import LM_EVAL_DEFAULTS, Row, generation_doc
 from assay.tasks.catalog._generative import computed_metrics
 from assay.tasks.config import TaskConfig

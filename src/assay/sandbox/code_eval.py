@@ -7,7 +7,7 @@ network and its environment. assay hands such a task `SandboxedCodeEval` instead
 inputs (`predictions`: per problem a list of candidate programs; `references`: per problem its
 test code; `k`, `num_workers`, `timeout`), the same program (candidate, newline, tests), the
 same pass@k estimator and the same result structure, with each program run in the run's
-`--sandbox` (`assay.tasks.catalog._code.run_programs`).
+`--sandbox` (`assay.sandbox.programs.run_programs`).
 
 What is substituted, and when: `evaluate.load` answers "code_eval" with `SandboxedCodeEval`
 while a task module that names code_eval is imported (`serving_task_module`), and
@@ -62,7 +62,7 @@ class SandboxedCodeEval:
 
         from assay.sandbox import SandboxPolicy
         from assay.sandbox.policy import using
-        from assay.tasks.catalog._code import STARTUP_S, pass_at_k, run_programs
+        from assay.sandbox.programs import STARTUP_S, pass_at_k, run_programs
 
         _check_inputs(predictions, references)
         del num_workers
