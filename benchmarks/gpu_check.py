@@ -45,6 +45,7 @@ import signal
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -213,7 +214,9 @@ class Runner:
         except DeadlineReached:
             step.status, step.reason = "stopped", "deadline reached while running"
         except Exception as exc:  # one failed step must not lose the others' figures
+            where = "".join(traceback.format_exc().splitlines(keepends=True)[-12:])
             step.status, step.reason = "failed", f"{type(exc).__name__}: {exc}"[:2000]
+            step.figures = {"traceback": where}
         step.seconds = time.monotonic() - start
         _release_memory()
         shown = step.reason or ", ".join(f"{k} {v}" for k, v in _headline(step.figures))

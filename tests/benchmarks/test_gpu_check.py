@@ -79,6 +79,18 @@ def test_steps_past_the_deadline_are_skipped_and_a_running_one_is_stopped(gpu_ch
     assert runner.seconds_of("quick") is not None and runner.seconds_of("long") is None
 
 
+def test_a_failing_step_is_recorded_with_its_traceback_and_the_run_goes_on(gpu_check):
+    runner = gpu_check.Runner(gpu_check.Clock(60.0))
+
+    def breaks() -> dict:
+        raise ValueError("no such task")
+
+    failed = runner.run("bad", breaks)
+    assert failed.status == "failed" and failed.reason == "ValueError: no such task"
+    assert "in breaks" in failed.figures["traceback"]
+    assert runner.run("next", lambda: {"wall_s": 1.0}).status == "done"
+
+
 def test_task_files_point_at_the_repository_data(gpu_check, tmp_path):
     folder = gpu_check.write_tasks(tmp_path, gpu_check.FULL)
     gsm8k = (folder / "gsm8k.yaml").read_text()
