@@ -6,6 +6,11 @@ driver keeps the plan, the queue and the response cache: an idle replica takes t
 and a replica that dies has its chunk put back at the head of the queue for the others; a dead
 replica is never used again. Chunks are the local executor's, so results are the same whatever
 the number of replicas.
+
+This is the one place that owns Ray actors. `--executor ray` starts a pool of any backend; a
+backend whose own model args ask for replicas (vLLM's `data_parallel_size`, declared through
+`LM.replica_plan`) gets its pool from `replica_executor`, so that backend stays one engine in
+one process and replicas, their scheduling, loss and counters are handled here once.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from assay.execution.executor import (
     token_measure,
 )
 from assay.execution.stats import Answers
-from assay.models.base import LM, MODELS, ModelProvenance, TokenCounter, load_model
+from assay.models.base import LM, MODELS, ModelProvenance, ReplicaPlan, TokenCounter, load_model
 from assay.prompts.chat import ChatTemplate, Message
 from assay.requests.types import (
     GenerateRequest,
@@ -44,14 +49,14 @@ from assay.requests.types import (
 log = logging.getLogger(__name__)
 
 
-def import_ray() -> Any:
-    """The ray module, or a ConfigError saying how to install it."""
+def import_ray(needed_by: str = "--executor ray", otherwise: str = "use --executor local") -> Any:
+    """The ray module, or a ConfigError saying what needs it and how to install it."""
     try:
         import ray
     except ImportError:
         raise ConfigError(
-            "--executor ray needs Ray, which is not installed. Install it with "
-            "`pip install 'assay[ray]'` (on every node of the cluster), or use --executor local."
+            f"{needed_by} needs Ray, which is not installed. Install it with "
+            f"`pip install 'assay[ray]'` (on every node of the cluster), or {otherwise}."
         ) from None
     return ray
 
@@ -115,6 +120,9 @@ class Replica:
     def batch_sizes(self) -> list[int]:
         return list(self.model.batch_sizes)
 
+    def prefix_cache_stats(self) -> dict[str, int] | None:
+        return self.model.prefix_cache_stats()
+
 
 class RemoteModel(LM):
     """The backend as the driver sees it: identity and prompt helpers answered by a replica.
@@ -157,6 +165,10 @@ class RemoteModel(LM):
     def token_counter(self) -> TokenCounter | None:
         return self._count_tokens if self._counts_tokens else None
 
+    def prefix_cache_stats(self) -> dict[str, int] | None:
+        """The replicas' prefix-cache counters, summed (see RayExecutor.prefix_cache_counts)."""
+        return self._executor.prefix_cache_counts()
+
     def _count_tokens(self, texts: Sequence[str]) -> list[int]:
         # One round trip for a whole plan's texts, not one per text.
         return self._executor.call("count_tokens", list(texts))
@@ -193,6 +205,9 @@ class RayExecutor:
             over a few requests at a time (run_evals hands one batch), so that the replicas share
             them; chunks then depend on the number of live replicas, so it is off by default and
             results keep the local executor's chunks.
+        gpus_if_any: the default of `gpus_per_replica` on a cluster with GPUs.
+        asked_by: the model arg that asked for the replicas ("data_parallel_size=4"), named in
+            messages and in `describe`; None when --replicas did.
     """
 
     name = "ray"
@@ -208,9 +223,12 @@ class RayExecutor:
         address: str | None = None,
         num_cpus: float = 1,
         spread: bool = False,
+        gpus_if_any: float = 1.0,
+        asked_by: str | None = None,
     ) -> None:
         self._ray = ray = import_ray()
         self.spread = spread
+        self.asked_by = asked_by
         self._started_ray = False
         if not ray.is_initialized():
             # Without an address (flag or RAY_ADDRESS), a private instance: never a cluster that
@@ -231,8 +249,11 @@ class RayExecutor:
         """Replicas that died during the run."""
         self.requeued = 0
         """Chunks put back on the queue because their replica died."""
+        self._counts: dict[int, dict[str, int]] = {}
+        """Each replica's prefix-cache counters when last read (a dead one's stay)."""
+        self._lost_when_counted = 0
         try:
-            self._start(model_name, model_args, replicas, gpus_per_replica, num_cpus)
+            self._start(model_name, model_args, replicas, gpus_per_replica, gpus_if_any, num_cpus)
         except AssayError:
             self.close()
             raise
@@ -243,15 +264,17 @@ class RayExecutor:
         model_args: dict[str, Any],
         replicas: int | None,
         gpus_per_replica: float | None,
+        gpus_if_any: float,
         num_cpus: float,
     ) -> None:
         ray = self._ray
         resources = ray.cluster_resources()
         gpus = float(resources.get("GPU", 0))
         cpus = float(resources.get("CPU", 0))
-        per = float(gpus_per_replica) if gpus_per_replica is not None else (1.0 if gpus else 0.0)
+        default = gpus_if_any if gpus else 0.0
+        per = float(gpus_per_replica) if gpus_per_replica is not None else default
         count = replicas if replicas is not None else (int(gpus // per) if per else 1)
-        self._check_fits(count, per, gpus, num_cpus, cpus)
+        self._check_fits(count, per, gpus, num_cpus, cpus, self.asked_by)
         MODELS.get(model_name)  # an unknown backend fails here, before any actor starts
         actor = ray.remote(num_gpus=per, num_cpus=num_cpus, max_restarts=0)(Replica)
         self.actors = [actor.remote(model_name, model_args) for _ in range(count)]
@@ -264,14 +287,34 @@ class RayExecutor:
         log.info("ray: %d replicas of %s, %g GPUs each", count, model_name, per)
 
     @staticmethod
-    def _check_fits(count: int, per: float, gpus: float, num_cpus: float, cpus: float) -> None:
+    def _check_fits(
+        count: int,
+        per: float,
+        gpus: float,
+        num_cpus: float,
+        cpus: float,
+        asked_by: str | None = None,
+    ) -> None:
         # Actors that do not fit would wait for resources forever: say so instead.
+        if per < 0:
+            raise ConfigError("--gpus-per-replica must be >= 0.")
+        if asked_by is not None:
+            arg = asked_by.split("=")[0]
+            if per * count > gpus:
+                raise ConfigError(
+                    f"--model-args {asked_by}: {count} replicas x {per:g} GPUs need "
+                    f"{per * count:g} GPUs; the Ray cluster has {gpus:g}. Lower {arg}."
+                )
+            if num_cpus * count > cpus:
+                raise ConfigError(
+                    f"--model-args {asked_by}: {count} replicas need {num_cpus * count:g} CPUs; "
+                    f"the Ray cluster has {cpus:g}. Lower {arg} or add nodes."
+                )
+            return
         if count < 1:
             raise ConfigError(
                 f"--replicas must be >= 1 (the cluster has {gpus:g} GPUs for {per:g} per replica)."
             )
-        if per < 0:
-            raise ConfigError("--gpus-per-replica must be >= 0.")
         if per * count > gpus:
             raise ConfigError(
                 f"--replicas {count} x --gpus-per-replica {per:g} needs {per * count:g} GPUs; the "
@@ -353,6 +396,33 @@ class RayExecutor:
             idle.append(replica)
         return plan.answers(self.model.batch_sizes[chosen:])
 
+    def prefix_cache_counts(self) -> dict[str, int] | None:
+        """Every replica's prefix-cache counters, summed over replicas.
+
+        A dead replica counts with its last reading. None when a replica keeps no counters, and
+        for the first reading after a replica died: what it did since its last reading is lost,
+        so a difference spanning its death would be an undercount.
+        """
+        ray = self._ray
+        for replica in list(self.alive):
+            try:
+                counts = ray.get(self.actors[replica].prefix_cache_stats.remote())
+            except ray.exceptions.RayActorError as exc:
+                self._lose(replica, exc)
+                continue
+            except ray.exceptions.RayError as exc:
+                raise _unwrap(exc) from None
+            if counts is None:
+                return None
+            self._counts[replica] = counts
+        if self.lost != self._lost_when_counted:
+            self._lost_when_counted = self.lost
+            return None
+        if not self._counts:
+            return None
+        keys = next(iter(self._counts.values())).keys()
+        return {key: sum(counts[key] for counts in self._counts.values()) for key in keys}
+
     def _lose(self, replica: int, exc: Exception) -> None:
         if replica in self.alive:
             self.alive.remove(replica)
@@ -370,6 +440,7 @@ class RayExecutor:
             "gpus_per_replica": self.gpus_per_replica,
             "replicas_lost": self.lost,
             "chunks_per_replica": list(self.chunks_done),
+            **({"replicas_asked_by": self.asked_by} if self.asked_by else {}),
         }
 
     def close(self) -> None:
@@ -379,6 +450,47 @@ class RayExecutor:
         if self._started_ray:
             self._ray.shutdown()
             self._started_ray = False
+
+
+def replica_executor(
+    model_name: str,
+    model_args: dict[str, Any],
+    plan: ReplicaPlan | None = None,
+    *,
+    replicas: int | None = None,
+    gpus_per_replica: float | None = None,
+    address: str | None = None,
+    spread: bool = False,
+) -> RayExecutor:
+    """The Ray executor of a backend: the replicas its model args ask for (`plan`, from
+    `LM.replica_plan`), each built from the plan's one-replica args, or without a plan the
+    `replicas` of `--executor ray`. A `replicas` that disagrees with the plan is refused;
+    `gpus_per_replica` overrides the plan's share."""
+    if plan is None:
+        return RayExecutor(
+            model_name,
+            model_args,
+            replicas=replicas,
+            gpus_per_replica=gpus_per_replica,
+            address=address,
+            spread=spread,
+        )
+    if replicas is not None and replicas != plan.replicas:
+        raise ConfigError(
+            f"--replicas {replicas} and --model-args {plan.asked_by} disagree; give one of them."
+        )
+    arg = plan.asked_by.split("=")[0]
+    import_ray(f"--model-args {plan.asked_by}", f"use {arg}=1")
+    return RayExecutor(
+        model_name,
+        plan.replica_args,
+        replicas=plan.replicas,
+        gpus_per_replica=gpus_per_replica,
+        address=address,
+        spread=spread,
+        gpus_if_any=plan.gpus_per_replica,
+        asked_by=plan.asked_by,
+    )
 
 
 def _unwrap(exc: Exception) -> Exception:
@@ -391,4 +503,4 @@ def _unwrap(exc: Exception) -> Exception:
     return ModelError(f"ray: a model replica failed: {exc}")
 
 
-__all__ = ["RayExecutor", "RemoteModel", "Replica", "import_ray"]
+__all__ = ["RayExecutor", "RemoteModel", "Replica", "import_ray", "replica_executor"]

@@ -18,6 +18,7 @@ from this one class:
 | `live_status()`     | None    | a fragment shown on the live progress line (an API's pacing)    |
 | `usage_stats()`     | None    | API requests, tokens and cost so far; results.json per task/run |
 | `has_batch_api`     | False   | True: `--batch-api` may send requests through a provider batch API |
+| `replica_plan()`    | None    | model args asking for several replicas: run on the Ray executor |
 
 `generate_until` answers each request with a string or a `Generation` (the answer plus its
 thinking, finish reason and token counts), and may mix the two.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypedDict
 
 from assay.backend_names import BUILTIN_BACKENDS
@@ -70,6 +72,23 @@ class ModelProvenance(TypedDict, total=False):
     """Context window in tokens."""
     add_bos_token: bool | None
     """Whether prompts start with BOS (None: the tokenizer's default)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaPlan:
+    """Model replicas a backend's own arguments ask for (vLLM's `data_parallel_size`).
+
+    The harness runs them on its one replica engine, the Ray executor (`execution.ray`): each
+    replica is the backend built from `replica_args`, on `gpus_per_replica` GPUs of a cluster
+    that has GPUs (none of one without, e.g. vLLM's CPU build).
+    """
+
+    replicas: int
+    gpus_per_replica: float
+    replica_args: dict[str, Any]
+    """The model args of one replica: the user's, asking for a single one."""
+    asked_by: str
+    """The model arg that asked, as the user wrote it ("data_parallel_size=4"), for messages."""
 
 
 class LM(ABC):
@@ -163,6 +182,13 @@ class LM(ABC):
         `cached_input_tokens`, `reasoning_tokens` and `cost_usd` (None when a price is unknown),
         as `assay.models.api.usage.UsageMeter` keeps them. Each task's difference is reported
         in results.json beside its request counts, and their sum for the run."""
+        return None
+
+    @classmethod
+    def replica_plan(cls, model_args: Mapping[str, Any]) -> ReplicaPlan | None:
+        """The replicas `model_args` ask for, read before any is built, or None for one model in
+        this process (the default). A backend that returns a plan is never built with the
+        asking args itself: the executor factory starts the plan's replicas instead."""
         return None
 
     def provenance(self) -> ModelProvenance:

@@ -4,7 +4,8 @@ One engine is built per distinct (backend, model args); configs that differ only
 parameters share it, and each request carries its own config's `GenParams`. Requests go through
 an executor (deduplication, response cache), so an identical prompt asked twice with the same
 parameters costs one call, within a run and across resumed runs. An engine is a local model, or
-with `ray_engines` a pool of Ray replicas that every config of that model shares.
+with `ray_engines` a pool of Ray replicas that every config of that model shares; a model whose
+args ask for replicas (vLLM's `data_parallel_size`) gets its pool of Ray replicas either way.
 """
 
 from __future__ import annotations
@@ -61,7 +62,15 @@ EngineFactory = Callable[[ModelConfig], Executor]
 
 
 def local_engine(config: ModelConfig) -> Executor:
-    """The config's model, in this process."""
+    """The config's model, in this process; or the replicas its model args ask for (vLLM's
+    `data_parallel_size`) on Ray, each batch spread over them."""
+    from assay.run.backend import replica_plan
+
+    plan = replica_plan(config.backend, config.model_args())
+    if plan is not None:
+        from assay.execution.ray import replica_executor
+
+        return replica_executor(config.backend, config.model_args(), plan, spread=True)
     return LocalExecutor(config.build())
 
 
@@ -76,17 +85,20 @@ def ray_engines(
     one rate limit, and their key is handed over through this process's environment. A batch is
     spread over the replicas (about one chunk each), since run_evals hands one batch at a time.
     """
-    from assay.execution.ray import RayExecutor, import_ray
+    from assay.execution.ray import import_ray, replica_executor
     from assay.pipelines.model_configs import OpenAIAPIModelConfig
+    from assay.run.backend import replica_plan
 
     import_ray()  # a clear error now rather than at the first shard
 
     def build(config: ModelConfig) -> Executor:
         if isinstance(config, OpenAIAPIModelConfig):
             return local_engine(config)
-        return RayExecutor(
+        args = config.model_args()
+        return replica_executor(
             config.backend,
-            config.model_args(),
+            args,
+            replica_plan(config.backend, args),
             replicas=replicas,
             gpus_per_replica=gpus_per_replica,
             address=address,

@@ -11,7 +11,7 @@ from assay.execution.cache import CACHE_FILE
 from assay.execution.executor import Executor
 from assay.execution.local import LocalExecutor
 from assay.models.args import to_bool
-from assay.models.base import LM, MODELS, checked_backend, load_model
+from assay.models.base import LM, MODELS, ReplicaPlan, checked_backend, load_model
 from assay.run.settings import RunSettings
 
 
@@ -87,7 +87,13 @@ def backend_class(settings: RunSettings) -> type[LM] | None:
         return type(settings.model)
     if not isinstance(settings.model, str):
         return None
-    factory = MODELS.get(settings.model)
+    return registered_class(settings.model)
+
+
+def registered_class(name: str) -> type[LM] | None:
+    """The class the backend registered as `name` builds (None when its factory does not
+    declare one)."""
+    factory = MODELS.get(name)
     if isinstance(factory, type):
         declared: Any = factory
     else:
@@ -100,20 +106,33 @@ def backend_class(settings: RunSettings) -> type[LM] | None:
     return declared if isinstance(declared, type) and issubclass(declared, LM) else None
 
 
+def replica_plan(name: str, model_args: dict[str, Any]) -> ReplicaPlan | None:
+    """The replicas the model args of backend `name` ask for (`LM.replica_plan`, e.g. vLLM's
+    data_parallel_size); None when they ask for none."""
+    backend = registered_class(name)
+    return backend.replica_plan(model_args) if backend is not None else None
+
+
 def build_executor(settings: RunSettings, model: LM | None = None) -> Executor:
-    """The executor named by settings.executor, holding the settings' model (or `model`)."""
+    """The executor named by settings.executor, holding the settings' model (or `model`).
+
+    Model args that ask for replicas run them on the Ray executor, as --executor ray would."""
     s = settings
-    if s.executor == "ray":
+    plan = None
+    if model is None and isinstance(s.model, str):
+        plan = replica_plan(s.model, backend_args(s))
+    if s.executor == "ray" or plan is not None:
         if model is not None or not isinstance(s.model, str):
             raise ConfigError(
                 "--executor ray builds one model replica per Ray actor from --model and "
                 "--model-args: pass a backend name, not a model object."
             )
-        from assay.execution.ray import RayExecutor
+        from assay.execution.ray import replica_executor
 
-        return RayExecutor(
+        return replica_executor(
             s.model,
             backend_args(s),
+            plan,
             replicas=s.replicas,
             gpus_per_replica=s.gpus_per_replica,
             address=s.ray_address,

@@ -1,4 +1,4 @@
-"""vLLM backend (assay/models/vllm/model.py and _vllm_requests.py), on machines without vLLM or a GPU.
+"""vLLM backend (assay/models/vllm/model.py, engine.py, requests.py), on machines without vLLM or a GPU.
 
 Argument checking and request translation are pure functions. The backend itself runs on
 `TransformersEngine`, which implements the engine interface (token-id prompts in, generated ids
@@ -14,9 +14,10 @@ from types import SimpleNamespace
 import pytest
 
 from assay.errors import ConfigError, ModelError
-from assay.models.base import MODELS
+from assay.models.base import MODELS, ReplicaPlan
 from assay.models.spans import ScoredSpan, loglikelihood_spans
-from assay.models.vllm.model import VLLMLM, _RayEngine, prefix_counts
+from assay.models.vllm.engine import prefix_counts
+from assay.models.vllm.model import VLLMLM
 from assay.models.vllm.requests import (
     CACHED_SCORING_PARAMS,
     SCORING_PARAMS,
@@ -36,6 +37,8 @@ from assay.requests.types import (
     LoglikelihoodRequest,
     RollingRequest,
 )
+from assay.run.backend import build_executor
+from assay.run.settings import RunSettings
 
 # -- arguments ------------------------------------------------------------------------------
 
@@ -110,14 +113,51 @@ def test_missing_vllm_is_a_clear_error(monkeypatch):
 
 
 def test_data_parallel_without_ray_is_a_clear_error(monkeypatch):
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: object() if name == "vllm" else None if name == "ray" else real(name, *a),
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
+    settings = RunSettings(
+        model="vllm", model_args={"pretrained": "some/model", "data_parallel_size": 2}
     )
-    with pytest.raises(ModelError, match=r"assay\[ray\]"):
+    with pytest.raises(ConfigError) as err:
+        build_executor(settings)
+    assert str(err.value) == (
+        "--model-args data_parallel_size=2 needs Ray, which is not installed. Install it with "
+        "`pip install 'assay[ray]'` (on every node of the cluster), or use data_parallel_size=1."
+    )
+
+
+def test_data_parallel_asks_for_one_engine_replicas_on_tensor_parallel_gpus():
+    args = {"pretrained": "m", "data_parallel_size": "4", "tensor_parallel_size": 2}
+    assert VLLMLM.replica_plan(args) == ReplicaPlan(
+        replicas=4,
+        gpus_per_replica=2.0,
+        replica_args={**args, "data_parallel_size": 1},
+        asked_by="data_parallel_size=4",
+    )
+    assert VLLMLM.replica_plan({"pretrained": "m"}) is None
+    assert VLLMLM.replica_plan({"pretrained": "m", "data_parallel_size": 1}) is None
+    with pytest.raises(ConfigError, match="data_parallel_size"):  # checked before any replica
+        VLLMLM.replica_plan({"pretrained": "m", "data_parallel_size": 0})
+
+
+def test_a_backend_object_holds_one_engine_and_refuses_data_parallel():
+    with pytest.raises(ConfigError, match="data_parallel_size=2 asks for replicas"):
         MODELS.get("vllm")(pretrained="some/model", data_parallel_size=2)
+
+
+def test_replicas_disagreeing_with_data_parallel_size_are_refused():
+    settings = RunSettings(
+        model="vllm",
+        model_args={"pretrained": "some/model", "data_parallel_size": 2},
+        executor="ray",
+        replicas=3,
+    )
+    with pytest.raises(ConfigError) as err:
+        build_executor(settings)
+    assert str(err.value) == (
+        "--replicas 3 and --model-args data_parallel_size=2 disagree; give one of them."
+    )
 
 
 # -- request translation --------------------------------------------------------------------
@@ -202,28 +242,6 @@ def test_a_span_reads_the_prefix_cache_when_no_hit_reaches_its_continuation(
 def test_prompt_order_puts_shared_prefixes_side_by_side():
     spans = [ScoredSpan((5, 1, 2), 2), ScoredSpan((9, 9), 1), ScoredSpan((5, 1, 3), 2)]
     assert prompt_order(spans) == [0, 2, 1]
-
-
-def test_data_parallel_splits_calls_into_contiguous_shares_in_order():
-    calls = []
-
-    def replica(rank):
-        def generate(prompts, params):
-            calls.append((rank, prompts))
-            return [[rank, p[0]] for p in prompts]
-
-        return SimpleNamespace(generate=SimpleNamespace(remote=generate))
-
-    engine = object.__new__(_RayEngine)
-    engine._actors = [replica(r) for r in range(3)]
-    engine._ray = SimpleNamespace(get=lambda refs: refs)
-    prompts = [[i] for i in range(7)]
-    assert engine.generate(prompts, [{}] * 7) == [
-        [0, 0], [0, 1], [0, 2], [1, 3], [1, 4], [2, 5], [2, 6]
-    ]  # fmt: skip
-    assert [rank for rank, _ in calls] == [0, 1, 2]
-    calls.clear()
-    assert engine.generate([[0]], [{}]) == [[0, 0]] and len(calls) == 1
 
 
 # -- the backend on a transformers engine ---------------------------------------------------

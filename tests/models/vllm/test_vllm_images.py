@@ -12,7 +12,8 @@ import pytest
 
 from assay.errors import ConfigError, ModelError
 from assay.images import DocImage
-from assay.models.vllm.model import VLLMLM, engine_prompts
+from assay.models.vllm.engine import engine_prompts
+from assay.models.vllm.model import VLLMLM
 from assay.models.vllm.requests import (
     SCORING_PARAMS,
     EngineGeneration,
@@ -218,7 +219,7 @@ def test_the_engine_refusing_a_prompt_with_images_is_a_model_error(monkeypatch):
     import sys
     from types import SimpleNamespace
 
-    from assay.models.vllm.model import _run
+    from assay.models.vllm.engine import run_engine
 
     monkeypatch.setitem(
         sys.modules, "vllm", SimpleNamespace(SamplingParams=dict, TokensPrompt=dict)
@@ -229,6 +230,6 @@ def test_the_engine_refusing_a_prompt_with_images_is_a_model_error(monkeypatch):
 
     llm = SimpleNamespace(generate=generate)
     with pytest.raises(ModelError, match="engine refused a prompt with images: Attempted"):
-        _run(llm, [[1, 2]], [{}], [{"image": ["pixels"]}])
+        run_engine(llm, [[1, 2]], [{}], [{"image": ["pixels"]}])
     with pytest.raises(ValueError):  # a text prompt's failure is not the input's fault
-        _run(llm, [[1, 2]], [{}])
+        run_engine(llm, [[1, 2]], [{}])

