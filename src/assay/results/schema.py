@@ -214,7 +214,7 @@ class ResultsFile(TypedDict, total=False):
     """assay only."""
     assay: dict[str, Any]
     """assay only: timings, request and token counts, executor description, `run` (the
-    tasks and settings that make two runs the same run; see results/rerun.py) and, for tasks
+    tasks and settings that make two runs the same run; see run/resume.py) and, for tasks
     with judge metrics, `judges`: per task, each judge's model, model_args, named_by (the flag
     or the task that chose it), identity and `requests` (sent, unique, from_cache, computed);
     when the backend said how its generations ended, `generations`: per task and group,
