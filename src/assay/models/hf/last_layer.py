@@ -33,6 +33,7 @@ class LastFeedForward:
     def __init__(self, module: Any) -> None:
         self.module = module
         self._keep: Any = None
+        self._index: Any = None
         self._shape: Any = None
         self._handles = [
             module.register_forward_pre_hook(self._gather),
@@ -40,13 +41,18 @@ class LastFeedForward:
         ]
 
     @contextmanager
-    def only(self, keep: Any) -> Iterator[None]:
-        """Within the block, run the feed-forward at the positions `keep` ([rows, width]) marks."""
-        self._keep = keep
+    def only(self, keep: Any, index: Any = None) -> Iterator[None]:
+        """Within the block, run the feed-forward at the positions `keep` ([rows, width]) marks.
+
+        `index` (optional) holds the same positions as indices into the flattened [rows * width],
+        on the model's device: picking rows by index needs no count from the device, which a
+        boolean mask does (on CUDA a wait for every pass queued so far).
+        """
+        self._keep, self._index = keep, index
         try:
             yield
         finally:
-            self._keep = self._shape = None
+            self._keep = self._index = self._shape = None
 
     def remove(self) -> None:
         """Take the hooks off: the block runs at every position again."""
@@ -61,6 +67,11 @@ class LastFeedForward:
             return None
         hidden = args[0]
         self._shape = hidden.shape
+        if self._index is not None:
+            return (
+                hidden.flatten(0, 1).index_select(0, self._index.to(hidden.device))[None],
+                *args[1:],
+            )
         return (hidden[keep.to(hidden.device)][None], *args[1:])
 
     def _scatter(self, module: Any, args: tuple[Any, ...], output: Any) -> Any:
@@ -71,7 +82,11 @@ class LastFeedForward:
         if not isinstance(output, torch.Tensor):
             raise TypeError(f"{type(module).__name__} returned {type(output).__name__}")
         full = output.new_zeros((*self._shape[:-1], output.shape[-1]))
-        full[self._keep.to(output.device)] = output[0]
+        if self._index is not None:
+            index = self._index.to(output.device)  # a sharded model's last layer may sit elsewhere
+            full.view(-1, output.shape[-1]).index_copy_(0, index, output[0])
+        else:
+            full[self._keep.to(output.device)] = output[0]
         return full
 
 

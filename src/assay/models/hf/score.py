@@ -305,9 +305,11 @@ class Scorer:
         # Rows continuing a cached prefix need the cache; otherwise none is built.
         kwargs = {"use_cache": "past_key_values" in kwargs, **kwargs}
         with torch.inference_mode():
+            # Kept positions as flat indices, found on the host: no count read from the device.
+            index = to_device(keep.view(-1).nonzero().squeeze(1), self.device)
             ids, keep = to_device(ids, self.device), to_device(keep, self.device)
             if self.keep_logits:
-                with self.last_layer.only(keep) if self.last_layer else nullcontext():
+                with self.last_layer.only(keep, index) if self.last_layer else nullcontext():
                     out = self.model(input_ids=ids, logits_to_keep=keep, **kwargs)
                 return out.logits
             out = self.model(input_ids=ids, **kwargs)
