@@ -147,7 +147,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "assay.filters",
             "assay.sandbox",
             # Execution's request-level helpers, which backends use too: batch shapes
-            # (hf's memory planner, vLLM's sharding), the response cache (a batch API files
+            # (hf's memory planner, run_evals' shards), the response cache (a batch API files
             # downloaded answers in it), the spending limit and the usage counters. They import
             # nothing above requests; the executors that drive models sit above models.
             "assay.execution.batching",

@@ -23,15 +23,31 @@ TASKS_DIR = Path(__file__).parents[1] / "data" / "lm_eval_parity" / "tasks"
 TIMINGS = ("Processing Time", "Samples Per Second")
 """run_evals metrics that measure the clock, not the answers."""
 TASKS = ["parity_mc_same_split", "parity_gen_regex", "parity_loglikelihood", "parity_rolling"]
+FAKE_VLLM = Path(__file__).parents[1] / "fixtures" / "fake_vllm"
+"""Holds a stand-in `vllm` package, which the replicas import (see its docstring)."""
 
 
 @pytest.fixture(scope="module")
 def ray_instance():
     import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(FAKE_VLLM)}},
+    )
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch):
+    """The stand-in `vllm` package, importable in this process for one test."""
+    monkeypatch.syspath_prepend(str(FAKE_VLLM))
+    yield
+    sys.modules.pop("vllm", None)
 
 
 def evaluate_to(
@@ -122,6 +138,76 @@ def test_tiny_model_on_two_replicas_matches_the_local_executor(
     assert remote["config"]["model_identity"] == local["config"]["model_identity"]
     for task in ("parity_mc_same_split", "parity_gen_regex"):
         assert b"<|assistant|>" in remote_samples[f"samples_{task}.jsonl"]
+
+
+@pytest.mark.slow
+def test_vllm_data_parallel_runs_on_the_ray_executor_as_one_engine(
+    ray_instance, fake_vllm, tiny_model_dir, tmp_path
+):
+    vllm = {"model": "vllm", "limit": 8, "batch_size": 2}
+    args = {"pretrained": str(tiny_model_dir), "max_model_len": 256}
+    tasks = ["parity_mc_same_split", "parity_gen_regex", "parity_rolling"]
+    one, one_samples = evaluate_to(tmp_path / "one", tasks=tasks, model_args=args, **vllm)
+    two, two_samples = evaluate_to(
+        tmp_path / "two", tasks=tasks, model_args={**args, "data_parallel_size": 2}, **vllm
+    )
+    # The same chunks as one engine, so the same answers, byte for byte.
+    assert two_samples == one_samples
+    assert two["results"] == one["results"]
+    assert two["config"]["model_identity"] == one["config"]["model_identity"]
+    executor = two["assay"]["executor"]
+    assert one["assay"]["executor"] == {"name": "local"}
+    assert {k: v for k, v in executor.items() if k != "chunks_per_replica"} == {
+        "name": "ray",
+        "replicas": 2,
+        "gpus_per_replica": 0.0,  # tensor_parallel_size GPUs where the cluster has GPUs
+        "replicas_lost": 0,
+        "replicas_asked_by": "data_parallel_size=2",
+    }
+    assert all(n > 0 for n in executor["chunks_per_replica"])
+    # The replicas' prefix-cache counters are summed: the same prompts read the cache as in one
+    # engine; each replica's cache holds only the prefixes it saw, so hits can only be fewer.
+    for task in tasks:
+        ours = two["assay"]["requests"][task]["prefix_cache"]
+        alone = one["assay"]["requests"][task]["prefix_cache"]
+        assert ours["queries"] == alone["queries"], task
+        assert ours["hits"] <= alone["hits"], task
+    generated = one["assay"]["requests"]["parity_gen_regex"]["prefix_cache"]
+    assert generated["queries"] > 0 and generated["hits"] > 0
+
+
+def test_prefix_cache_counters_sum_the_replicas_and_a_death_voids_one_reading():
+    from types import SimpleNamespace
+
+    from assay.execution.ray import RayExecutor
+
+    class ActorDied(Exception):
+        pass
+
+    counts = [{"queries": 10, "hits": 4}, {"queries": 6, "hits": 1}]
+
+    def actor(replica):
+        def read():
+            if counts[replica] is None:
+                raise ActorDied
+            return dict(counts[replica])
+
+        return SimpleNamespace(prefix_cache_stats=SimpleNamespace(remote=read))
+
+    errors = SimpleNamespace(RayActorError=ActorDied, RayError=RuntimeError)
+    pool = object.__new__(RayExecutor)
+    pool._ray = SimpleNamespace(get=lambda value: value, exceptions=errors)
+    pool.actors, pool.alive, pool.lost = [actor(0), actor(1)], [0, 1], 0
+    pool._counts, pool._lost_when_counted = {}, 0
+    assert pool.prefix_cache_counts() == {"queries": 16, "hits": 5}
+    counts[0] = {"queries": 30, "hits": 9}
+    counts[1] = None  # replica 1 dies, after work since its last reading
+    # Its lookups since the last reading are unknown: no total spanning its death.
+    assert pool.prefix_cache_counts() is None
+    assert pool.alive == [0] and pool.lost == 1
+    # From then on, its last reading stays in the sum, so differences stay right.
+    counts[0] = {"queries": 40, "hits": 10}
+    assert pool.prefix_cache_counts() == {"queries": 46, "hits": 11}
 
 
 def _kill_a_replica_mid_run(ray, tmp_path, model: str, args: dict[str, Any], **settings: Any):
@@ -244,6 +330,16 @@ def test_replicas_that_cannot_fit_the_cluster_are_config_errors():
         fits(3, 0.0, 0.0, 1, 2.0)
     with pytest.raises(ConfigError, match="--replicas must be >= 1"):
         fits(0, 0.0, 0.0, 1, 2.0)
+    # Replicas a model arg asked for are named by that arg.
+    fits(4, 2.0, 8.0, 1, 8.0, "data_parallel_size=4")
+    with pytest.raises(ConfigError) as err:
+        fits(4, 2.0, 4.0, 1, 8.0, "data_parallel_size=4")
+    assert str(err.value) == (
+        "--model-args data_parallel_size=4: 4 replicas x 2 GPUs need 8 GPUs; the Ray cluster "
+        "has 4. Lower data_parallel_size."
+    )
+    with pytest.raises(ConfigError, match="4 replicas need 4 CPUs; the Ray cluster has 2"):
+        fits(4, 0.0, 0.0, 1, 2.0, "data_parallel_size=4")
 
 
 @pytest.mark.slow
