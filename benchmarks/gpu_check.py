@@ -20,7 +20,8 @@ running step is stopped at the deadline):
    allocator, reset before each run) and per-doc parity: per-choice loglikelihood max |diff|,
    share of docs with equal acc, share of identical generations;
 3. assay with each of its tricks switched off in turn (batch splitting switched *on*, since it
-   is off on CUDA), batch size 32, so each one's effect on the GPU is a number.
+   is off on CUDA), batch size 32, so each one's effect on the GPU is a number; and with
+   FlashAttention-2 in place of SDPA where the flash_attn package is installed.
 
 `--dry-run` runs every step on the CPU with tiny float32 models and a handful of docs (lm-eval
 and assay both), so the script is exercised by the test suite (tests/benchmarks/).
@@ -36,6 +37,7 @@ import argparse
 import contextlib
 import gc
 import gzip
+import importlib.util
 import json
 import math
 import os
@@ -221,6 +223,13 @@ class Runner:
         _release_memory()
         shown = step.reason or ", ".join(f"{k} {v}" for k, v in _headline(step.figures))
         print(f"[{step.status}] {name} ({step.seconds:.1f} s): {shown}", flush=True)
+        return step
+
+    def skip(self, name: str, reason: str) -> Step:
+        """Record a step that cannot run here."""
+        step = Step(name, status="skipped", reason=reason)
+        self.steps.append(step)
+        print(f"[skip] {name}: {reason}", flush=True)
         return step
 
     def seconds_of(self, name: str) -> float | None:
@@ -483,8 +492,10 @@ TRICKS: dict[str, tuple[dict[str, Any], Callable[[Any], None] | None]] = {
     "last_layer_pruning_off": ({}, _no_last_layer_pruning),
     "logits_to_keep_off": ({}, _no_logits_to_keep),
     "batch_split_on": ({}, _batch_split_on),
+    "flash_attention_2_on": ({"attn_implementation": "flash_attention_2"}, None),
 }
-"""Each of assay's scoring tricks as a model arg or a switch on the loaded backend."""
+"""Each of assay's scoring tricks as a model arg or a switch on the loaded backend, and the
+FlashAttention-2 kernel in place of SDPA (run only where the flash_attn package is installed)."""
 
 
 # -- the run ----------------------------------------------------------------------------------
@@ -644,11 +655,22 @@ def tricks(
     """assay with each trick switched off in turn (batch size fixed, so only the trick moves)."""
     batch = plan.fixed_batch
     for case in plan.cases:
-        base = runner.seconds_of(f"{name}/{case.name}/{batch}/assay")
+        # The same measure as the trick runs: the comparison's wall time, else the step's.
+        base = next(
+            (
+                c["assay"]["wall_s"]
+                for c in report["comparisons"]
+                if (c["model"], c["task"], c["batch_size"]) == (name, case.name, batch)
+            ),
+            runner.seconds_of(f"{name}/{case.name}/{batch}/assay"),
+        )
         for trick, (model_args, tweak) in TRICKS.items():
-            if case.generation and trick != "prefix_cache_off":
+            if case.generation and trick not in ("prefix_cache_off", "flash_attention_2_on"):
                 continue  # the others act on loglikelihood scoring only
             label = f"{case.name}/{batch}/assay/{trick}"
+            if "attn_implementation" in model_args and not importlib.util.find_spec("flash_attn"):
+                runner.skip(f"{name}/{label}", "the flash_attn package is not installed")
+                continue
             out = work / "out" / name / label.replace("/", "-")
 
             def one(
