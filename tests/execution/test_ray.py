@@ -176,6 +176,27 @@ def test_vllm_data_parallel_runs_on_the_ray_executor_as_one_engine(
     assert generated["queries"] > 0 and generated["hits"] > 0
 
 
+@pytest.mark.slow
+def test_run_evals_vllm_data_parallel_spreads_each_batch_over_its_replicas(
+    ray_instance, fake_vllm, tiny_model_dir
+):
+    from assay.execution.ray import RayExecutor
+    from assay.pipelines.engines import local_engine
+    from assay.pipelines.model_configs import VLLMModelConfig
+    from assay.requests.types import GenerateRequest, GenParams
+
+    model = {"model": str(tiny_model_dir), "max_model_len": 256}
+    requests = [GenerateRequest(f"Question {i}:", GenParams(max_gen_toks=4)) for i in range(4)]
+    one = local_engine(VLLMModelConfig(model))
+    pool = local_engine(VLLMModelConfig({**model, "data_parallel_size": 2}))
+    try:
+        assert isinstance(pool, RayExecutor) and pool.spread
+        assert [str(r) for r in pool.run(requests)] == [str(r) for r in one.run(requests)]
+        assert pool.describe()["chunks_per_replica"] == [1, 1]
+    finally:
+        pool.close()
+
+
 def test_prefix_cache_counters_sum_the_replicas_and_a_death_voids_one_reading():
     from types import SimpleNamespace
 

@@ -296,6 +296,10 @@ class RayExecutor:
         asked_by: str | None = None,
     ) -> None:
         # Actors that do not fit would wait for resources forever: say so instead.
+        if count < 1:
+            raise ConfigError(
+                f"--replicas must be >= 1 (the cluster has {gpus:g} GPUs for {per:g} per replica)."
+            )
         if per < 0:
             raise ConfigError("--gpus-per-replica must be >= 0.")
         if asked_by is not None:
@@ -311,10 +315,6 @@ class RayExecutor:
                     f"the Ray cluster has {cpus:g}. Lower {arg} or add nodes."
                 )
             return
-        if count < 1:
-            raise ConfigError(
-                f"--replicas must be >= 1 (the cluster has {gpus:g} GPUs for {per:g} per replica)."
-            )
         if per * count > gpus:
             raise ConfigError(
                 f"--replicas {count} x --gpus-per-replica {per:g} needs {per * count:g} GPUs; the "

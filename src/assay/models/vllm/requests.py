@@ -77,7 +77,8 @@ class VLLMArgs:
     tensor_parallel_size: int
     """GPUs per model replica."""
     data_parallel_size: int
-    """Model replicas (Ray actors), each loaded once and given a contiguous share of requests."""
+    """Model replicas, each one engine loaded once; the harness runs them on its Ray executor
+    (`VLLMLM.replica_plan`), which hands each idle replica the next chunk of requests."""
     gpu_memory_utilization: float
     max_model_len: int | None
     """Context window in tokens; None takes the engine's."""
