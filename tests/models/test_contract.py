@@ -53,7 +53,9 @@ def test_a_backend_must_implement_the_request_kinds():
 def test_objects_that_are_not_backends_are_refused_by_name(monkeypatch):
     assert checked_backend(Minimal(), "model").identity() == {"backend": "minimal"}
     with pytest.raises(
-        ConfigError, match=r"model: dict is not a model backend; subclass assay\.LM"
+        ConfigError,
+        match=r"model: dict is not a model backend: it lacks loglikelihood, "
+        r"loglikelihood_rolling, generate_until, identity\.",
     ):
         checked_backend({}, "model")
     monkeypatch.setitem(MODELS._entries, "duck", lambda **kw: object())

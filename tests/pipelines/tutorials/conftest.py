@@ -231,18 +231,22 @@ class _LLM:
             temperature = float(p.get("temperature", 1.0))
             generator_seed = p.get("seed") or 0
             torch.manual_seed(generator_seed)
+            max_new = min(int(p.get("max_tokens", 16)), STANDIN_MAX_NEW_TOKENS)
             with torch.no_grad():
                 out = self.model.generate(
                     ids,
                     attention_mask=torch.ones_like(ids),
-                    max_new_tokens=min(int(p.get("max_tokens", 16)), STANDIN_MAX_NEW_TOKENS),
+                    max_new_tokens=max_new,
                     do_sample=temperature > 0,
                     temperature=temperature if temperature > 0 else None,
                     top_p=p.get("top_p"),
                     pad_token_id=0,
                 )
             new = out[0, ids.shape[1] :].tolist()
-            outputs.append(types.SimpleNamespace(outputs=[types.SimpleNamespace(token_ids=new)]))
+            # vLLM's CompletionOutput: the tokens, and why generation ended.
+            ending = "length" if len(new) >= max_new else "stop"
+            completion = types.SimpleNamespace(token_ids=new, finish_reason=ending, stop_reason=None)
+            outputs.append(types.SimpleNamespace(outputs=[completion]))
         return outputs
 
 

@@ -167,7 +167,7 @@ def test_tasks_show_takes_lighteval_s_task_strings(tmp_path, monkeypatch):
     config = lighteval_table("arc")["arc:easy"]
     config.num_fewshots, config.full_name = 2, "arc:easy|2"
     first = next(d for d in LightevalTask(config).get_docs() if d.id == "0")
-    assert json.dumps(PromptManager().prepare_prompt(first))[1:-1] in text
+    assert PromptManager().prepare_prompt(first) in text  # tasks show prints prompts as written
     with pytest.raises(ConfigError, match=r"names 5[0-9] tasks"):
         show(Registry(), "leaderboard|mmlu|0")
 
