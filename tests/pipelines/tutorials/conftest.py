@@ -245,7 +245,9 @@ class _LLM:
             new = out[0, ids.shape[1] :].tolist()
             # vLLM's CompletionOutput: the tokens, and why generation ended.
             ending = "length" if len(new) >= max_new else "stop"
-            completion = types.SimpleNamespace(token_ids=new, finish_reason=ending, stop_reason=None)
+            completion = types.SimpleNamespace(
+                token_ids=new, finish_reason=ending, stop_reason=None
+            )
             outputs.append(types.SimpleNamespace(outputs=[completion]))
         return outputs
 
