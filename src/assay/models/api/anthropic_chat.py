@@ -15,7 +15,6 @@ Chat endpoints return no prompt log-probabilities, so loglikelihoods are refused
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -29,7 +28,7 @@ from assay.models.api.anthropic_messages import (
 )
 from assay.models.api.batch_providers import ANTHROPIC_LIMITS, AnthropicBatches
 from assay.models.api.batches import BatchProvider
-from assay.models.api.openai import _SHARED_ARGS, APISettings, _APIBackend
+from assay.models.api.openai import _SHARED_ARGS, APISettings, GenerationOnly, _APIBackend
 from assay.models.api.payloads import image_messages
 from assay.models.api.usage import Usage
 from assay.models.args import Arg, typed_args
@@ -37,10 +36,6 @@ from assay.models.base import cut_at_stops, register_model
 from assay.requests.types import (
     GenerateRequest,
     Generation,
-    LoglikelihoodRequest,
-    LoglikelihoodResult,
-    RollingRequest,
-    RollingResult,
 )
 
 log = logging.getLogger(__name__)
@@ -60,7 +55,7 @@ _ARGS: dict[str, Arg] = {
 
 
 @register_model("anthropic-chat")
-class AnthropicChatLM(_APIBackend):
+class AnthropicChatLM(GenerationOnly, _APIBackend):
     """Anthropic's `/v1/messages`: generation only.
 
     With --apply-chat-template the conversation is sent as turns (system prompt apart);
@@ -77,26 +72,16 @@ class AnthropicChatLM(_APIBackend):
          "top_k", "thinking", "stream"}
     )  # fmt: skip
 
+    no_scores_reason = (
+        "Anthropic's Messages API returns no log-probabilities, so multiple-choice and "
+        "perplexity tasks cannot be scored with it. Run generative tasks, or score with a "
+        "backend that reads log-probabilities (hf, vllm, openai-completions)."
+    )
+
     def __init__(self, **model_args: Any) -> None:
         args = typed_args(self.name, model_args, self.ARGS)
         super().__init__(APISettings(seed=None, default_query=None, **args))
         self._warned_thinking = False
-
-    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
-        """Always a ModelError: the Messages API returns no log-probabilities."""
-        raise self._no_scores("loglikelihood")
-
-    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
-        """Always a ModelError: the Messages API returns no log-probabilities."""
-        raise self._no_scores("loglikelihood_rolling")
-
-    def _no_scores(self, what: str) -> ModelError:
-        return ModelError(
-            f"--model {self.name} cannot compute {what}: Anthropic's Messages API returns no "
-            "log-probabilities, so multiple-choice and perplexity tasks cannot be scored with "
-            "it. Run generative tasks, or score with a backend that reads log-probabilities "
-            "(hf, vllm, openai-completions)."
-        )
 
     def _generation_defaults(self) -> dict[str, Any]:
         s = self.settings

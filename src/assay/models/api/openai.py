@@ -810,6 +810,25 @@ class _APIBackend(LM):
         raise APIRequestError(summary, failures, missing, partial, hint)
 
 
+class GenerationOnly:
+    """A backend whose API generates but returns no log-probabilities of a prompt: its
+    loglikelihood requests fail with `no_scores_reason`, naming what to use instead."""
+
+    name: ClassVar[str]
+    no_scores_reason: ClassVar[str]
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        """Always a ModelError (see `no_scores_reason`)."""
+        raise self._no_scores("loglikelihood")
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
+        """Always a ModelError (see `no_scores_reason`)."""
+        raise self._no_scores("loglikelihood_rolling")
+
+    def _no_scores(self, what: str) -> ModelError:
+        return ModelError(f"--model {self.name} cannot compute {what}: {self.no_scores_reason}")
+
+
 @register_model("openai-completions")
 class OpenAICompletionsLM(_APIBackend):
     """`/v1/completions`: generation, and loglikelihoods from echoed prompt logprobs."""
@@ -974,7 +993,7 @@ class OpenAICompletionsLM(_APIBackend):
 
 
 @register_model("openai-chat")
-class OpenAIChatLM(_APIBackend):
+class OpenAIChatLM(GenerationOnly, _APIBackend):
     """`/v1/chat/completions`: generation only.
 
     With --apply-chat-template the server receives the conversation as messages (system turn,
@@ -998,22 +1017,12 @@ class OpenAIChatLM(_APIBackend):
     def __init__(self, **model_args: Any) -> None:
         super().__init__(APISettings(**typed_args(self.name, model_args, self.ARGS)))
 
-    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
-        """Always a ModelError: chat endpoints return no log-probabilities of the prompt."""
-        raise self._no_scores("loglikelihood")
-
-    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
-        """Always a ModelError: chat endpoints return no log-probabilities of the prompt."""
-        raise self._no_scores("loglikelihood_rolling")
-
-    def _no_scores(self, what: str) -> ModelError:
-        return ModelError(
-            f"--model {self.name} cannot compute {what}: chat completions endpoints return no "
-            "log-probabilities of the prompt, so multiple-choice and perplexity tasks cannot be "
-            "scored. Use --model openai-completions with the base_url of a server whose "
-            "/v1/completions echoes prompt logprobs (echo=True, logprobs=1), such as vLLM, and "
-            "tokenizer=<the served model's HF tokenizer>."
-        )
+    no_scores_reason = (
+        "chat completions endpoints return no log-probabilities of the prompt, so "
+        "multiple-choice and perplexity tasks cannot be scored. Use --model openai-completions "
+        "with the base_url of a server whose /v1/completions echoes prompt logprobs (echo=True, "
+        "logprobs=1), such as vLLM, and tokenizer=<the served model's HF tokenizer>."
+    )
 
     def _generation_defaults(self) -> dict[str, Any]:
         s = self.settings
