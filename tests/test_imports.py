@@ -146,14 +146,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "assay.requests",
             "assay.filters",
             "assay.sandbox",
-            # Execution's request-level helpers, which backends use too: batch shapes
-            # (hf's memory planner, run_evals' shards), the response cache (a batch API files
-            # downloaded answers in it), the spending limit and the usage counters. They import
-            # nothing above requests; the executors that drive models sit above models.
-            "assay.execution.batching",
-            "assay.execution.cache",
-            "assay.execution.budget",
-            "assay.execution.api_usage",
         ),
     ),
     ("models", ("assay.models",)),

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from assay.errors import ConfigError, ModelError
-from assay.execution.cache import ResponseCache, request_key
 from assay.execution.executor import Executor, compute_chunk, plan_requests
 from assay.execution.local import LocalExecutor, run_requests
 from assay.models.dummy import DummyLM
+from assay.requests.cache import ResponseCache, request_key
 from assay.requests.types import (
     GenerateRequest,
     GenParams,

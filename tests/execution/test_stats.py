@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from assay.execution.cache import ResponseCache
 from assay.execution.local import LocalExecutor
 from assay.execution.stats import RunStats, counter_delta
 from assay.models.dummy import DummyLM
+from assay.requests.cache import ResponseCache
 from assay.requests.types import GenerateRequest, GenParams, LoglikelihoodRequest, RollingRequest
 
 

@@ -23,11 +23,11 @@ from toy_tasks import (
 )
 
 from assay.cli.main import main
-from assay.execution.cache import ResponseCache, model_key, request_key
 from assay.execution.executor import DEFAULT_CHUNK_SIZE, commit_chunk
 from assay.execution.local import run_requests
 from assay.models.base import LM
 from assay.models.dummy import DummyLM, dummy
+from assay.requests.cache import ResponseCache, model_key, request_key
 from assay.requests.types import (
     GenerateRequest,
     GenParams,

@@ -136,7 +136,7 @@ def test_fit_context_is_read_recorded_only_when_set_and_keys_the_request():
 
 def test_dict_and_list_generation_params_hash_dedupe_and_key_the_cache():
     """An API's response_format (a dict) or logit_bias travels in GenParams.extra."""
-    from assay.execution.cache import request_key
+    from assay.requests.cache import request_key
 
     def params(fmt: dict, stop: list) -> GenParams:
         return GenParams(extra=(("response_format", fmt), ("stop_ids", stop)))

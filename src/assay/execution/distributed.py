@@ -2,7 +2,7 @@
 
 Every rank runs the same pipeline, so tasks, docs and prompts are the same everywhere. Rank 0
 alone reads the response cache and tells the others what it found, so every rank holds the same
-work plan. Chunks are dealt in rounds, one per rank (`assay.execution.batching.shard` of the round), and
+work plan. Chunks are dealt in rounds, one per rank (`assay.requests.batching.shard` of the round), and
 after each round every rank receives every result: all ranks score alike, and rank 0 commits
 the round to the cache and alone writes results and samples files.
 """
@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.execution.batching import shard
-from assay.execution.cache import ResponseCache
 from assay.execution.executor import (
     Progress,
     commit_chunk,
@@ -26,6 +24,8 @@ from assay.execution.executor import (
 )
 from assay.execution.stats import Answers
 from assay.models.base import LM
+from assay.requests.batching import shard
+from assay.requests.cache import ResponseCache
 from assay.requests.types import Request, Result
 
 

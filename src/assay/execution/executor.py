@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from assay.errors import FailedRequests, ModelError
-from assay.execution.cache import ResponseCache, request_key
 from assay.execution.stats import Answers, RunStats, TokenUnit
 from assay.models.base import LM
+from assay.requests.cache import ResponseCache, request_key
 from assay.requests.types import (
     Generation,
     LoglikelihoodRequest,

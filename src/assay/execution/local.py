@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay.errors import ModelError
-from assay.execution.cache import ResponseCache
 from assay.execution.executor import (
     Progress,
     commit_chunk,
@@ -21,6 +20,7 @@ from assay.execution.executor import (
 )
 from assay.execution.stats import Answers
 from assay.models.base import LM
+from assay.requests.cache import ResponseCache
 from assay.requests.types import Request
 
 log = logging.getLogger(__name__)

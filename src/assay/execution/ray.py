@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from assay.errors import AssayError, ConfigError, ModelError
-from assay.execution.cache import ResponseCache
 from assay.execution.executor import (
     Progress,
     commit_chunk,
@@ -35,6 +34,7 @@ from assay.execution.executor import (
 from assay.execution.stats import Answers
 from assay.models.base import LM, MODELS, ModelProvenance, ReplicaPlan, TokenCounter, load_model
 from assay.prompts.chat import ChatTemplate, Message
+from assay.requests.cache import ResponseCache
 from assay.requests.types import (
     GenerateRequest,
     LoglikelihoodRequest,

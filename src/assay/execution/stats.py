@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from assay.execution.api_usage import api_usage_entry, usage_sum
-from assay.execution.cache import ResponseCache
+from assay.models.api.usage_totals import api_usage_entry, usage_sum
+from assay.requests.cache import ResponseCache
 from assay.requests.types import Result
 
 TokenUnit = Literal["tokens", "characters"]

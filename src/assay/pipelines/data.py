@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from assay.errors import DataError
-from assay.execution.batching import shard
 from assay.pipelines.store import to_json
+from assay.requests.batching import shard
 
 
 def dataset_rows(dataset: Any) -> list[dict[str, Any]]:

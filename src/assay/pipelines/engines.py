@@ -191,7 +191,7 @@ class EnginePool:
         self.builds += 1
         cache = None
         if self.cache_dir is not None:
-            from assay.execution.cache import ResponseCache
+            from assay.requests.cache import ResponseCache
 
             cache = ResponseCache(self.cache_dir / "responses.sqlite", executor.model.identity())
         self._engines[key] = (executor, cache)

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assay.execution.api_usage import api_usage_entry, usage_sum
 from assay.execution.stats import RunStats, collapse_repeats
+from assay.models.api.usage_totals import api_usage_entry, usage_sum
 from assay.results.generations import GenerationTally, generation_entries
 from assay.results.provenance import task_provenance
 from assay.results.schema import Provenance, ResultsFile, RunConfig, TaskEntry, TaskProvenance

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay.errors import DataError, FailedRequests, ModelError
-from assay.execution.cache import ResponseCache
 from assay.execution.executor import Executor
 from assay.execution.progress import LiveProgress
 from assay.execution.stats import RunStats
 from assay.requests.build import repeated
+from assay.requests.cache import ResponseCache
 from assay.requests.doc_result import DocResult
 from assay.requests.types import Generation
 from assay.results.generations import DOCS_PAGE, GenerationTally, answer_seen

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from assay.errors import ConfigError
-from assay.execution.cache import CACHE_FILE
 from assay.execution.executor import Executor
 from assay.execution.local import LocalExecutor
 from assay.models.args import to_bool
 from assay.models.base import LM, MODELS, ReplicaPlan, checked_backend, load_model
+from assay.requests.cache import CACHE_FILE
 from assay.run.settings import RunSettings
 
 

@@ -17,17 +17,17 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from assay.execution.api_usage import usage_delta
-from assay.execution.budget import spending_limit
-from assay.execution.cache import CACHE_FILE, ResponseCache
 from assay.execution.executor import Executor
 from assay.execution.progress import CacheCounts, LiveProgress
 from assay.execution.seeding import seed_globals, seed_torch
 from assay.execution.stats import RunStats, counter_delta, task_batch_sizes
 from assay.metrics.base import ScoredMetric
 from assay.metrics.judges.grading import judge_metrics
+from assay.models.api.budget import spending_limit
+from assay.models.api.usage_totals import usage_delta
 from assay.models.base import LM
 from assay.requests.build import build_requests, check_images_accepted
+from assay.requests.cache import CACHE_FILE, ResponseCache
 from assay.requests.doc_result import DocResult
 from assay.requests.plan import Capabilities
 from assay.results.builder import ResultsBuilder, TaskRecord

@@ -5,9 +5,9 @@ doc's response and the earlier exchanges its `history`."""
 from __future__ import annotations
 
 from assay.errors import DataError, FailedRequests
-from assay.execution.cache import ResponseCache
 from assay.execution.stats import RunStats
 from assay.requests.build import follow_up_request
+from assay.requests.cache import ResponseCache
 from assay.requests.doc_result import DocResult
 from assay.requests.types import Generation
 from assay.run.answering import Answering, name_failed_docs

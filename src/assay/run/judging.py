@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError, FailedRequests, ModelError, TaskConfigError
-from assay.execution.api_usage import usage_delta
-from assay.execution.cache import ResponseCache
 from assay.execution.executor import Executor
 from assay.execution.stats import RunStats
 from assay.metrics.judges.grading import JudgeMetric
 from assay.metrics.judges.stage import Verdict, judge_shard
 from assay.metrics.judges.tally import JudgeTally
+from assay.models.api.usage_totals import usage_delta
 from assay.models.base import MODELS
+from assay.requests.cache import ResponseCache
 from assay.requests.doc_result import DocResult
 from assay.requests.types import canonical_json
 from assay.run.backend import build_executor

@@ -9,11 +9,11 @@ import pytest
 from fixtures.provider_fakes import FakeProviders
 
 from assay.errors import ConfigError, ModelError
-from assay.execution.cache import ResponseCache, request_key
 from assay.models.api.anthropic_chat import AnthropicChatLM
 from assay.models.api.batches import BatchLimits, ItemResult, split_batches
 from assay.models.api.openai import OpenAIChatLM
 from assay.models.api.runner import APIRequestError
+from assay.requests.cache import ResponseCache, request_key
 from assay.requests.types import GenerateRequest, GenParams
 
 REQUESTS = [GenerateRequest(f"question {i}", GenParams(max_gen_toks=8)) for i in range(5)]

@@ -1,5 +1,5 @@
-"""Tokens and cost of API calls (assay/models/api/usage.py, assay/execution/api_usage.py) and
-the --max-cost limit (assay/execution/budget.py), without a server."""
+"""Tokens and cost of API calls (assay/models/api/usage.py, assay/models/api/usage_totals.py) and
+the --max-cost limit (assay/models/api/budget.py), without a server."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from importlib import resources
 
 import pytest
 
-from assay.execution.api_usage import api_usage_entry, cost_note, usage_delta, usage_sum
-from assay.execution.budget import SpendingLimit, active_limit, spending_limit
+from assay.models.api.budget import SpendingLimit, active_limit, spending_limit
 from assay.models.api.usage import (
     Prices,
     Usage,
@@ -19,6 +18,7 @@ from assay.models.api.usage import (
     model_prices,
     openai_usage,
 )
+from assay.models.api.usage_totals import api_usage_entry, cost_note, usage_delta, usage_sum
 
 
 def test_openai_usage_reads_cached_and_reasoning_tokens():

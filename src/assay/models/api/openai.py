@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from assay.errors import ConfigError, ModelError
-from assay.execution.budget import CostLimitReached, SpendingLimit, active_limit
 from assay.models.api.batch_providers import OPENAI_LIMITS, OpenAIBatches
 from assay.models.api.batches import (
     JOURNAL_FOLDER,
@@ -46,6 +45,7 @@ from assay.models.api.batches import (
     BatchProvider,
     BatchRun,
 )
+from assay.models.api.budget import CostLimitReached, SpendingLimit, active_limit
 from assay.models.api.openai_answers import AnswerReading, read_choice
 from assay.models.api.pacing import FailureKind, Limits, Pacer, read_signals
 from assay.models.api.payloads import (
@@ -538,14 +538,14 @@ class _APIBackend(LM):
     def _landing_cache(self) -> Any:
         """The response cache named by batch_cache (opened once), or None without one."""
         if self._landing is None and self.settings.batch_cache:
-            from assay.execution.cache import ResponseCache
+            from assay.requests.cache import ResponseCache
 
             self._landing = ResponseCache(self.settings.batch_cache, self.identity())
         return self._landing
 
     @staticmethod
     def _request_key(request: GenerateRequest) -> str:
-        from assay.execution.cache import request_key
+        from assay.requests.cache import request_key
 
         return request_key(request)
 

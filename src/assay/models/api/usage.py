@@ -3,8 +3,8 @@
 Provider-neutral: a backend turns each answer's usage into a `Usage` (OpenAI's shape is read by
 `openai_usage`) and records it in its `UsageMeter`; `LM.usage_stats` returns the meter's
 running totals, which results.json reports per task (their difference around the task) and per
-run (`assay.execution.api_usage`). `input_tokens` counts every prompt token, cached ones included; `reasoning_tokens` are
-part of `output_tokens` (as OpenAI bills them).
+run (`usage_totals`). `input_tokens` counts every prompt token, cached ones included;
+`reasoning_tokens` are part of `output_tokens` (as OpenAI bills them).
 
 Prices are USD per million tokens: the model args `price_in`, `price_out`, `price_cached_in`
 and `batch_discount`, else the bundled table `prices.csv` (each row with its date and source).
@@ -21,7 +21,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from assay.execution.api_usage import COUNTERS, UsageStats
+from assay.models.api.usage_totals import COUNTERS, UsageStats
 
 PRICES_FILE = "prices.csv"
 

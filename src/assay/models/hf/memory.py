@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from assay.errors import ModelError
-from assay.execution.batching import batches, split_padding
+from assay.requests.batching import batches, split_padding
 
 log = logging.getLogger(__name__)
 

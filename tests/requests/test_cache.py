@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.errors import ConfigError
-from assay.execution.cache import ResponseCache, _encode, model_key, request_key
 from assay.execution.local import run_requests
 from assay.models.base import LM
+from assay.requests.cache import ResponseCache, _encode, model_key, request_key
 from assay.requests.types import (
     GenerateRequest,
     GenParams,

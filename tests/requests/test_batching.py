@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assay.execution.batching import batches, shard, sorted_groups, split_padding
+from assay.requests.batching import batches, shard, sorted_groups, split_padding
 
 
 def test_sorted_groups_longest_first_ties_in_original_order():

@@ -2,6 +2,9 @@
 
 Sorting longest first makes padding small and surfaces out-of-memory on the first batch; grouping
 by generation parameters lets a backend pass one parameter set per batch.
+
+Batch shapes of requests sit with the requests, below the models: backends plan their own
+batches with them (hf's memory planner), and so do the executors (ranks' shards) and run_evals.
 """
 
 from __future__ import annotations

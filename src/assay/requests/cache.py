@@ -3,6 +3,10 @@
 Keys hold the model's full identity (backend, weights, revision, dtype and every argument that
 changes outputs), so a cache shared by two models never returns one model's answers for the
 other. Writes are committed per completed chunk; a kill loses at most the chunk in flight.
+
+A table from requests to their results, it sits with the request types, below the models: the
+executors consult it, and so does a backend that receives answers outside their calls (the
+OpenAI batch path files a provider batch's downloaded answers in it).
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Plain arithmetic over dicts, kept apart from the API backends so that reporting 
 client library: a task's usage is the difference of two readings around it (`usage_delta`), a
 run's the sum of its tasks' (`usage_sum`). A cost unknown anywhere stays unknown (None), with
 `cost_note` saying why.
+
+It sits in the API client layer, beside the meter that takes the readings (`usage`), because
+`UsageStats` is what API backends report; the executors, the run and the results writer that
+add readings up all sit above the models.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ an upper bound from the request's prompt and its max new tokens at the model's p
 request is never sent, nor is any after it; those under way finish and are paid for. The limit
 counts what this process spends: answers read from the response cache cost nothing, so a re-run
 with a larger budget pays only for the rest.
+
+It sits in the API client layer, which every API backend and judge shares, because the backends
+are what ask it; the run, above the models, only makes a limit active.
 """
 
 from __future__ import annotations
