@@ -36,6 +36,30 @@ def sections(parser: argparse.ArgumentParser, title: str, level: int) -> list[st
     return out
 
 
+def settings_table() -> list[str]:
+    """Each run setting with its flag, default and what it changes (assay.run.settings)."""
+    from assay.run.settings import Effect, default, describe, setting_names
+
+    out = [
+        "## What each run setting changes",
+        "",
+        "Each `assay run` setting (an `evaluate()` keyword of the same name) is declared once, with",
+        "what it changes; that decides whether results.json records it under",
+        "`provenance.settings` and whether it is part of the run's identity (an output folder",
+        "resumes only the same run, see [Reliability](reliability.md)).",
+        "",
+    ]
+    out += [f"- **{effect.value}**: {effect.meaning}." for effect in Effect]
+    out += ["", "| setting | flag | default | changes |", "| --- | --- | --- | --- |"]
+    for name in setting_names():
+        spec = describe(name)
+        flag = ", ".join(f"`{f}`" for f in spec.flag.names) if spec.flag else "(Python only)"
+        value = default(name)
+        shown = f"`{value!r}`" if not isinstance(value, tuple) else f"`{','.join(map(str, value))}`"
+        out.append(f"| `{name}` | {flag} | {shown} | {spec.effect.value} |")
+    return [*out, ""]
+
+
 def render() -> str:
     """The whole page."""
     from assay.cli.main import build_parser
@@ -59,7 +83,7 @@ def render() -> str:
         "[Reports](reports.md).",
         "",
     ]
-    return "\n".join(head + body).rstrip() + "\n"
+    return "\n".join(head + body + settings_table()).rstrip() + "\n"
 
 
 def main() -> int:

@@ -31,22 +31,34 @@ SAMPLES_REASONING = ("full", "length", "none")
 
 
 class Effect(StrEnum):
-    """What a setting changes; it decides where the setting is recorded."""
+    """What a setting changes; it decides where the setting is recorded (`meaning` says how)."""
 
     NUMBERS = "numbers"
-    """What the model is asked or how its answers are scored: written to results.json's
-    settings, and part of the run's identity (a run with another value is another run)."""
     NUMERICS = "numerics"
-    """Floating-point noise at most (kernels and batch shapes): written to results.json's
-    settings, since it can explain a last-digit difference, but not part of the run's identity,
-    so a run resumed with another batch size or device is the same run."""
     IDENTITY = "identity"
-    """The model and the seeds: part of the run's identity, written in blocks of their own
-    (the backend's identity, `seeds`)."""
     FILES = "files"
-    """What the output files hold, not the numbers: part of the run's identity only."""
     NOTHING = "nothing"
-    """Where and how fast the run goes, where it is reported, what it may spend: neither."""
+
+    @property
+    def meaning(self) -> str:
+        """What settings of this effect change, and where they are recorded."""
+        return _MEANINGS[self]
+
+
+_MEANINGS = {
+    Effect.NUMBERS: "what the model is asked or how its answers are scored: written to "
+    "results.json's provenance settings, and part of the run's identity (a run with another "
+    "value is another run)",
+    Effect.NUMERICS: "floating-point noise at most (kernels and batch shapes): written to "
+    "results.json's provenance settings, since it can explain a last-digit difference, but not "
+    "part of the run's identity, so a run resumed with another batch size or device is the same "
+    "run",
+    Effect.IDENTITY: "the model and the seeds: part of the run's identity, written in blocks of "
+    "their own (the backend's identity, `seeds`)",
+    Effect.FILES: "what the output files hold, not the numbers: part of the run's identity only",
+    Effect.NOTHING: "where and how fast the run goes, where it is reported, what it may spend: "
+    "neither recorded among the settings nor part of the run's identity",
+}
 
 
 FlagParser = Callable[[Any, str], Any]
