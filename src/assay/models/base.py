@@ -19,6 +19,7 @@ from this one class:
 | `usage_stats()`     | None    | API requests, tokens and cost so far; results.json per task/run |
 | `has_batch_api`     | False   | True: `--batch-api` may send requests through a provider batch API |
 | `replica_plan()`    | None    | model args asking for several replicas: run on the Ray executor |
+| `unloaded()`        | None    | identity, capabilities, provenance before any weight loads      |
 
 `generate_until` answers each request with a string or a `Generation` (the answer plus its
 thinking, finish reason and token counts), and may mix the two.
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypedDict
 
 from assay.backend_names import BUILTIN_BACKENDS
-from assay.errors import ConfigError
+from assay.errors import ConfigError, ModelError
 from assay.models.args import BatchSize
 from assay.prompts.chat import ChatTemplate
 from assay.registry import ComponentRegistry
@@ -191,10 +192,44 @@ class LM(ABC):
         asking args itself: the executor factory starts the plan's replicas instead."""
         return None
 
+    @classmethod
+    def unloaded(cls, model_args: Mapping[str, Any]) -> LM | None:
+        """The backend `model_args` build, known without loading its weights, or None when it
+        cannot be known without building it (the default: the run then builds it first).
+
+        Either an `Unloaded` stand-in (identity, capabilities and provenance exactly those of
+        the built backend, read from the arguments and light files such as a config or a
+        tokenizer; the run builds the backend only for a request its response cache cannot
+        answer), or the built backend itself where building it loads nothing heavy (dummy,
+        replay, the API clients). The run reads the model identity from it before any weight
+        loads: an output folder written by another model is refused first.
+        """
+        return None
+
     def provenance(self) -> ModelProvenance:
         """What results files record about the model. Default: the backend name only."""
         backend = self.identity().get("backend")
         return {"backend": str(backend) if backend else type(self).__name__}
+
+
+class Unloaded(LM):
+    """A backend known without its weights (what `LM.unloaded` returns for a backend that has
+    some): its identity, capabilities and provenance are the built backend's, and it answers no
+    request, since answering needs the weights; the run builds the backend for that."""
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        raise self._not_loaded()
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
+        raise self._not_loaded()
+
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str | Generation]:
+        raise self._not_loaded()
+
+    def _not_loaded(self) -> ModelError:
+        return ModelError(
+            f"{type(self).__name__} holds no weights: build the backend to answer requests."
+        )
 
 
 class ModelFactory(Protocol):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from assay.errors import ConfigError
@@ -70,6 +70,11 @@ class DummyLM(LM):
     def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
         self._wait(len(requests))
         return [self.response for _ in requests]
+
+    @classmethod
+    def unloaded(cls, model_args: Mapping[str, Any]) -> LM:
+        """Built at once: it loads nothing."""
+        return dummy(**model_args)
 
     def identity(self) -> dict[str, Any]:
         return {"backend": "dummy", "seed": self.seed, "response": self.response}

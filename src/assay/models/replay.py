@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -160,6 +160,11 @@ class ReplayLM(LM):
         raise ModelError(
             "replay answers generation requests only; this task needs rolling loglikelihoods."
         )
+
+    @classmethod
+    def unloaded(cls, model_args: Mapping[str, Any]) -> LM:
+        """Built at once: it reads its file and loads nothing else."""
+        return replay(**model_args)
 
     def identity(self) -> dict[str, Any]:
         identity: dict[str, Any] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -10,9 +11,12 @@ from assay.errors import ConfigError
 from assay.execution.executor import Executor
 from assay.execution.local import LocalExecutor
 from assay.models.args import to_bool
-from assay.models.base import LM, MODELS, ReplicaPlan, checked_backend, load_model
+from assay.models.base import LM, MODELS, ReplicaPlan, Unloaded, checked_backend, load_model
 from assay.requests.cache import CACHE_FILE
+from assay.run.deferred import DeferredBackend
 from assay.run.settings import RunSettings
+
+log = logging.getLogger(__name__)
 
 
 def backend_args(settings: RunSettings) -> dict[str, Any]:
@@ -80,6 +84,19 @@ def build_model(settings: RunSettings) -> LM:
     return load_model(settings.model, backend_args(settings))
 
 
+def described_model(settings: RunSettings) -> LM | None:
+    """The settings' backend as known before any weight loads (`LM.unloaded`): a stand-in
+    without weights, or the backend itself where building it loads nothing. None for a model
+    object (built already) and for a backend that must be built to be known (logged)."""
+    if not isinstance(settings.model, str):
+        return None
+    backend = registered_class(settings.model)
+    described = backend.unloaded(backend_args(settings)) if backend is not None else None
+    if described is None:
+        log.debug("--model %s tells its identity once built: it is built first", settings.model)
+    return described
+
+
 def backend_class(settings: RunSettings) -> type[LM] | None:
     """The class of the run's backend, known before it is built (None when its factory does
     not declare one)."""
@@ -113,10 +130,15 @@ def replica_plan(name: str, model_args: dict[str, Any]) -> ReplicaPlan | None:
     return backend.replica_plan(model_args) if backend is not None else None
 
 
-def build_executor(settings: RunSettings, model: LM | None = None) -> Executor:
+def build_executor(
+    settings: RunSettings, model: LM | None = None, described: LM | None = None
+) -> Executor:
     """The executor named by settings.executor, holding the settings' model (or `model`).
 
-    Model args that ask for replicas run them on the Ray executor, as --executor ray would."""
+    Model args that ask for replicas run them on the Ray executor, as --executor ray would.
+    The local executor holds `described` (from `described_model`) where it was given: a
+    stand-in without weights builds the backend only for a request the response cache cannot
+    answer."""
     s = settings
     plan = None
     if model is None and isinstance(s.model, str):
@@ -150,13 +172,21 @@ def build_executor(settings: RunSettings, model: LM | None = None) -> Executor:
 
     launch = launch_rank()
     if launch is None:
-        return LocalExecutor(model or build_model(s))
+        return LocalExecutor(model or _local_model(s, described))
     # Started by accelerate/torchrun: one model per rank, on the rank's own GPU when there are GPUs.
     from assay.execution.distributed import DataParallelExecutor
 
     if model is None and s.device is None and _has_cuda():
         s = replace(s, device=f"cuda:{launch.local_rank}")
     return DataParallelExecutor(model or build_model(s), launch)
+
+
+def _local_model(settings: RunSettings, described: LM | None) -> LM:
+    """The model of a run in this process: `described` itself when it is the built backend, a
+    deferred backend when it is a stand-in, the settings' backend built now without one."""
+    if isinstance(described, Unloaded):
+        return DeferredBackend(described, lambda: build_model(settings))
+    return described or build_model(settings)
 
 
 def _has_cuda() -> bool:

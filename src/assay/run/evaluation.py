@@ -9,6 +9,7 @@ ARCHITECTURE.md); this one wires them. `evaluate()` (`run.api`) is its Python en
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -35,7 +36,8 @@ from assay.results.samples import SamplesLog, doc_hash
 from assay.results.summary import MetricColumns, task_entry
 from assay.results.writer import OutputDir
 from assay.run.answering import Answering
-from assay.run.backend import backend_class, build_executor
+from assay.run.backend import backend_class, build_executor, described_model
+from assay.run.deferred import DeferredBackend
 from assay.run.follow_ups import ask_follow_ups
 from assay.run.header import run_info
 from assay.run.judging import Judges, TaskJudging, check_judges
@@ -61,6 +63,11 @@ from assay.tasks.code_routes import code_route
 from assay.tasks.code_routes import describe as describe_code_route
 from assay.tasks.registry import Resolved
 from assay.tasks.task import Task, fewshot_count
+
+log = logging.getLogger(__name__)
+
+NOT_LOADED = "all answers from the cache: model not loaded"
+"""Said at the end of a run whose every request the response cache answered."""
 
 SHARD_DOCS = 2000
 """Docs per shard: memory stays flat however large a task is."""
@@ -130,10 +137,15 @@ class Evaluation:
         started, date = time.perf_counter(), time.time()
         seed_globals(self.settings.seed)
         self.load_data()
+        described = described_model(self.settings) if model is None and executor is None else None
         if self.settings.output_dir is not None:
-            # Before the (slow) model load; the model's identity is checked once it is built.
-            check_folder(self.settings.output_dir, self._run_key(), None, self.settings.overwrite)
-        self.executor = executor or build_executor(self.settings, model)
+            # Before any weight loads, with the identity where the backend tells it unbuilt
+            # (otherwise it is checked again once the model is built).
+            identity = described.identity() if described is not None else None
+            check_folder(
+                self.settings.output_dir, self._run_key(), identity, self.settings.overwrite
+            )
+        self.executor = executor or build_executor(self.settings, model, described)
         self.answering = Answering(self.executor, self.settings.unclosed_thinking)
         seed_torch(self.settings.seed)
         try:
@@ -141,9 +153,20 @@ class Evaluation:
         finally:
             if executor is None:
                 self.executor.close()
+        self._say_if_not_loaded()
         if self.settings.log_to and self.executor.primary:
             self.tracked = self._log_to_trackers(results)
         return results
+
+    def _say_if_not_loaded(self) -> None:
+        """One line when the response cache answered every request, so no weights loaded."""
+        model = self.executor.model
+        if not (isinstance(model, DeferredBackend) and model.built is None):
+            return
+        if self.settings.show_progress and self.executor.primary:
+            print(NOT_LOADED, file=sys.stderr)
+        else:
+            log.info(NOT_LOADED)
 
     def _log_to_trackers(self, results: dict[str, Any]) -> list[str]:
         """Log the written run to each --log-to tracker; returns where each run went."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -277,6 +277,11 @@ class _APIBackend(LM):
     name: ClassVar[str]
     per_request_fields: ClassVar[frozenset[str]] = _PER_REQUEST_FIELDS
     """Body fields every request sets itself: extra_body may not override them."""
+
+    @classmethod
+    def unloaded(cls, model_args: Mapping[str, Any]) -> LM:
+        """Built at once: a client loads nothing (it sends no request until asked)."""
+        return cls(**model_args)
 
     def __init__(self, settings: APISettings) -> None:
         overridden = sorted(self.per_request_fields & set(settings.extra_body or {}))

@@ -35,19 +35,21 @@ class Loaded:
     """Hash of the checkpoint files (or the hub commit), so re-saved weights change identity."""
 
 
-def load(args: HFArgs) -> Loaded:
-    """Load tokenizer, model (and adapter) onto the chosen device; ModelError on any failure."""
-    import torch
+@dataclass
+class ModelFiles:
+    """What a model's light files hold: its config and tokenizer (no weights)."""
 
-    device = _pick_device(args.device)
-    check_quantization(args)
-    placement = placement_kwargs(args, device)  # a bad quantization_config fails here, early
+    config: Any
+    tokenizer: Any
+
+
+def read_files(args: HFArgs) -> ModelFiles:
+    """The model's config (checked to be a causal LM) and tokenizer; ModelError on any failure."""
     _check_source(args.pretrained, "pretrained")
     if args.tokenizer:
         _check_source(args.tokenizer, "tokenizer")
     if args.peft:
         _check_source(args.peft, "peft")
-    _use_physical_cores(device)
     config = _guarded(
         "read the model config of", args.pretrained, _load_config, args.pretrained, args
     )
@@ -59,6 +61,19 @@ def load(args: HFArgs) -> Loaded:
         args.tokenizer or args.pretrained,
         args,
     )
+    return ModelFiles(config, tokenizer)
+
+
+def load(args: HFArgs) -> Loaded:
+    """Load tokenizer, model (and adapter) onto the chosen device; ModelError on any failure."""
+    import torch
+
+    device = _pick_device(args.device)
+    check_quantization(args)
+    placement = placement_kwargs(args, device)  # a bad quantization_config fails here, early
+    _use_physical_cores(device)
+    files = read_files(args)
+    config, tokenizer = files.config, files.tokenizer
     dtype = "auto" if args.dtype == "auto" else getattr(torch, args.dtype)
     model = _guarded(
         "load the weights of",
@@ -78,13 +93,13 @@ def load(args: HFArgs) -> Loaded:
     model.eval()
     for parameter in model.parameters():
         parameter.requires_grad_(False)
-    _configure_pad_token(tokenizer)
+    configure_pad_token(tokenizer)
     return Loaded(
         model=model,
         tokenizer=tokenizer,
         device=device,
         max_length=args.max_length or resolve_max_length(model.config, tokenizer),
-        fingerprint=_fingerprint(args, config),
+        fingerprint=fingerprint(args, config),
     )
 
 
@@ -283,7 +298,7 @@ def _apply_peft(model: Any, tokenizer: Any, args: HFArgs) -> Any:
     return PeftModel.from_pretrained(model, args.peft, revision=args.revision)
 
 
-def _configure_pad_token(tokenizer: Any) -> None:
+def configure_pad_token(tokenizer: Any) -> None:
     """Pick a pad token as lm-eval does (pad, else unk, else eos, else a new '<|pad|>')."""
     if tokenizer.pad_token_id is not None:
         return
@@ -312,7 +327,7 @@ def _use_physical_cores(device: Any) -> None:
         torch.set_num_threads(cores)
 
 
-def _fingerprint(args: HFArgs, config: Any) -> str:
+def fingerprint(args: HFArgs, config: Any) -> str:
     """What the weights are: the hub commit, or names, sizes and mtimes of local files."""
     digest = hashlib.sha256()
     for source in (args.pretrained, args.tokenizer, args.peft):

@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from assay.errors import ModelError
 from assay.models.base import LM, ModelProvenance, TokenCounter, register_model
 from assay.models.hf.args import HFArgs, parse_hf_args
 from assay.models.hf.generate import Generator
+from assay.models.hf.identity import chat_template_of, dtype_name, identity_of, provenance_of
 from assay.models.hf.load import load
 from assay.models.hf.memory import BatchSizer
 from assay.models.hf.prefix import loaded_attention
 from assay.models.hf.score import Scorer
 from assay.models.thinking import Thinking, thinking_args
 from assay.models.tokens import TokenizerView, rolling_windows
-from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat, template_sha256
+from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat
 from assay.requests.types import (
     GenerateRequest,
     Generation,
@@ -156,13 +157,7 @@ class HuggingFaceLM(LM):
 
     def chat_template(self) -> TokenizerChatTemplate:
         """The tokenizer's chat template (BOS included when the template writes it)."""
-        return TokenizerChatTemplate(
-            self.tokenizer,
-            missing=f"--model hf: the tokenizer of {self.args.tokenizer or self.args.pretrained!r} "
-            "has no chat template; run without a chat template or use an instruction-tuned "
-            "model's tokenizer (tokenizer=...).",
-            template_args=self._template_args(),
-        )
+        return chat_template_of(self.args, self.tokenizer)
 
     def token_counter(self) -> TokenCounter:
         """Tokens of each text as a prompt is encoded (BOS included when the tokenizer adds it)."""
@@ -175,46 +170,32 @@ class HuggingFaceLM(LM):
 
     def provenance(self) -> ModelProvenance:
         """Model id, revision and hub commit, dtype, parameter count, tokenizer and template."""
-        return {
-            "backend": "hf",
-            "model": self.args.pretrained,
-            "revision": self.args.revision,
-            "sha": getattr(self.model.config, "_commit_hash", None),
-            "dtype": str(self._dtype()).removeprefix("torch."),
-            "num_parameters": sum(p.numel() for p in self.model.parameters()),
-            "tokenizer": self.args.tokenizer or self.args.pretrained,
-            "chat_template_sha256": template_sha256(self.tokenizer),
-            "max_length": self.max_length,
-            "add_bos_token": self.args.add_bos_token,
-        }
+        return provenance_of(
+            self.args,
+            self.tokenizer,
+            sha=getattr(self.model.config, "_commit_hash", None),
+            dtype=dtype_name(self._dtype()),
+            num_parameters=sum(p.numel() for p in self.model.parameters()),
+            max_length=self.max_length,
+        )
 
     def identity(self) -> dict[str, Any]:
         """Everything that changes this backend's outputs (the response cache keys on it)."""
-        return {
-            "backend": "hf",
-            "pretrained": self.args.pretrained,
-            "revision": self.args.revision,
-            "tokenizer": self.args.tokenizer,
-            "peft": self.args.peft,
-            "dtype": str(self._dtype()).removeprefix("torch."),
-            "max_length": self.max_length,
-            "add_bos_token": self.args.add_bos_token,
-            "attn_implementation": loaded_attention(self.model),
-            "weights": self._fingerprint,
-            # Only when set, so caches written before the argument existed stay valid.
-            **({"think_end_token": self.args.think_end_token} if self.args.think_end_token else {}),
-            **self._thinking_identity(),
-        }
+        return identity_of(
+            self.args,
+            dtype=dtype_name(self._dtype()),
+            max_length=self.max_length,
+            attention=loaded_attention(self.model),
+            weights=self._fingerprint,
+        )
 
-    def _thinking_identity(self) -> dict[str, Any]:
-        """The thinking arguments that are set (unset ones leave earlier caches valid)."""
-        names = ("think_start_token", "thinking_budget", "enable_thinking")
-        return {n: getattr(self.args, n) for n in names if getattr(self.args, n) is not None}
+    @classmethod
+    def unloaded(cls, model_args: Mapping[str, Any]) -> LM | None:
+        """The model read from its config and tokenizer files, without its weights (None for
+        what those cannot tell: see `hf.unloaded`)."""
+        from assay.models.hf.unloaded import UnloadedHF
 
-    def _template_args(self) -> dict[str, Any]:
-        """Chat template keyword arguments (enable_thinking, when given)."""
-        enable = self.args.enable_thinking
-        return {} if enable is None else {"enable_thinking": enable}
+        return UnloadedHF.read(parse_hf_args(model_args))
 
     def _thinking(self) -> Thinking | None:
         """How the thinking is told from the answer (None without think_end_token)."""

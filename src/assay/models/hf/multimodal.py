@@ -30,18 +30,18 @@ from typing import Any
 from assay.errors import ConfigError, ModelError
 from assay.images import DocImage, content_parts, replace_placeholders, resize_image
 from assay.models.args import Arg, typed_args
-from assay.models.base import ModelProvenance, register_model
+from assay.models.base import LM, ModelProvenance, register_model
 from assay.models.hf.args import HF_ARGS, HFArgs
 from assay.models.hf.generate import Generator
 from assay.models.hf.inputs import ExtraInputs
 from assay.models.hf.load import (
     _check_source,
-    _configure_pad_token,
-    _fingerprint,
     _guarded,
     _load_config,
     _pick_device,
     _use_physical_cores,
+    configure_pad_token,
+    fingerprint,
     resolve_max_length,
 )
 from assay.models.hf.memory import BatchSizer
@@ -283,6 +283,12 @@ class HFMultimodalLM(HuggingFaceLM):
             "--apply-chat-template or give an instruction-tuned model's processor (tokenizer=...).",
         )
 
+    @classmethod
+    def unloaded(cls, model_args: Mapping[str, Any]) -> LM | None:
+        """None: its identity holds the processor's image token, read as the model loads (the
+        run builds it first)."""
+        return None
+
     def provenance(self) -> ModelProvenance:
         """Model id, revision and hub commit, dtype, parameter count, processor and template."""
         out = super().provenance()
@@ -416,12 +422,12 @@ def _load(args: MultimodalArgs) -> dict[str, Any]:
     model.eval()
     for parameter in model.parameters():
         parameter.requires_grad_(False)
-    _configure_pad_token(processor.tokenizer)
+    configure_pad_token(processor.tokenizer)
     return {
         "model": model,
         "processor": processor,
         "device": device,
-        "fingerprint": _fingerprint(hf, config),
+        "fingerprint": fingerprint(hf, config),
     }
 
 

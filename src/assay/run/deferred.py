@@ -1,0 +1,103 @@
+"""The run's backend, built only when a request needs it.
+
+A backend with weights describes itself without them (`LM.unloaded`): identity, capabilities,
+provenance. The run works with that description, and the response cache answers what it
+holds; the first request it cannot answer builds the backend. A rerun served entirely from the
+cache so never loads the weights.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from assay.errors import ModelError
+from assay.models.base import LM, ModelProvenance, TokenCounter, Unloaded
+from assay.prompts.chat import ChatTemplate
+from assay.requests.types import (
+    GenerateRequest,
+    Generation,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingRequest,
+    RollingResult,
+)
+
+log = logging.getLogger(__name__)
+
+
+class DeferredBackend(LM):
+    """`described` until a request needs the backend that `build` builds (once).
+
+    What shapes prompts and results files (identity, capabilities, provenance) is always the
+    description's, so it is the same whether or not the backend was built; running counters
+    (batch sizes, prefix reuse, API usage, pacing) are the built backend's once there is one.
+    """
+
+    def __init__(self, described: Unloaded, build: Callable[[], LM]) -> None:
+        self.described, self._build = described, build
+        self.built: LM | None = None
+        """The backend, once a request needed it."""
+        self.accepts_messages = described.accepts_messages
+        self.accepts_images = described.accepts_images
+        self.max_length = described.max_length
+        self.has_batch_api = described.has_batch_api
+        self.batch_size = described.batch_size
+
+    def backend(self) -> LM:
+        """The built backend (built now on first use), refused if its identity is not the
+        description's: the cache and the output folder were checked under that one."""
+        if self.built is not None:
+            return self.built
+        log.info("requests the response cache cannot answer: loading the model")
+        built = self._build()
+        expected, actual = self.described.identity(), built.identity()
+        if actual != expected:
+            fields = sorted(
+                k for k in expected.keys() | actual.keys() if expected.get(k) != actual.get(k)
+            )
+            shown = "; ".join(
+                f"{k}: {expected.get(k)!r} read, {actual.get(k)!r} loaded" for k in fields
+            )
+            raise ModelError(
+                f"the model loaded is not the one its files described ({shown}), so answers "
+                "read from the response cache under the described identity may be another "
+                "model's. This is a bug in assay: please report it with the model args."
+            )
+        self.built = built
+        return built
+
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
+        return self.backend().loglikelihood(requests)
+
+    def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
+        return self.backend().loglikelihood_rolling(requests)
+
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> Sequence[str | Generation]:
+        return self.backend().generate_until(requests)
+
+    def identity(self) -> dict[str, Any]:
+        return self.described.identity()
+
+    def provenance(self) -> ModelProvenance:
+        return self.described.provenance()
+
+    def chat_template(self) -> ChatTemplate | None:
+        return self.described.chat_template()
+
+    def token_counter(self) -> TokenCounter | None:
+        return self.described.token_counter()
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        return self.built.batch_sizes if self.built is not None else []
+
+    def prefix_cache_stats(self) -> dict[str, int] | None:
+        return self.built.prefix_cache_stats() if self.built is not None else None
+
+    def live_status(self) -> str | None:
+        return self.built.live_status() if self.built is not None else None
+
+    def usage_stats(self) -> dict[str, int | float | None] | None:
+        return self.built.usage_stats() if self.built is not None else None
