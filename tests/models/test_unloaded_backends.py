@@ -1,0 +1,95 @@
+"""`LM.unloaded`: backends that load nothing heavy are built at once, and tell the identity
+their factory's build tells; the run reads every model's identity through it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from assay.models.base import LM, MODELS, Unloaded
+from assay.run.backend import build_executor, described_model
+from assay.run.deferred import DeferredBackend
+from assay.run.settings import RunSettings
+
+
+def replay_file(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"prompt": "Q", "response": "A"}) + "\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("dummy", {"seed": 3, "response": "x"}),
+        ("replay", None),
+        ("openai-chat", {"model": "m", "base_url": "http://127.0.0.1:9/v1"}),
+        ("openai-completions", {"model": "m", "base_url": "http://127.0.0.1:9/v1"}),
+        ("anthropic-chat", {"model": "m"}),
+    ],
+)
+def test_light_backends_are_their_own_description(tmp_path, name, args):
+    args = {"path": replay_file(tmp_path)} if args is None else args
+    factory = MODELS.get(name)
+    described = described_model(RunSettings(model=name, model_args=args))
+    assert isinstance(described, LM) and not isinstance(described, Unloaded)
+    assert described.identity() == factory(**args).identity()
+    # The run answers with it: nothing is deferred, nothing built twice.
+    assert build_executor(RunSettings(model=name, model_args=args), None, described).model is (
+        described
+    )
+
+
+def test_a_backend_that_cannot_tell_unbuilt_is_built_first():
+    assert LM.unloaded({"anything": 1}) is None
+    assert described_model(RunSettings(model=MODELS.get("dummy")())) is None  # a model object
+
+
+class _Described(Unloaded):
+    def identity(self):
+        return {"backend": "toy", "weights": "abc"}
+
+
+class _Built(LM):
+    def __init__(self, weights: str) -> None:
+        self.weights = weights
+
+    def identity(self):
+        return {"backend": "toy", "weights": self.weights}
+
+    def loglikelihood(self, requests):
+        return []
+
+    def loglikelihood_rolling(self, requests):
+        return []
+
+    def generate_until(self, requests):
+        return ["built"] * len(requests)
+
+
+def test_a_deferred_backend_builds_once_at_the_first_request():
+    from assay.requests.types import GenerateRequest
+
+    builds: list[int] = []
+
+    def build() -> LM:
+        builds.append(1)
+        return _Built("abc")
+
+    model = DeferredBackend(_Described(), build)
+    assert model.identity() == {"backend": "toy", "weights": "abc"} and builds == []
+    assert model.prefix_cache_stats() is None and model.batch_sizes == []
+    assert model.generate_until([GenerateRequest("Q")]) == ["built"]
+    assert model.generate_until([GenerateRequest("Q")]) == ["built"]
+    assert builds == [1] and model.built is not None
+
+
+def test_a_built_model_unlike_its_description_is_refused():
+    from assay.errors import ModelError
+    from assay.requests.types import GenerateRequest
+
+    model = DeferredBackend(_Described(), lambda: _Built("other"))
+    with pytest.raises(ModelError, match=r"weights: 'abc' read, 'other' loaded"):
+        model.generate_until([GenerateRequest("Q")])
+    assert model.built is None
