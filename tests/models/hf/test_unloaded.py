@@ -93,9 +93,8 @@ def test_the_dtype_and_attention_follow_the_config_and_the_args(models):
     assert described({"pretrained": str(models["bfloat16"])}).identity()["dtype"] == "bfloat16"
     eager = described({"pretrained": str(models["float32"]), "attn_implementation": "eager"})
     assert eager.identity()["attn_implementation"] == "eager"
-    assert described({"pretrained": str(models["float32"])}).identity()[
-        "attn_implementation"
-    ] == ("sdpa")
+    default = described({"pretrained": str(models["float32"])})
+    assert default.identity()["attn_implementation"] == "sdpa"
 
 
 def test_the_stand_in_answers_no_request(models):
