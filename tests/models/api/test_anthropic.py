@@ -170,7 +170,7 @@ def test_run_evals_configs_naming_anthropic_go_through_the_native_backend(fake, 
             "provider": "anthropic",
             "api_base_url": "http://gw/v1",
             "endpoint": {"model": "claude-x"},
-        }  # fmt: skip
+        }
     )
     assert gateway.backend == "openai-chat"
     # The config's OpenAI-shaped fields reach the Messages API under Anthropic's names.
