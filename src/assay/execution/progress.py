@@ -293,7 +293,9 @@ class _Display:
         line.add_row(
             Text(p.task, no_wrap=True, overflow="ellipsis"),
             ProgressBar(total=max(p.total_docs, 1), completed=answered, width=self.BAR_WIDTH),
-            Text(f"{int(answered)}/{p.total_docs} docs in {elapsed}" + (f", {left}" if left else "")),
+            Text(
+                f"{int(answered)}/{p.total_docs} docs in {elapsed}" + (f", {left}" if left else "")
+            ),
         )
         line.columns[0].max_width = self.NAME_WIDTH
         yield line
