@@ -9,26 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-from fixtures.tiny_thinking_model import ANSWER, THINKING, build_tiny_thinking_model
+from fixtures.tiny_thinking_model import ANSWER, THINKING, build_tiny_thinking_model, write_task
 
 from assay.cli.main import main
-
-YAML = """\
-task: tiny_think
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: rows.jsonl
-test_split: test
-output_type: generate_until
-doc_to_text: "Question: {{q}} Answer:"
-doc_to_target: "#### 7"
-generation_kwargs:
-  until: ["Question:"]
-  max_gen_toks: 16
-metric_list:
-  - metric: exact_match
-"""
 
 QUESTIONS = ["think about 1", "say 2", "think about 3", "say 4", "think about 5", "say 6"]
 THINKS = [q.startswith("think") for q in QUESTIONS]
@@ -39,11 +22,7 @@ THINKS = [q.startswith("think") for q in QUESTIONS]
 def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("tiny_think")
     model = build_tiny_thinking_model(root / "model")
-    tasks = root / "tasks"
-    tasks.mkdir()
-    (tasks / "rows.jsonl").write_text("".join(json.dumps({"q": q}) + "\n" for q in QUESTIONS))
-    (tasks / "tiny_think.yaml").write_text(YAML)
-    return model, tasks
+    return model, write_task(root / "tasks", QUESTIONS)
 
 
 def run(setup: tuple[Path, Path], out: Path, *flags: str) -> tuple[dict, list[dict]]:

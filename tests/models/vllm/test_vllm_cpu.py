@@ -423,33 +423,19 @@ def test_vllm_scores_with_its_prefix_cache_as_without_it(model_dir, tmp_path):
 
 # -- a reasoning model ---------------------------------------------------------------------
 
-THINKING_TASK = """\
-task: tiny_think
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: rows.jsonl
-test_split: test
-output_type: generate_until
-doc_to_text: "Question: {{q}} Answer:"
-doc_to_target: "#### 7"
-generation_kwargs:
-  until: ["Question:"]
-  max_gen_toks: 16
-metric_list:
-  - metric: exact_match
-"""
 QUESTIONS = ["think about 1", "say 2", "think about 3", "say 4"]
 
 
 def test_vllm_splits_thinking_and_reads_how_generations_ended(tmp_path):
-    from fixtures.tiny_thinking_model import ANSWER, THINKING, build_tiny_thinking_model
+    from fixtures.tiny_thinking_model import (
+        ANSWER,
+        THINKING,
+        build_tiny_thinking_model,
+        write_task,
+    )
 
     model = build_tiny_thinking_model(tmp_path / "model", hidden=64, heads=2)
-    tasks = tmp_path / "tasks"
-    tasks.mkdir()
-    (tasks / "rows.jsonl").write_text("".join(json.dumps({"q": q}) + "\n" for q in QUESTIONS))
-    (tasks / "tiny_think.yaml").write_text(THINKING_TASK)
+    tasks = write_task(tmp_path / "tasks", QUESTIONS)
     model_args = (
         f"pretrained={model},dtype=float32,max_model_len=128,gpu_memory_utilization=0.1,"
         "enforce_eager=True,think_end_token=</think>,think_start_token=<think>"
