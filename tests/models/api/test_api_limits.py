@@ -10,7 +10,8 @@ import pytest
 from fixtures.limited_server import LimitedServer
 
 from assay.cli.main import main
-from assay.models.api.openai import APIRequestError, OpenAIChatLM
+from assay.models.api.openai import OpenAIChatLM
+from assay.models.api.runner import APIRequestError
 from assay.requests.types import GenerateRequest, GenParams
 
 REQUESTS = [

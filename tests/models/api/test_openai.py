@@ -1,4 +1,4 @@
-"""OpenAI-compatible backends (assay/models/api/openai.py and its _api_* helpers).
+"""OpenAI-compatible backends (assay/models/api/openai.py on backend.py, and its _api_* helpers).
 
 Fast tests cover argument checking, request translation, response parsing, retries and rate
 limits without a network. Slow tests talk to real HTTP servers on 127.0.0.1 that the fixtures

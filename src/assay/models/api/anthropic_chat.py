@@ -26,9 +26,9 @@ from assay.models.api.anthropic_messages import (
     split_system,
     stop_sequences,
 )
+from assay.models.api.backend import _SHARED_ARGS, APISettings, GenerationOnly, _APIBackend
 from assay.models.api.batch_providers import ANTHROPIC_LIMITS, AnthropicBatches
 from assay.models.api.batches import BatchProvider
-from assay.models.api.openai import _SHARED_ARGS, APISettings, GenerationOnly, _APIBackend
 from assay.models.api.payloads import image_messages
 from assay.models.api.usage import Usage
 from assay.models.args import Arg, typed_args
