@@ -9,6 +9,7 @@ from this one class:
 |---------------------|---------|-----------------------------------------------------------------|
 | `accepts_messages`  | False   | True: chat prompts are sent as messages (chat APIs)             |
 | `accepts_images`    | False   | True: requests may carry doc images (`Request.images`)          |
+| `accepts_tools`     | False   | True: generate requests may offer tools (`GenerateRequest.tools`) |
 | `max_length`        | None    | context window in tokens; `truncate_fewshots` needs it          |
 | `batch_size`        | None    | a whole number: results are committed to the cache batch by batch |
 | `batch_sizes`       | []      | sizes chosen by batch_size=auto, reported in results.json       |
@@ -108,6 +109,11 @@ class LM(ABC):
     accepts_images: bool = False
     """True when loglikelihood and generate_until honour `request.images` (placed where the
     prompt says `<image>`, see `assay.images`); docs with images are refused otherwise."""
+
+    accepts_tools: bool = False
+    """True when `generate_until` honours `request.tools` and `request.tool_choice` (and takes
+    a `requests.tools.Conversation` as the prompt), answering with `Generation.tool_calls`;
+    requests that offer tools are refused otherwise."""
 
     max_length: int | None = None
     """Context window in tokens (prompt + generation), when the backend knows it."""

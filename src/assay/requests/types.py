@@ -11,10 +11,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from assay.errors import ConfigError
 from assay.images import DocImage
+
+if TYPE_CHECKING:
+    from assay.requests.tools import Conversation, ToolCall, ToolSpec
 
 
 class RequestKind(StrEnum):
@@ -108,14 +111,19 @@ class RollingRequest:
 
 @dataclass(frozen=True, slots=True)
 class GenerateRequest:
-    """Generate from a prompt (plain text, or chat messages for chat backends)."""
+    """Generate from a prompt (plain text, chat messages for chat backends, or a conversation
+    with tool calls and results for backends that accept tools)."""
 
-    prompt: str | Messages
+    prompt: str | Messages | Conversation
     params: GenParams = field(default_factory=GenParams)
     sample_index: int = 0
     """Which of the doc's samples this is; only matters when sampling."""
     images: tuple[DocImage, ...] = ()
     """The doc's images, placed where the prompt says `<image>` (multimodal backends)."""
+    tools: tuple[ToolSpec, ...] = ()
+    """Functions the model may call (backends with `accepts_tools`); empty: a plain request."""
+    tool_choice: str | None = None
+    """"auto", "none", "required", or a tool's name; None: the provider's default."""
 
 
 Request = LoglikelihoodRequest | RollingRequest | GenerateRequest
@@ -173,6 +181,8 @@ class Generation:
     """Tokens spent thinking, when the backend counts them."""
     answer_tokens: int | None = None
     """Tokens of the answer, when the backend counts them."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The tools the model called, in the order it called them (requests that offer tools)."""
 
     def __str__(self) -> str:
         # Callers that only want an answer (str(result)) get the default policy's answer:
@@ -191,7 +201,7 @@ class Generation:
                 self.reasoning_tokens,
                 self.answer_tokens,
             )
-        )
+        ) or bool(self.tool_calls)
 
 
 Result = LoglikelihoodResult | RollingResult | Generation | str
