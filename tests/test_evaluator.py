@@ -469,8 +469,10 @@ def test_evaluate_takes_every_run_setting_as_a_typed_keyword_with_its_default():
     for name, spec in fields.items():
         if name in ("model",):
             continue
-        expected = None if spec.default is dataclasses.MISSING else spec.default
+        expected = spec.default_factory() if spec.default is dataclasses.MISSING else spec.default
         assert params[name].default == expected, name
+        assert params[name].annotation == spec.type, name
+        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, name
 
 
 def test_evaluate_needs_a_model():

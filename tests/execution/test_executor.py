@@ -123,5 +123,5 @@ def test_ray_flags_without_the_ray_executor_are_config_errors():
 
 
 def test_unknown_executor_is_a_config_error():
-    with pytest.raises(ConfigError, match="choose local or ray"):
-        build_executor(RunSettings(model="dummy", executor="spark"))
+    with pytest.raises(ConfigError, match="--executor 'spark': choose one of local, ray"):
+        RunSettings(model="dummy", executor="spark")

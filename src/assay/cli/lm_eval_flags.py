@@ -120,6 +120,9 @@ def apply_flags(args: argparse.Namespace) -> list[str]:
             "as it streams, with no request cache to keep."
         )
     if isinstance(args.batch_size, str) and args.batch_size.startswith("auto:"):
+        from assay.run.settings import checked
+
+        checked("batch_size", args.batch_size)  # a bad N is refused, not run as auto
         notes.append(
             f"--batch_size {args.batch_size}: assay's auto sizes every batch from free "
             "memory (lm-eval re-picks N times over the run); running with auto."

@@ -12,8 +12,7 @@ from assay.cli.lm_eval_flags import add_flags as add_lm_eval_flags
 from assay.cli.lm_eval_flags import apply_flags as apply_lm_eval_flags
 from assay.cli.lm_eval_flags import print_notes
 from assay.errors import ConfigError
-from assay.run.settings import RunSettings, default, describe, setting_names
-from assay.seeds import parse_seeds
+from assay.run.settings import RunSettings, checked, default, describe, setting_names
 from assay.tasks.names import split_csv
 
 
@@ -76,21 +75,16 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
         else:
             spec_help = spec.help
         shown = options["default"]
-        if shown not in (None, "", [], {}, False) and "(default" not in spec_help:
+        switch = options.get("action") in ("store_true", "store_false")
+        if not switch and shown not in (None, "", [], {}) and "(default" not in spec_help:
             spec_help = f"{spec_help} (default {shown})"
         parser.add_argument(*spec.flag.names, dest=name, help=spec_help, **options)
 
 
 def settings_from_args(args: argparse.Namespace) -> RunSettings:
-    """The RunSettings of an `assay run` command line: each field from its flag, through the
-    flag's declared parser."""
-    values = {}
-    for name in setting_names():
-        flag = describe(name).flag
-        if flag is None:
-            continue
-        value = getattr(args, name)
-        values[name] = flag.parse(value, flag.names[0]) if flag.parse else value
+    """The RunSettings of an `assay run` command line: each field from its flag, as typed
+    (RunSettings checks and converts it, as it does a value given from Python)."""
+    values = {name: getattr(args, name) for name in setting_names() if describe(name).flag}
     if args.no_cache:
         values["cache"] = False
     return RunSettings(**values)
@@ -177,19 +171,20 @@ def config_defaults(path: str, parser: argparse.ArgumentParser) -> dict[str, Any
 
 
 def _config_value(path: str, key: Any, value: Any, action: argparse.Action) -> Any:
-    """`value` as the flag's own parsing would give it."""
+    """`value` as the flag's own parsing would give it; a run setting's value is checked now,
+    so that a mistake names the file and key."""
     where = f"--config {path}: {key}"
-    if action.dest == "seed":  # lm-eval's forms: a number, a list, "0,1234,1234,1234", null
-        return parse_seeds(value, where)
-    if isinstance(action, argparse._StoreTrueAction):
+    if isinstance(action, argparse._StoreConstAction) and isinstance(action.const, bool):
         if not isinstance(value, bool):
             raise ConfigError(f"{where} must be true or false, got {value!r}.")
-        return value
+        return value if action.const else not value  # no_progress: true turns progress off
     if isinstance(action, argparse._AppendAction):
         items = value if isinstance(value, list) else [value]
         if not all(isinstance(v, str | int | float) for v in items):
             raise ConfigError(f"{where} must be a string or a list of strings, got {value!r}.")
         return [str(v) for v in items]
+    if action.dest in setting_names():
+        return checked(action.dest, value, where)
     if value is None or action.type is None:
         return value
     try:

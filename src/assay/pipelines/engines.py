@@ -77,7 +77,7 @@ def local_engine(config: ModelConfig) -> Executor:
 def ray_engines(
     replicas: int | None = None,
     gpus_per_replica: float | None = None,
-    address: str | None = None,
+    ray_address: str | None = None,
 ) -> EngineFactory:
     """Engines as pools of Ray replicas (see assay.execution.ray.RayExecutor).
 
@@ -101,7 +101,7 @@ def ray_engines(
             replica_plan(config.backend, args),
             replicas=replicas,
             gpus_per_replica=gpus_per_replica,
-            address=address,
+            address=ray_address,
             spread=True,
         )
 

@@ -50,6 +50,7 @@ from assay.pipelines.experiment_views import ExperimentViews, Results
 from assay.pipelines.resources import SharedResources
 from assay.pipelines.scheduler import Status
 from assay.pipelines.store import ExperimentStore
+from assay.run.settings import executor_settings, unused_on_local
 from assay.stats.online import Estimate
 
 ShardCallback = Callable[["Experiment", int, int], None]
@@ -71,18 +72,17 @@ class Experiment:
         display: str = "auto",
         max_loaded_engines: int = 2,
         cache_responses: bool = True,
-        executor: str = "local",
-        replicas: int | None = None,
-        gpus_per_replica: float | None = None,
-        ray_address: str | None = None,
+        **executor: Any,
     ) -> None:
         """The experiment's files go to ``output_dir``, else ``experiment_path/<name>``, else
         ``assay_experiments/<name>``. num_cpus / num_gpus (as RapidFire's) cap what run_evals may
         ask for and are checked against the machine.
 
-        executor="ray" runs each model on a pool of Ray replicas (`replicas`, default one per
-        GPU; `gpus_per_replica`; `ray_address`, default a local Ray instance), shared by every
-        config of that model; one model's pool is loaded at a time."""
+        The executor keywords are `assay run`'s executor settings, with their defaults and
+        checks (assay.run.settings.executor_names: executor, replicas, gpus_per_replica,
+        ray_address). executor="ray" runs each model on a pool of Ray replicas (`replicas`,
+        default one per GPU; `gpus_per_replica`; `ray_address`, default a local Ray instance),
+        shared by every config of that model; one model's pool is loaded at a time."""
         name = name or experiment_name
         if not name:
             raise ConfigError("Experiment needs a name, e.g. Experiment('gsm8k-fewshot')")
@@ -100,14 +100,15 @@ class Experiment:
         self.display = display
         self.max_loaded_engines = max_loaded_engines
         self.cache_responses = cache_responses
-        if executor not in ("local", "ray"):
-            raise ConfigError(f"Experiment executor={executor!r}: choose 'local' or 'ray'")
-        self.executor = executor
-        self._ray_options: dict[str, Any] = {
-            "replicas": replicas,
-            "gpus_per_replica": gpus_per_replica,
-            "address": ray_address,
-        }
+        placement = executor_settings(executor, "Experiment")
+        for unused in unused_on_local(placement):
+            raise ConfigError(
+                f"Experiment {unused}={placement[unused]!r} applies to executor='ray' only; "
+                "pass executor='ray' too."
+            )
+        self.executor: str = placement.pop("executor")
+        self._ray_options: dict[str, Any] = placement
+        """ray_engines' keywords: the Ray pool's settings, then run_evals' actor options."""
         self.max_error_rate = 1.0
         """Share of failed rows above which a config fails (set by run_evals)."""
         self._early_stop: EarlyStop | None = None

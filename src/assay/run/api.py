@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.errors import ConfigError
 from assay.models.base import LM, BackendLike
 from assay.run.evaluation import Evaluation
-from assay.run.settings import RunSettings, parse_cluster_by, parse_samples, setting_names
-from assay.sandbox import SandboxMode
-from assay.seeds import Seeds
+from assay.run.settings import RunSettings, default, setting_names
 from assay.tasks.names import split_csv
 from assay.tasks.registry import Registry
 
@@ -19,91 +20,53 @@ def evaluate(
     model: str | LM | BackendLike,
     tasks: str | Sequence[str],
     *,
-    model_args: dict[str, Any] | str | None = None,
     include_path: str | Path | Sequence[str | Path] = (),
     custom_tasks: str | Path | Sequence[str | Path] = (),
-    num_fewshot: int | None = RunSettings.num_fewshot,
-    limit: int | float | None = RunSettings.limit,
-    samples: dict[str, list[int]] | str | None = None,
-    cluster_by: dict[str, str] | str | None = None,
-    batch_size: int | str | None = RunSettings.batch_size,
-    device: str | None = RunSettings.device,
-    batch_api: bool = RunSettings.batch_api,
-    max_cost: float | None = RunSettings.max_cost,
-    output_dir: str | Path | None = RunSettings.output_dir,
-    log_samples: bool = RunSettings.log_samples,
-    predict_only: bool = RunSettings.predict_only,
-    log_samples_reasoning: str = RunSettings.log_samples_reasoning,
-    unclosed_thinking: str = RunSettings.unclosed_thinking,
-    seed: Seeds | int | str | Sequence[int | None] | None = RunSettings.seed,
-    apply_chat_template: bool = RunSettings.apply_chat_template,
-    system_instruction: str | None = RunSettings.system_instruction,
-    fewshot_as_multiturn: bool | None = RunSettings.fewshot_as_multiturn,
-    gen_kwargs: dict[str, Any] | str | None = None,
-    metadata: dict[str, Any] | str | None = None,
-    bootstrap_iters: int = RunSettings.bootstrap_iters,
-    cache: str | Path | bool | None = RunSettings.cache,
-    confirm_run_unsafe_code: bool = RunSettings.confirm_run_unsafe_code,
-    sandbox: SandboxMode = RunSettings.sandbox,
-    sandbox_image: str | None = RunSettings.sandbox_image,
-    sandbox_workers: int | None = RunSettings.sandbox_workers,
-    dataset_loading_processes: int = RunSettings.dataset_loading_processes,
-    show_progress: bool = RunSettings.show_progress,
-    executor: str = RunSettings.executor,
-    replicas: int | None = RunSettings.replicas,
-    gpus_per_replica: float | None = RunSettings.gpus_per_replica,
-    ray_address: str | None = RunSettings.ray_address,
-    overwrite: bool = RunSettings.overwrite,
-    judge_model: str | None = RunSettings.judge_model,
-    judge_model_args: dict[str, Any] | str | None = None,
-    second_judge_model: str | None = RunSettings.second_judge_model,
-    second_judge_model_args: dict[str, Any] | str | None = None,
-    log_to: str | Sequence[str] | None = None,
-    log_to_args: dict[str, Any] | str | None = None,
+    **settings: Any,
 ) -> dict[str, Any]:
     """Evaluate `model` (a backend name such as "hf", an LM object, or any object with LM's
     request methods and `identity`: `BackendLike`) on `tasks` and return the results dict
     (lm-eval layout).
 
-    Arguments take the command line's forms too: `tasks="a,b"`, `model_args` and `gen_kwargs`
-    as "k=v,k2=v2" strings, a single include path or custom task file. The keywords after
-    `custom_tasks` are the fields of RunSettings, with its defaults (documented there).
+    The keywords after `custom_tasks` are the fields of RunSettings, with its defaults and its
+    checks (documented there; `inspect.signature(evaluate)` lists them). Arguments take the
+    command line's forms too: `tasks="a,b"`, `model_args` and `gen_kwargs` as "k=v,k2=v2"
+    strings, a single include path or custom task file. A value the command line would refuse
+    is refused with the same message.
     """
-    from assay.models.args import parse_kv
-
-    settings = {k: v for k, v in locals().items() if k in _KEYWORD_SETTINGS}
-    run = RunSettings(
-        **settings,
-        model=model,
-        model_args=parse_kv(model_args, "model_args"),
-        judge_model_args=parse_kv(judge_model_args, "judge_model_args"),
-        second_judge_model_args=parse_kv(second_judge_model_args, "second_judge_model_args"),
-        gen_kwargs=parse_kv(gen_kwargs, "gen_kwargs"),
-        metadata=parse_kv(metadata, "metadata"),
-        samples=parse_samples(samples, "samples"),
-        cluster_by=parse_cluster_by(cluster_by),
-        log_to=split_csv([log_to] if isinstance(log_to, str) else list(log_to or [])),
-        log_to_args=parse_kv(log_to_args, "log_to_args"),
-    )
+    unknown = sorted(set(settings) - set(_KEYWORDS))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], _KEYWORDS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(
+            f"evaluate(): {unknown[0]!r} is not a keyword{hint}; its keywords are "
+            f"include_path, custom_tasks and the RunSettings fields: {', '.join(_KEYWORDS)}."
+        )
+    run = RunSettings(model=model, **settings)
     registry = Registry(_paths(include_path), _paths(custom_tasks))
     names = split_csv([tasks] if isinstance(tasks, str) else list(tasks))
     evaluation = Evaluation(registry.resolve(names), run)
     return evaluation.run()
 
 
-_KEYWORD_SETTINGS = frozenset(setting_names()) - {
-    "model",
-    "model_args",
-    "judge_model_args",
-    "second_judge_model_args",
-    "gen_kwargs",
-    "metadata",
-    "samples",
-    "cluster_by",
-    "log_to",
-    "log_to_args",
-}
-"""The RunSettings fields evaluate() takes as plain keywords (the rest are parsed first)."""
+_KEYWORDS = [name for name in setting_names() if name != "model"]
+"""The RunSettings fields evaluate() takes as keywords (`model` is its first argument)."""
+
+
+def _signature() -> inspect.Signature:
+    """evaluate()'s signature with every setting spelled out, as help() and editors show it."""
+    given = inspect.signature(evaluate).parameters
+    fixed = [p for p in given.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    types = RunSettings.__annotations__
+    keywords = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default(name),
+                          annotation=types[name])
+        for name in _KEYWORDS
+    ]  # fmt: skip
+    return inspect.signature(evaluate).replace(parameters=[*fixed, *keywords])
+
+
+evaluate.__signature__ = _signature()  # type: ignore[attr-defined]
 
 
 def _paths(value: str | Path | Sequence[str | Path]) -> list[str | Path]:

@@ -14,7 +14,7 @@ from assay.models.args import to_bool
 from assay.models.base import LM, MODELS, ReplicaPlan, Unloaded, checked_backend, load_model
 from assay.requests.cache import CACHE_FILE
 from assay.run.deferred import DeferredBackend
-from assay.run.settings import RunSettings
+from assay.run.settings import RunSettings, executor_names, unused_on_local, where
 
 log = logging.getLogger(__name__)
 
@@ -159,15 +159,8 @@ def build_executor(
             gpus_per_replica=s.gpus_per_replica,
             address=s.ray_address,
         )
-    if s.executor != "local":
-        raise ConfigError(f"--executor {s.executor!r}: choose local or ray.")
-    for flag, value in (
-        ("--replicas", s.replicas),
-        ("--gpus-per-replica", s.gpus_per_replica),
-        ("--ray-address", s.ray_address),
-    ):
-        if value is not None:
-            raise ConfigError(f"{flag} applies to --executor ray only; add --executor ray.")
+    for name in unused_on_local({name: getattr(s, name) for name in executor_names()}):
+        raise ConfigError(f"{where(name)} applies to --executor ray only; add --executor ray.")
     from assay.execution.distributed import launch_rank
 
     launch = launch_rank()
