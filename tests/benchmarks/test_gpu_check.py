@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -28,7 +29,10 @@ def gpu_check():
 @pytest.mark.slow
 def test_dry_run_compares_both_harnesses_on_every_task_and_times_each_trick(gpu_check, tmp_path):
     out = tmp_path / "dry.json"
-    report = gpu_check.main(["--dry-run", "--out", str(out), "--work", str(tmp_path / "work")])
+    argv = ["--dry-run", "--out", str(out), "--work", str(tmp_path / "work")]
+    # No deadline: on a busy machine a deadline would skip steps this test checks.
+    report = gpu_check.main(argv, clock=gpu_check.Clock(math.inf))
+    assert report["deadline_s"] is None
     assert json.loads(out.read_text()) == json.loads(json.dumps(report, default=str))
     not_done = {s["name"]: s["reason"] for s in report["steps"] if s["status"] != "done"}
     # FlashAttention-2 runs only where its package is installed (never on the CPU).
@@ -74,8 +78,9 @@ def test_dry_run_compares_both_harnesses_on_every_task_and_times_each_trick(gpu_
 
 
 def test_steps_past_the_deadline_are_skipped_and_a_running_one_is_stopped(gpu_check):
-    runner = gpu_check.Runner(gpu_check.Clock(5.0))
-    assert runner.run("quick", lambda: {"wall_s": 0.0}).status == "done"
+    now = [0.0]  # the clock's time, which only this test moves (the alarm runs on real time)
+    runner = gpu_check.Runner(gpu_check.Clock(5.0, now=lambda: now[0]))
+    assert runner.run("quick", lambda: {"wall_s": 0.0}, estimate=4.0).status == "done"
 
     def spins() -> dict:
         end = time.monotonic() + 60  # bounded: the deadline stops it long before
@@ -85,6 +90,7 @@ def test_steps_past_the_deadline_are_skipped_and_a_running_one_is_stopped(gpu_ch
 
     stopped = runner.run("long", spins)
     assert stopped.status == "stopped" and stopped.seconds < 30
+    now[0] = 6.0
     skipped = runner.run("late", lambda: {}, estimate=0.0)
     assert skipped.status == "skipped" and "deadline" in skipped.reason
     assert runner.seconds_of("quick") is not None and runner.seconds_of("long") is None

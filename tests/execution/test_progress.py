@@ -7,7 +7,6 @@ import io
 import json
 import re
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -86,21 +85,56 @@ def test_cached_answers_are_counted_apart():
     assert "tok/s" not in progress.rates()
 
 
-def test_plain_lines_come_from_a_timer_before_any_shard_ends(monkeypatch):
-    monkeypatch.setattr(live, "PLAIN_EVERY_SECONDS", 0.01)
-    stream = io.StringIO()
+class DrivenTimer:
+    """A plain-line timer the test drives: `tick()` lets the display's thread print one line
+    and returns once it has, so no line depends on how fast this machine runs."""
+
+    BOUND = 60.0
+    """Seconds a step may take before the test fails instead of hanging (never reached when
+    the code works, however busy the machine)."""
+
+    def __init__(self) -> None:
+        self._due = threading.Semaphore(0)
+        self._waiting = threading.Semaphore(0)
+
+    def __call__(self, closed: threading.Event) -> bool:
+        self._waiting.release()
+        # Woken by a tick or by close(); the short wait only lets it see close() as well.
+        while not closed.is_set():
+            if self._due.acquire(timeout=0.01):
+                return False
+        return True
+
+    def started(self) -> None:
+        assert self._waiting.acquire(timeout=self.BOUND), "the timer thread never waited"
+
+    def tick(self) -> None:
+        self._due.release()
+        assert self._waiting.acquire(timeout=self.BOUND), "the line was never printed"
+
+
+def test_plain_lines_come_from_a_timer_before_any_shard_ends():
+    stream, timer = io.StringIO(), DrivenTimer()
     progress = LiveProgress(
-        "t", total_docs=10, enabled=True, stream=stream, metric="acc", status=lambda: "paced"
-    )
+        "t", total_docs=10, enabled=True, stream=stream, metric="acc", status=lambda: "paced",
+        timer=timer,
+    )  # fmt: skip
+    timer.started()
+    assert stream.getvalue() == ""  # no line before the timer says so
     progress.start_shard(docs=10, requests=20)
     progress.advance(10)
-    deadline = time.monotonic() + 5
-    while "t: 5/10 docs" not in stream.getvalue() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    timer.tick()
+    (line,) = stream.getvalue().splitlines()
+    assert line.startswith("t: 5/10 docs, ") and "left" in line and line.endswith("paced")
     progress.close()
-    first = stream.getvalue().splitlines()[0]
-    assert first.startswith("t: 5/10 docs, ") and "left" in first and first.endswith("paced")
+    assert stream.getvalue().splitlines() == [line]  # no shard ended: no closing line
     assert not any(t.name == "progress t" for t in threading.enumerate())
+
+
+def test_the_default_timer_waits_the_plain_interval_or_the_end():
+    closed = threading.Event()
+    closed.set()
+    assert live.every_plain_interval(closed) is True  # closed: returns at once, however slow
 
 
 class Terminal(io.StringIO):

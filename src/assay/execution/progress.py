@@ -32,6 +32,16 @@ from assay.stats.online import OnlineSettings, RunningEstimate, mean_interval
 PLAIN_EVERY_SECONDS = 30.0
 """How often a non-terminal gets a progress line."""
 
+Timer = Callable[[threading.Event], bool]
+"""What the plain-line thread waits on before each line: given the display's `closed` event,
+it returns once the next line is due (False) or the display closed (True)."""
+
+
+def every_plain_interval(closed: threading.Event) -> bool:
+    """The plain lines' timer: PLAIN_EVERY_SECONDS of wall-clock time, or the display's end."""
+    return closed.wait(PLAIN_EVERY_SECONDS)
+
+
 LIBRARY_LOGGERS = ("transformers", "datasets", "huggingface_hub", "vllm", "accelerate")
 """Loggers with handlers of their own whose lines would break a live terminal display."""
 
@@ -93,7 +103,8 @@ class LiveProgress:
     """The live display of one task. `enabled=False` shows nothing.
 
     `status` is the backend's `live_status` (a short fragment, or None when it has nothing to
-    say); it is read at every refresh.
+    say); it is read at every refresh. `timer` paces a non-terminal's plain lines (default
+    `every_plain_interval`; a test passes one it drives).
     """
 
     def __init__(
@@ -104,6 +115,7 @@ class LiveProgress:
         stream: TextIO | None = None,
         metric: str | None = None,
         status: Callable[[], str | None] | None = None,
+        timer: Timer = every_plain_interval,
     ) -> None:
         self.task = task
         self.total_docs = total_docs
@@ -124,6 +136,7 @@ class LiveProgress:
         self._closed = threading.Event()
         self._live: Any = None
         self._timer: threading.Thread | None = None
+        self._wait_for_line = timer
         self._restore: Callable[[], None] | None = None
         if not enabled:
             return
@@ -236,8 +249,8 @@ class LiveProgress:
         self.stream.flush()
 
     def _plain_every(self) -> None:
-        """The timer: a line every PLAIN_EVERY_SECONDS until the task ends."""
-        while not self._closed.wait(PLAIN_EVERY_SECONDS):
+        """The timer's thread: a line whenever the timer says, until the task ends."""
+        while not self._wait_for_line(self._closed):
             self._plain()
 
     def _start_live(self) -> None:
