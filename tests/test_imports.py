@@ -1,5 +1,5 @@
 """Every module of the package imports, the imports between them form no cycle, and none
-points up the layers (ARCHITECTURE.md, "Layer order").
+points up the layers (docs/architecture.md, "Layers").
 
 The graph counts every `import` of an assay module, at the top of a file or inside a function
 (a lazy import still ties the two modules together), but not those under `if TYPE_CHECKING:`.
@@ -217,3 +217,11 @@ def test_the_layer_check_finds_a_lazy_upward_import(tmp_path):
         < _layer("assay.metrics")
         < _layer("assay.tasks.catalog.gsm8k")
     )
+
+
+def test_the_architecture_page_lists_the_layers_in_order():
+    page = (ROOT.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| ") and "`" in line]
+    named = [row.split("|")[1].strip() for row in rows if row.split("|")[1].strip() in dict(LAYERS)]
+    assert named == [name for name, _ in LAYERS if name in named]
+    assert set(named) == {name for name, _ in LAYERS}

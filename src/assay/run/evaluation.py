@@ -4,7 +4,7 @@ For each task: docs -> requests (`build_requests`) -> executor (`answering`; `fo
 multi-turn docs) -> filters -> judges (`judging`) -> metrics (`scoring`) -> aggregate -> write.
 Every task is checked and its data loaded before the model is built; each task's numbers and
 samples are written as soon as it finishes. The stages live in their own modules (see
-ARCHITECTURE.md); this one wires them. `evaluate()` (`run.api`) is its Python entry point.
+docs/architecture.md, "A run's stages"); this one wires them. `evaluate()` (`run.api`) is its Python entry point.
 """
 
 from __future__ import annotations
