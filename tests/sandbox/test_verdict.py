@@ -9,6 +9,7 @@ status each of these passed; every one must fail, in every mode.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -18,11 +19,16 @@ import tempfile
 import textwrap
 import time
 import uuid
+from collections.abc import Sequence
+from math import comb
 from pathlib import Path
 
 import psutil
 import pytest
 
+from assay.models.dummy import DummyLM
+from assay.requests.types import GenerateRequest
+from assay.run.api import evaluate
 from assay.sandbox import Limits, SandboxPolicy, run_many
 
 MODES = ["bwrap", "rlimits", "none"]
@@ -244,3 +250,149 @@ def kill_assay_mid_run(tmp_path: Path, mode: str) -> None:
         proc.kill()
     assert left == []
     assert not list(tmp_path.glob("assay-sandbox-*"))
+
+
+# --- every route: the built-in humaneval_64, lm-eval's humaneval and mbpp YAMLs ---------------
+
+lm_eval = pytest.importorskip("lm_eval")
+LM_EVAL_TASKS = Path(lm_eval.__file__).parent / "tasks"
+
+RIGHT_BODY = "    return a + b\n"
+HOSTILE_BODIES = [textwrap.indent(code, "    ") + "    return a - b\n" for code in HOSTILE.values()]
+ANSWERS = [RIGHT_BODY, *HOSTILE_BODIES]
+"""HumanEval completions (the body of `add`): the right one, then every hostile one."""
+
+
+class Cycling(DummyLM):
+    """Answers the n-th request of a call with ANSWERS[n % len(ANSWERS)]."""
+
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
+        return [ANSWERS[i % len(ANSWERS)] for i in range(len(requests))]
+
+
+class ByAttack(DummyLM):
+    """Answers a prompt holding "(attack N)" with answer N (`full`: a whole MBPP program)."""
+
+    def __init__(self, full: bool) -> None:
+        super().__init__()
+        self.full = full
+
+    def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
+        out = []
+        for request in requests:
+            n = int(str(request.prompt).split("(attack ")[1].split(")")[0])
+            out.append("def add(a, b):\n" + ANSWERS[n] if self.full else ANSWERS[n])
+        return out
+
+
+BUILTIN = """\
+from dataclasses import replace
+
+from assay.tasks.catalog.humaneval import TASKS_TABLE as HUMANEVAL
+
+
+def example_rows(config):
+    rows = list(config.example_rows)
+    return lambda **_: {"test": rows}
+
+
+TASKS_TABLE = [
+    replace(c, name="example_" + c.name, hf_repo=None, dataset_loader=example_rows(c))
+    for c in HUMANEVAL
+]
+"""
+
+
+def scored(
+    lm: DummyLM, task: str, metric: str, folder: Path, mode: str, **kwargs: object
+) -> tuple[float, list]:
+    out = folder / "out"
+    results = evaluate(
+        lm,
+        task,
+        confirm_run_unsafe_code=True,
+        sandbox=mode,  # type: ignore[arg-type]
+        output_dir=out,
+        log_samples=True,
+        cache=False,
+        show_progress=False,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    lines = (out / f"samples_{task}.jsonl").read_text().splitlines()
+    assert metric in results["results"][task], results["results"][task]
+    return results["results"][task][metric], [json.loads(line) for line in lines]
+
+
+def local_yaml(folder: Path, name: str, include: Path, rows: list[dict]) -> None:
+    (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / f"{name}.yaml").write_text(
+        f"include: {include}\ntask: {name}\ndataset_path: json\ndataset_name: null\n"
+        "dataset_kwargs:\n  data_files:\n    test: rows.jsonl\n"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_every_route_scores_every_hostile_program_zero(tmp_path, mode):
+    # Built-in humaneval_64: 64 samples cycle over the answers; only the right one passes.
+    tasks = tmp_path / "example_tasks.py"
+    tasks.write_text(BUILTIN)
+    (tmp_path / "builtin").mkdir()
+    value, samples = scored(
+        Cycling(),
+        "example_humaneval_64",
+        "pass@2,create_test",
+        tmp_path / "builtin",
+        mode,
+        custom_tasks=tasks,
+    )
+    rights = sum(1 for i in range(64) if i % len(ANSWERS) == 0)
+    assert value == pytest.approx(1 - comb(64 - rights, 2) / comb(64, 2))
+    outcomes = [e["outcome"] for s in samples for e in s["executions"]]
+    assert outcomes.count("passed") == rights and len(outcomes) == 64
+
+    # lm-eval's humaneval.yaml (its code_eval, served sandboxed), one row per answer.
+    prompt = 'def add(a: int, b: int) -> int:\n    """Return a + b (attack {n})."""\n'
+    test = (
+        "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(0, 0) == 0\n"
+    )
+    rows = [
+        {"task_id": f"t/{n}", "prompt": prompt.format(n=n), "canonical_solution": RIGHT_BODY,
+         "test": test, "entry_point": "add"}
+        for n in range(len(ANSWERS))
+    ]  # fmt: skip
+    folder = tmp_path / "humaneval"
+    folder.mkdir()
+    local_yaml(folder, "humaneval_local", LM_EVAL_TASKS / "humaneval" / "humaneval.yaml", rows)
+    value, samples = scored(
+        ByAttack(full=False),
+        "humaneval_local",
+        "pass@1,create_test",
+        folder,
+        mode,
+        include_path=[folder, LM_EVAL_TASKS / "humaneval"],
+    )
+    by_row = {s["doc"]["task_id"]: s["pass@1"] for s in samples}
+    assert by_row == {f"t/{n}": float(n == 0) for n in range(len(ANSWERS))}
+    assert value == pytest.approx(1 / len(ANSWERS))
+
+    # lm-eval's mbpp.yaml: the answer is a whole program.
+    checks = ["assert add(1, 2) == 3", "assert add(0, 0) == 0", "assert add(-1, 1) == 0"]
+    rows = [
+        {"task_id": 100 + n, "text": f"Add two numbers (attack {n}).", "code": "",
+         "test_list": checks}
+        for n in range(len(ANSWERS))
+    ]  # fmt: skip
+    folder = tmp_path / "mbpp"
+    folder.mkdir()
+    local_yaml(folder, "mbpp_local", LM_EVAL_TASKS / "mbpp" / "mbpp.yaml", rows)
+    value, samples = scored(
+        ByAttack(full=True),
+        "mbpp_local",
+        "pass_at_1,none",
+        folder,
+        mode,
+        include_path=[folder, LM_EVAL_TASKS / "mbpp"],
+    )
+    by_row = {s["doc"]["task_id"]: s["pass_at_1"] for s in samples}
+    assert by_row == {100 + n: float(n == 0) for n in range(len(ANSWERS))}
