@@ -2,7 +2,10 @@
 
 Its source is passed to the sandboxed interpreter with `python -I -c`, followed by five
 integers: uid, address-space bytes, CPU seconds, file-size bytes and process count (-1 leaves
-that one alone). It reads the program from standard input, then:
+that one alone). In the `rlimits` and `none` modes those come after `supervise`, assay's pid
+and a folder for temporary files: the process first becomes the program's supervisor (below).
+
+It reads a one-line nonce and then the program from standard input, then:
 
 1. drops to `uid` when it is not -1 (the bubblewrap sandbox run as root hands it the right to
    do so, and nothing more: once the uid is not 0 the kernel clears every capability, and the
@@ -12,21 +15,40 @@ that one alone). It reads the program from standard input, then:
    "CPU limit" where a SIGKILL would say nothing);
 3. writes the program to solution.py in the working folder, points standard input at
    /dev/null and runs it as the __main__ module (what `python solution.py` does, without
-   importing runpy: start-up time is paid once per program).
+   importing runpy: start-up time is paid once per program);
+4. only when the program's code returned normally (its checks ran to the end), writes
+   DONE_MARKER and the nonce to stderr and leaves at once. This line, not the exit status,
+   is what makes a pass: `sys.exit(0)`, `raise SystemExit`, `os._exit(0)`, an atexit handler,
+   a replaced `sys.excepthook` or a signal all end the process without it. The nonce is read
+   before the program starts, from a pipe it can no longer read, so printing the marker is no
+   forgery; a program that digs the nonce out of this interpreter's memory (frames, gc)
+   could, as it could forge any verdict computed in its own process (evaluate's code_eval
+   included).
 
 When the program dies of an uncaught exception, one line goes to stderr before the traceback:
 REPORT_MARKER, then the exception's type, errno, the last audited operation (socket.connect,
 os.fork, open ...) and its message, separated by REPORT_SEPARATOR (no json: importing it
 costs more than the rest of this file, and a program that ran out of memory may not afford
 it). The parent reads it to tell a blocked or limited program from a wrong one. The program
-could write such a line itself; that only mislabels its own failure, since passing is decided
-by the exit status alone.
+could write such a line itself; that only mislabels its own failure.
+
+The supervisor (`rlimits` and `none`, where no namespace ends the program's processes for
+assay) makes a private folder for the program, becomes the "subreaper" of everything the
+program starts (a daemon that double-forks and calls setsid still reparents to it), and forks
+the program's process. When that process ends, when assay asks (SIGTERM), or when assay dies
+(the kernel sends SIGTERM: PR_SET_PDEATHSIG), it kills every process below it, removes the
+folder and exits with the program's status (128 + N for signal N). It never runs the program's
+code; a program could still kill it first, being the same user: only the namespace modes hold
+against that.
 """
 
+import contextlib
+import os
 import sys
 
 REPORT_MARKER = "\x00assay-sandbox-report "
 REPORT_SEPARATOR = "\x1f"
+DONE_MARKER = "\x00assay-sandbox-done "
 
 # Audit events whose failure says what the sandbox stopped.
 _WATCHED = (
@@ -45,13 +67,114 @@ _WATCHED = (
     "ctypes.",
 )
 
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
+_CAPABILITY_VERSION_3 = 0x20080522
+
+
+def _children(parent: int) -> list[int]:
+    """The pids whose parent is `parent` (read from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and int(fields[1]) == parent:
+            found.append(int(entry))
+    return found
+
+
+def _reap_all() -> None:
+    """Kill every process below this one (orphans reparent here, the subreaper) and wait for
+    them, round after round, until none is left (bounded)."""
+    import signal
+    import time
+
+    me = os.getpid()
+    for _ in range(500):
+        for pid in _children(me):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return
+        time.sleep(0.01)
+
+
+def _supervise(argv: list[str]) -> list[str]:
+    """Become the program's supervisor; returns, in the program's process only, the
+    bootstrap's own arguments."""
+    import ctypes
+    import shutil
+    import signal
+
+    assay, tmp_parent, rest = int(argv[0]), argv[1], argv[2:]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    folder = os.path.join(tmp_parent, "assay-sandbox-" + os.urandom(8).hex())
+
+    def finish(status: int) -> None:
+        _reap_all()
+        shutil.rmtree(folder, ignore_errors=True)
+        os._exit(status)
+
+    signal.signal(signal.SIGTERM, lambda *_: finish(128 + signal.SIGTERM))
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    os.mkdir(folder, 0o700)
+    if os.getppid() != assay:  # assay died before the death signal was armed
+        finish(128 + signal.SIGTERM)
+    os.chdir(folder)
+    os.environ["HOME"] = os.environ["TMPDIR"] = folder
+    me = os.getpid()
+    child = os.fork()
+    if child == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != me:
+            os._exit(128 + signal.SIGKILL)
+        if os.geteuid() == 0:
+            _drop_capabilities()
+        return rest
+    _, status = os.waitpid(child, 0)
+    code = os.waitstatus_to_exitcode(status)
+    finish(128 - code if code < 0 else code)
+    raise AssertionError("unreachable")
+
+
+def _drop_capabilities() -> None:
+    """Run as root, keep the uid (a uid of its own could not read an interpreter installed
+    under /root) and give up every capability, for good: without CAP_SYS_PTRACE the program
+    cannot read a non-dumpable process's environment (assay's), and with the bounding set
+    empty no program it starts gets any back."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(64):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    if libc.capset(header, data) != 0:
+        os.write(2, b"assay sandbox: could not drop capabilities\n")
+        os._exit(126)
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
 
 def _main(argv: list[str]) -> None:
-    import os
     import resource
     import types
 
+    if argv and argv[0] == "supervise":
+        argv = _supervise(argv[1:])
     uid, memory, cpu, fsize, nproc = (int(v) for v in argv)
+    nonce = sys.stdin.buffer.readline().strip()
     code = sys.stdin.buffer.read()
     if uid >= 0:
         os.setgroups([])
@@ -79,6 +202,11 @@ def _main(argv: list[str]) -> None:
         if event.startswith(_WATCHED):
             last[0] = event
 
+    # Held here, so a program that replaces os.write, os._exit or sys.stdout cannot change
+    # what happens once its code has returned.
+    write, leave, out, err = os.write, os._exit, sys.stdout, sys.stderr
+    done = DONE_MARKER.encode() + nonce + b"\n"
+    del nonce
     sys.addaudithook(watch)
     sys.argv = ["solution.py"]
     main = types.ModuleType("__main__")
@@ -94,6 +222,11 @@ def _main(argv: list[str]) -> None:
         line = REPORT_SEPARATOR.join(f.replace("\n", " ")[:300] for f in fields)
         os.write(2, (REPORT_MARKER + line + "\n").encode(errors="replace"))
         raise
+    for stream in (out, err):
+        with contextlib.suppress(BaseException):  # the program's own output is not the verdict
+            stream.flush()
+    write(2, done)
+    leave(0)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """Running one sandboxed program: the command a mode built, the code on its standard input.
 
 Every mode starts the same child bootstrap (`_child.py`) and differs only in the command
-around it (`Launch`). This module feeds the program in, drains stdout and stderr (keeping the
-first MAX_OUTPUT_BYTES, killing a program that floods them), enforces the wall-clock limit,
-kills the whole process group when the program ends, and says how the run ended.
+around it (`Launch`). This module feeds a fresh nonce and the program in, drains stdout and
+stderr (keeping the first MAX_OUTPUT_BYTES, killing a program that floods them), enforces the
+wall-clock limit, ends every process the program started when it ends, and says how the run
+ended. A run passes only when the bootstrap wrote the nonce after the program's code returned
+(`_child.py`): the exit status alone proves nothing, `sys.exit(0)` gives one.
 """
 
 from __future__ import annotations
@@ -13,19 +15,30 @@ import errno
 import functools
 import math
 import os
+import secrets
+import select
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from assay.sandbox._child import REPORT_MARKER, REPORT_SEPARATOR
+from assay.sandbox._child import DONE_MARKER, REPORT_MARKER, REPORT_SEPARATOR
 from assay.sandbox._types import Limits, Outcome, SandboxResult
 
 _TAIL_BYTES = 16 * 1024
 """The end of stderr is kept apart from its head: the child's report sits there."""
+
+_DRAIN_GRACE_S = 1.0
+"""Once the program's process has ended, how long output still coming (from a process it left
+behind that holds the pipe) is read before the run stops listening."""
+
+_SUPERVISOR_GRACE_S = 5.0
+"""How long the supervisor (`_child.py`) is given to end the program's processes when asked,
+before its whole process group is killed."""
 
 _PROCESS_EVENTS = ("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.system",
                    "subprocess.Popen", "_thread.start_new_thread")  # fmt: skip
@@ -82,21 +95,52 @@ class Launch:
     """The command reports a program killed by signal N as exit status 128 + N (bwrap, docker)."""
     stop: Callable[[], None] | None = field(default=None)
     """Extra clean-up after the process group is killed (a container to remove)."""
+    supervised: bool = False
+    """The command is the bootstrap's supervisor (`_child.py`): asked to stop with SIGTERM,
+    it kills every process the program started, even those that left its process group."""
 
 
 class _Drain(threading.Thread):
     """Reads a pipe to its end, keeping the first `keep` bytes and the last _TAIL_BYTES; calls
-    `flood` once when more than `kill_after` bytes came through."""
+    `flood` once when more than `kill_after` bytes came through; notes whether `needle` came
+    through. Once `finish` is set it stops at the first pause in the output or after
+    _DRAIN_GRACE_S, so a process holding the pipe open cannot hold the run."""
 
     def __init__(
-        self, stream: IO[bytes], keep: int, kill_after: int, flood: Callable[[], None]
+        self,
+        stream: IO[bytes],
+        keep: int,
+        kill_after: int,
+        flood: Callable[[], None],
+        needle: bytes = b"",
     ) -> None:
         super().__init__(daemon=True)
         self.stream, self.keep, self.kill_after, self.flood = stream, keep, kill_after, flood
         self.head, self.tail, self.total, self.flooded = bytearray(), b"", 0, False
+        self.needle, self.found = needle, False
+        self.finish = threading.Event()
 
     def run(self) -> None:
-        for chunk in iter(lambda: self.stream.read(65536), b""):
+        fd = self.stream.fileno()
+        stop_at: float | None = None
+        carry = b""
+        while True:
+            if self.finish.is_set() and stop_at is None:
+                stop_at = time.monotonic() + _DRAIN_GRACE_S
+            if stop_at is not None and time.monotonic() > stop_at:
+                return
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            if not ready:
+                if stop_at is not None:
+                    return
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
+            if self.needle and not self.found:
+                window = carry + chunk
+                self.found = self.needle in window
+                carry = window[-len(self.needle) :]
             room = self.keep - len(self.head)
             if room > 0:
                 self.head += chunk[:room]
@@ -112,6 +156,11 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def _ask_supervisor(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGTERM)
+
+
 def _feed(stream: IO[bytes], data: bytes) -> None:
     with contextlib.suppress(OSError):
         stream.write(data)
@@ -121,6 +170,7 @@ def _feed(stream: IO[bytes], data: bytes) -> None:
 
 def execute(launch: Launch, code: str, limits: Limits) -> SandboxResult:
     """Run `code` through `launch` under `limits` and say how it ended."""
+    nonce = secrets.token_hex(16)
     try:
         process = subprocess.Popen(
             launch.argv,
@@ -136,38 +186,46 @@ def execute(launch: Launch, code: str, limits: Limits) -> SandboxResult:
         for fd in launch.pass_fds:
             os.close(fd)
     assert process.stdin and process.stdout and process.stderr
-    kill = functools.partial(_kill_group, process.pid)
-    threads = [
-        threading.Thread(target=_feed, args=(process.stdin, code.encode()), daemon=True),
-        _Drain(process.stdout, limits.output_bytes, limits.output_kill_bytes, kill),
-        _Drain(process.stderr, limits.output_bytes, limits.output_kill_bytes, kill),
-    ]
-    for thread in threads:
+    if launch.supervised:
+        kill = functools.partial(_ask_supervisor, process.pid)
+    else:
+        kill = functools.partial(_kill_group, process.pid)
+    done = (DONE_MARKER + nonce + "\n").encode()
+    out = _Drain(process.stdout, limits.output_bytes, limits.output_kill_bytes, kill)
+    err = _Drain(process.stderr, limits.output_bytes, limits.output_kill_bytes, kill, done)
+    feed = threading.Thread(
+        target=_feed, args=(process.stdin, (nonce + "\n" + code).encode()), daemon=True
+    )
+    for thread in (feed, out, err):
         thread.start()
     timed_out = False
     try:
         process.wait(timeout=limits.timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
+    if launch.supervised:
+        kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=_SUPERVISOR_GRACE_S)
     # Killing the whole group also ends children the code left behind, which would
     # otherwise hold the pipes open (the namespace modes end theirs with the namespace).
-    kill()
+    _kill_group(process.pid)
     returncode: int = process.wait()
-    for thread in threads:
-        thread.join(timeout=5)
-    process.stdout.close()
-    process.stderr.close()
-    out, err = threads[1], threads[2]
-    assert isinstance(out, _Drain) and isinstance(err, _Drain)
+    for drain in (out, err):
+        drain.finish.set()
+    for thread in (feed, out, err):
+        thread.join(timeout=_DRAIN_GRACE_S + 1)
     flooded = out.flooded or err.flooded
     if launch.stop is not None and (timed_out or flooded):
         launch.stop()
+    process.stdout.close()
+    process.stderr.close()
     if launch.signal_exit_codes and returncode > 128:
         returncode = -(returncode - 128)
     report = _report(bytes(err.head) + err.tail)
     stderr = _without_reports(bytes(err.head).decode("utf-8", errors="replace"))
     stdout = bytes(out.head).decode("utf-8", errors="replace")
-    outcome, detail = classify(returncode, timed_out, flooded, report, launch.isolating)
+    outcome, detail = classify(returncode, timed_out, flooded, report, launch.isolating, err.found)
     passed = outcome == "passed"
     return SandboxResult(
         passed, returncode, stdout, stderr, timed_out, outcome, detail, launch.mode
@@ -195,7 +253,9 @@ def _report(stderr: bytes) -> dict[str, Any] | None:
 
 def _without_reports(text: str) -> str:
     return "".join(
-        line for line in text.splitlines(keepends=True) if not line.startswith(REPORT_MARKER)
+        line
+        for line in text.splitlines(keepends=True)
+        if not line.startswith((REPORT_MARKER, DONE_MARKER))
     )
 
 
@@ -205,14 +265,18 @@ def classify(
     flooded: bool,
     report: dict[str, Any] | None,
     isolating: bool,
+    completed: bool,
 ) -> tuple[Outcome, str]:
-    """The outcome and its detail, from the exit status, the kill reasons and the report."""
-    if timed_out:
-        return "timed_out", ""
+    """The outcome and its detail, from whether the program's code returned (`completed`: the
+    bootstrap's nonce came back), the exit status, the kill reasons and the report."""
     if flooded:
         return "killed_by_limit", "output"
-    if returncode == 0:
+    if completed:
         return "passed", ""
+    if timed_out:
+        return "timed_out", ""
+    if returncode == 0:
+        return "failed", "the program ended before its code returned (exit status 0)"
     if returncode == -signal.SIGXCPU:
         return "killed_by_limit", "cpu"
     if returncode == -signal.SIGXFSZ:

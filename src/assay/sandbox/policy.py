@@ -37,15 +37,22 @@ ISOLATION: dict[str, tuple[str, str]] = {
         "the kernel (shared with the host), reads of the image's contents",
     ),
     "rlimits": (
-        "environment (no API keys or tokens), memory, CPU time, file size, output; children "
-        "in the program's process group are killed",
+        "environment (programs get a clean one; assay's own cannot be read from /proc: assay "
+        "is made non-dumpable, and run as root the program has no capabilities, so it cannot "
+        "read any root process's), memory, CPU time, file size, output; every process the "
+        "program starts, daemons included, ends when it ends, at its time limit or when assay "
+        "dies",
         "NETWORK ACCESS, READING YOUR FILES (home folder, ~/.ssh, tokens, the checkout), "
-        "writing wherever your user may, other processes, fork bombs (no process limit), "
-        "background processes that leave the process group",
+        "writing wherever your user may (as root: wherever root's file modes allow), the "
+        "environment of your other processes when not run as root (a shell that exported keys), "
+        "signalling your processes (a program that kills its supervisor first can leave "
+        "processes behind), fork bombs (no process limit)",
     ),
     "none": (
-        "environment (no API keys or tokens), wall-clock time, output",
-        "NETWORK ACCESS, READING AND WRITING YOUR FILES, memory, CPU, processes",
+        "environment (as in rlimits), wall-clock time, output; every process the program "
+        "starts ends with it",
+        "NETWORK ACCESS, READING AND WRITING YOUR FILES, the environment of your other "
+        "processes when not run as root, memory, CPU, processes",
     ),
 }
 """Per concrete mode: (what is isolated, what is not)."""

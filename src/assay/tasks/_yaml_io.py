@@ -169,6 +169,42 @@ def _function(loader: _Loader, node: yaml.Node) -> FunctionRef:
 _Loader.add_constructor("!function", _function)
 
 
+MAX_EXPANDED_NODES = 1_000_000
+"""The most YAML nodes a task file may stand for once its aliases are expanded: lm-eval's task
+trees are thousands; a file of nested aliases ("billion laughs") stands for billions, which
+every walk over the parsed value would visit."""
+
+
+def _check_expanded_size(root: yaml.Node, path: Path | str) -> None:
+    """Refuse a document whose aliases expand past MAX_EXPANDED_NODES (counted once per node,
+    memoised, so the count itself is cheap)."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node, depth: int) -> int:
+        if id(node) in sizes:
+            return sizes[id(node)]
+        if depth > 1000:
+            raise TaskConfigError(
+                f"{path}: YAML nested more than 1000 levels deep; not a task file."
+            )
+        sizes[id(node)] = 1  # a node that contains itself counts once
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(item, depth + 1) for item in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
+        sizes[id(node)] = total
+        return total
+
+    expanded = size(root, 0)
+    if expanded > MAX_EXPANDED_NODES:
+        raise TaskConfigError(
+            f"{path}: its YAML aliases (*name) expand to {expanded:,} values, more than the "
+            f"{MAX_EXPANDED_NODES:,} a task file may hold (nested aliases: a 'billion laughs' "
+            "file); write the values out or use `include:`."
+        )
+
+
 def read_yaml(path: Path | str) -> dict[str, Any]:
     """Parse one YAML file (no include resolution)."""
     try:
@@ -183,7 +219,10 @@ def read_yaml(path: Path | str) -> dict[str, Any]:
     loader = _Loader(text)
     loader.yaml_file = str(path)
     try:
-        data = loader.get_single_data()
+        node = loader.get_single_node()
+        if node is not None:
+            _check_expanded_size(node, path)
+        data = None if node is None else loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -54,9 +54,14 @@ def _regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
 
 @functools.cache
 def _environment() -> jinja2.Environment:
+    """lm-eval's template environment (StrictUndefined, trailing newlines kept, its
+    regex_replace filter, Jinja's default filters and globals), sandboxed: a task file is data,
+    so a template may read its row but not reach Python (`cycler.__init__.__globals__.os`) nor
+    change the objects it is given."""
     import jinja2  # lazily: listing tasks renders nothing
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    env = jinja2.Environment(
+    env = ImmutableSandboxedEnvironment(
         loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
     )
     env.filters["regex_replace"] = _regex_replace
@@ -133,6 +138,12 @@ class _Field:
             except jinja2.UndefinedError as exc:
                 raise DataError(
                     f"{self.where}: '{self.key}' template failed: {exc.message}; row keys: {sorted(row)}"
+                ) from None
+            except jinja2.exceptions.SecurityError as exc:
+                raise TaskConfigError(
+                    f"{self.where}: '{self.key}' template reaches outside the row it renders "
+                    f"({exc}); templates render in a sandbox that refuses Python internals and "
+                    "changes to the data. Use a `!function` for logic that needs them."
                 ) from None
         if callable(value):
             return value(row)

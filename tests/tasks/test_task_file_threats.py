@@ -1,0 +1,106 @@
+"""Task files are data: their templates render in Jinja's sandbox, their aliases are bounded.
+
+A template may read its row and use lm-eval's filters and Jinja's globals (the prompts are
+byte-identical to lm-eval's own environment), but not reach Python through an object's
+internals nor change what it is given; a YAML of nested aliases is refused naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from assay.errors import TaskConfigError
+from assay.tasks._yaml_io import read_yaml
+from assay.tasks.registry import Registry
+from assay.tasks.task import Task
+
+ROW = {"question": "What is 2+2?", "answer": "four", "options": ["three", "four"]}
+
+
+def task_folder(tmp_path: Path, doc_to_text: str) -> tuple[Path, Path]:
+    """A named folder whose task includes a base YAML from a folder not named anywhere."""
+    outside, named = tmp_path / "outside", tmp_path / "named"
+    outside.mkdir()
+    named.mkdir()
+    (named / "data.jsonl").write_text(json.dumps(ROW) + "\n")
+    (outside / "base.yaml").write_text(
+        "dataset_path: json\noutput_type: generate_until\ntest_split: test\n"
+        f"doc_to_text: {json.dumps(doc_to_text)}\ndoc_to_target: answer\n"
+    )
+    (named / "task.yaml").write_text(
+        textwrap.dedent(
+            f"""\
+            include: {outside / "base.yaml"}
+            task: injected
+            dataset_kwargs:
+              data_files:
+                test: {named / "data.jsonl"}
+            """
+        )
+    )
+    return named, outside
+
+
+INJECTIONS = [
+    "{{ cycler.__init__.__globals__.os.system('touch {marker}') }}",
+    "{{ lipsum.__globals__['os'].system('touch {marker}') }}",
+    "{{ ''.__class__.__mro__[1].__subclasses__() }}{{ joiner.__init__.__globals__ }}",
+    "{{ namespace.__init__.__globals__.os.popen('touch {marker}').read() }}",
+    "{% set xs = options %}{{ xs.append('leak') }}{{ question }}",
+    "{{ question.__class__.__base__.__subclasses__() }}",
+]
+
+
+@pytest.mark.parametrize("template", INJECTIONS)
+def test_a_template_cannot_reach_python_or_change_its_row(tmp_path, template):
+    marker = tmp_path / "ran.txt"
+    named, _ = task_folder(tmp_path, template.replace("{marker}", str(marker)))
+    task = Task(Registry([named], builtins=False).get("injected"))
+    with pytest.raises(TaskConfigError, match=r"task.yaml|base.yaml|injected") as caught:
+        task.first_doc()
+    assert "doc_to_text" in str(caught.value) and "sandbox" in str(caught.value)
+    assert not marker.exists()
+
+
+TEMPLATES = [
+    "Question: {{question}}\nAnswer:",
+    "{{ question | replace('?', '') | upper }} {{ answer | regex_replace('o+', '0') }}",
+    "{% for o in options %}{{ loop.index }}. {{ o | title }}\n{% endfor %}",
+    "{{ range(3) | list }} {{ dict(a=1) }} {{ options | join(', ') }} {{ options | length }}",
+    "{% set ns = namespace(n=0) %}{% for o in options %}{% set ns.n = ns.n + 1 %}{% endfor %}"
+    "{{ ns.n }} {{ question.split(' ') | last }} {{ '%s!' | format(answer) }}",
+    "{{ question[:4] }}{{ options[-1] }}{{ 'x' if answer == 'four' else 'y' }}\n\n",
+    "{{ answer | truncate(3, True, '') }}{{ options | map('upper') | list }}{{ cycler(1, 2).next() }}",
+]
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_prompts_match_lm_evals_environment_byte_for_byte(tmp_path, template):
+    lm_eval_utils = pytest.importorskip("lm_eval.utils")
+    named, _ = task_folder(tmp_path, template)
+    (named / "base.yaml").write_text((tmp_path / "outside" / "base.yaml").read_text())
+    task_yaml = named / "task.yaml"
+    task_yaml.write_text(task_yaml.read_text().replace(str(tmp_path / "outside"), str(named)))
+    doc = Task(Registry([named], builtins=False).get("injected")).first_doc()
+    assert doc.query == lm_eval_utils.apply_template(template, dict(ROW))
+
+
+def laughs(levels: int) -> str:
+    lines = ["task: laughs", 'l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for n in range(1, levels):
+        lines.append(f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 8)}]")
+    return "\n".join(lines) + "\ndataset_path: json\noutput_type: generate_until\n"
+
+
+def test_nested_aliases_are_refused_naming_the_file(tmp_path):
+    path = tmp_path / "laughs.yaml"
+    path.write_text(laughs(10))  # 8 ** 10: about a billion values
+    with pytest.raises(TaskConfigError, match=r"laughs\.yaml: its YAML aliases .* expand to"):
+        read_yaml(path)
+    # A few aliases, as real task files use them, still load.
+    path.write_text(laughs(3))
+    assert len(read_yaml(path)["l2"]) == 8
