@@ -310,7 +310,7 @@ class Evaluation:
         if judging is not None:
             # Judge metrics: unparseable verdicts, the judge's noise, agreement of two judges.
             entry.update(judging.tally.entries())
-        notice = tally.warning(task.name)
+        notice = tally.warning(task.name, self.executor.model.thinking_controls)
         if notice and self.executor.primary:
             print(f"warning: {notice}", file=sys.stderr)
         return TaskRecord(
