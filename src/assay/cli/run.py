@@ -15,6 +15,7 @@ from assay.errors import ConfigError
 from assay.run.settings import RunSettings, default, describe, setting_names
 from assay.seeds import parse_seeds
 from assay.tasks.names import split_csv
+from assay.util.terminal import terminal_safe
 
 
 def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -124,7 +125,7 @@ def main(args: argparse.Namespace) -> int:
     print(
         f"{model_text}, limit: {args.limit}, num_fewshot: {args.num_fewshot}, batch_size: {args.batch_size}"
     )
-    print(results_tables(results))
+    print(terminal_safe(results_tables(results)))
     if args.show_config:
         for name, config in results["configs"].items():
             print(f"\n{name}:\n{json.dumps(config, indent=2, ensure_ascii=False, default=str)}")
