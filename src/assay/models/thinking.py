@@ -108,6 +108,7 @@ def split_thinking(
         finish_reason=stop_cut_reason(finish_reason, uncut, answer) if closed else finish_reason,
         thinking_closed=closed and not over_budget,
         reasoning_tokens=reasoning_tokens,
-        # Thinking that never closed left no answer tokens, whatever lm-eval's rule scores.
-        answer_tokens=answer_tokens if closed or answer_tokens is None else 0,
+        # Thinking that never closed (or ran past its budget) leaves no answer tokens, whatever
+        # lm-eval's rule scores; unknown counts stay unknown.
+        answer_tokens=answer_tokens if (closed and not over_budget) or answer_tokens is None else 0,
     )

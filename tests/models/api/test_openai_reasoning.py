@@ -144,6 +144,12 @@ def test_inline_thinking_is_split_even_when_the_server_counts_reasoning_tokens(a
     assert (unclosed.thinking_closed, str(unclosed), unclosed.answer_tokens) == (False, "", 0)
 
 
+def test_inline_thinking_past_its_budget_is_unclosed_with_no_answer_tokens():
+    reading = AnswerReading(Thinking("</think>", budget=8))
+    over = read_choice(completion("long</think>#### 4", usage=usage(20, 12)), [], reading)
+    assert (over.thinking_closed, over.answer_tokens, over.reasoning_tokens) == (False, 0, 12)
+
+
 def test_a_thinking_field_without_a_reasoning_count_leaves_answer_tokens_unknown():
     answer = read_choice(
         chat("#### 4", usage=usage(30), reasoning_content="long"), [], AnswerReading()
