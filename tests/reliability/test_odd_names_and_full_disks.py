@@ -100,3 +100,14 @@ def test_a_full_disk_under_results_json_is_a_message(tmp_path, capsys, monkeypat
     assert code == 2
     assert f"while writing {tmp_path / 'out' / 'results.json'}" in err
     assert "Traceback" not in err
+
+
+def test_terminal_safe_keeps_line_breaks_and_shows_every_other_control_character():
+    import logging
+
+    from assay.util.terminal import TerminalSafeFormatter, terminal_safe
+
+    assert terminal_safe("a\tb\nc") == "a\tb\nc"
+    assert terminal_safe("\x1b[2J\x07\x9b\u202eé") == "\\x1b[2J\\x07\\x9b\\u202eé"
+    record = logging.LogRecord("assay", logging.WARNING, "", 0, "task %s", ("x\x1b]0;t\x07",), None)
+    assert TerminalSafeFormatter("%(message)s").format(record) == "task x\\x1b]0;t\\x07"

@@ -18,7 +18,7 @@ from assay.cli import compare, power, report, run, tasks, validate
 from assay.cli._parser import Parser, common_flags
 from assay.errors import AssayError
 from assay.util.disk import DiskFull, disk_full_cause
-from assay.util.terminal import terminal_safe
+from assay.util.terminal import TerminalSafeFormatter, terminal_safe
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,9 +82,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AssayError as exc:
         sys.stderr.write(f"assay: error: {terminal_safe(str(exc))}\n")
         return exc.exit_code
+    handler = logging.StreamHandler()
+    # Task names and values from files reach log records: escapes print as text.
+    handler.setFormatter(TerminalSafeFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(
         level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
+        handlers=[handler],
     )
     # datasets and huggingface_hub print their records through handlers of their own;
     # propagating them too would print every message twice.

@@ -8,6 +8,8 @@ escape (`\\x1b`, `\\u202e`), leaving line breaks and tabs as they are.
 
 from __future__ import annotations
 
+import logging
+
 _BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
 """Bidirectional embeddings, overrides and isolates."""
 
@@ -24,4 +26,11 @@ def terminal_safe(text: str) -> str:
     return text.translate(_ESCAPED)
 
 
-__all__ = ["terminal_safe"]
+class TerminalSafeFormatter(logging.Formatter):
+    """A log formatter whose records reach the terminal through `terminal_safe`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_safe(super().format(record))
+
+
+__all__ = ["TerminalSafeFormatter", "terminal_safe"]
