@@ -78,3 +78,26 @@ def test_responses_per_sample(tmp_path):
     path.write_text(json.dumps({"prompt": "Q", "responses": "not a list"}) + "\n")
     with pytest.raises(ConfigError, match=r"r.jsonl:1: .*'responses' \(a list of strings"):
         MODELS.get("replay")(path=str(path))
+
+
+@pytest.mark.parametrize(
+    ("think", "raw", "extra"),
+    [
+        ({}, "", {}),
+        ({}, "", {"reasoning": "hm"}),
+        ({"think_end_token": "</think>"}, "hm</think>", {}),
+    ],
+)
+def test_a_recorded_stop_cut_by_a_stop_string_here_becomes_stop_sequence(
+    tmp_path, think, raw, extra
+):
+    path = tmp_path / "r.jsonl"
+    answer = raw + "A\nQuestion: more"
+    line = {"prompt": "Q", "response": answer, "finish_reason": "stop", **extra}
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    lm = MODELS.get("replay")(path=str(path), **think)
+    cut, whole = lm.generate_until(
+        [GenerateRequest("Q", GenParams(until=("Question:",))), GenerateRequest("Q")]
+    )
+    assert (cut.text, cut.finish_reason) == ("A\n", "stop_sequence")
+    assert (whole.text, whole.finish_reason) == ("A\nQuestion: more", "stop")

@@ -65,3 +65,58 @@ def test_panel_requests_are_applied_between_shards(tmp_path: Path) -> None:
     exp.end()
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"{server.url}/status?token={server.token}", timeout=2)
+
+
+class _Stops:
+    """An experiment that records the configs it was asked to stop."""
+
+    def __init__(self) -> None:
+        self.stopped: list[int] = []
+
+    def stop(self, config_id: int) -> None:
+        self.stopped.append(config_id)
+
+    def status_rows(self) -> list[Any]:
+        return []
+
+
+def _request(server: Any, headers: dict[str, str], body: bytes = b'{"config_id": 1}') -> tuple:
+    import http.client
+
+    port = int(server.url.rsplit(":", 1)[1])
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.putrequest("POST", f"/stop?token={server.token}", skip_host=True)
+    for name, value in {"Content-Length": str(len(body)), **headers}.items():
+        connection.putheader(name, value)
+    connection.endheaders(body)
+    reply = connection.getresponse()
+    answer = (reply.status, dict(reply.headers), json.loads(reply.read()))
+    connection.close()
+    return answer
+
+
+def test_cross_origin_and_rebound_hosts_are_refused_and_no_page_gets_a_wildcard() -> None:
+    from assay.pipelines.control_panel import ControlServer
+
+    experiment = _Stops()
+    server = ControlServer(experiment)
+    port = int(server.url.rsplit(":", 1)[1])
+    try:
+        here = f"127.0.0.1:{port}"
+        evil = _request(server, {"Host": here, "Origin": "https://evil.example"})
+        rebound = _request(server, {"Host": f"evil.example:{port}"})
+        missing_host = _request(server, {})
+        assert [evil[0], rebound[0], missing_host[0]] == [403, 403, 403]
+        assert "evil.example" in evil[2]["error"] and "Host" in rebound[2]["error"]
+        assert experiment.stopped == []
+        # A notebook on this machine (its page on localhost) and a plain client are served.
+        notebook = _request(server, {"Host": here, "Origin": "http://localhost:8888"})
+        assert notebook[0] == 200
+        assert notebook[1]["Access-Control-Allow-Origin"] == "http://localhost:8888"
+        plain = _request(server, {"Host": f"localhost:{port}"})
+        assert plain[0] == 200 and "Access-Control-Allow-Origin" not in plain[1]
+        assert experiment.stopped == [1, 1]
+        negative = _request(server, {"Host": here, "Content-Length": "-1"}, b"")
+        assert negative[0] == 400
+    finally:
+        server.close()

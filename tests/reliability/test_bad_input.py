@@ -709,7 +709,7 @@ def _(e: Env) -> Setup:
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE responses (a INTEGER)")
         db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
-        db.execute("INSERT INTO meta VALUES ('schema', 'assay-cache-1')")
+        db.execute("INSERT INTO meta VALUES ('schema', 'assay-cache-2')")
     return Setup(e.run("--cache", str(path), tasks=GOOD), "foreign.sqlite")
 
 

@@ -411,3 +411,66 @@ def test_sigkill_mid_run_then_restart_recomputes_nothing_and_matches(
         "toy_mc",
         "toy_mc_b",
     }
+
+
+# ---------------------------------------------------------------- corrupted entries
+def _tamper(cache: Path, change) -> int:
+    """Rewrite every stored value with `change(value)`; the number of rows changed."""
+    with closing(sqlite3.connect(cache)) as db, db:
+        rows = db.execute("SELECT model, key, value FROM responses").fetchall()
+        db.executemany(
+            "UPDATE responses SET value=? WHERE model=? AND key=?",
+            [(change(value), model, key) for model, key, value in rows],
+        )
+    return len(rows)
+
+
+def _changed_digits(value: str) -> str:
+    return re.sub(r"\d(?=\d*[.,\]])", lambda m: str((int(m.group()) + 3) % 10), value, count=2)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _changed_digits,
+        lambda value: value.split(" ", 1)[0] + ' ["ll", NaN, false]',  # a stored nan
+        lambda value: value[: len(value) // 2],  # garbage JSON
+        lambda value: value.encode()[:-3] + b"\xff\xfe]",  # flipped bytes, not UTF-8
+    ],
+    ids=["digits", "nan", "garbage", "bytes"],
+)
+def test_a_corrupted_entry_is_computed_again_and_said(task_dir, tmp_path, caplog, change):
+    args = ["--tasks", "toy_mc,toy_gen", "--include-path", str(task_dir)]
+    assert run_cli(*args, "-o", str(tmp_path / "a")) == 0
+    cache = tmp_path / "a" / "cache.sqlite"
+    stored = _tamper(cache, change)
+    caplog.clear()
+    assert run_cli(*args, "-o", str(tmp_path / "b"), "--cache", str(cache)) == 0
+    # Nothing changed was used: the answers are the first run's, byte for byte.
+    assert output_files(tmp_path / "a") == output_files(tmp_path / "b")
+    assert f"--cache {cache}: " in caplog.text
+    assert "stored response(s) failed their checksum" in caplog.text
+    assert "computed again" in caplog.text
+    # The recomputed answers replaced the corrupted ones: a third run finds no damage.
+    caplog.clear()
+    assert run_cli(*args, "-o", str(tmp_path / "c"), "--cache", str(cache)) == 0
+    assert "checksum" not in caplog.text
+    assert cached_rows(cache) == stored
+
+
+def test_a_damaged_cache_file_is_refused_naming_it(task_dir, tmp_path, capsys):
+    args = ["--tasks", "toy_mc", "--include-path", str(task_dir)]
+    assert run_cli(*args, "-o", str(tmp_path / "a")) == 0
+    cache = tmp_path / "a" / "cache.sqlite"
+    with closing(sqlite3.connect(cache)) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(cache.read_bytes())
+    page = 4096
+    for offset in range(page, len(data), 7):  # every page past the header, scrambled
+        data[offset] ^= 0x5A
+    cache.write_bytes(bytes(data))
+    capsys.readouterr()
+    code = run_cli(*args, "-o", str(tmp_path / "b"), "--cache", str(cache))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"--cache {cache}" in err and "Traceback" not in err

@@ -188,3 +188,17 @@ def test_loglikelihood_keys_are_the_canonical_json_digest(context: str, continua
 def test_stored_loglikelihood_text_is_json_dumps(logprob, greedy):
     result = LoglikelihoodResult(logprob, greedy)  # type: ignore[arg-type]
     assert _encode(result) == json.dumps(["ll", logprob, greedy])
+
+
+def test_a_value_moved_to_another_request_fails_its_checksum(tmp_path, caplog):
+    path = tmp_path / "c.sqlite"
+    cache = ResponseCache(path, {"m": 1})
+    cache.put_many(
+        [("a", LoglikelihoodResult(-1.5, True)), ("b", LoglikelihoodResult(-9.0, False))]
+    )
+    with sqlite3.connect(path) as db:
+        (value,) = db.execute("SELECT value FROM responses WHERE key='a'").fetchone()
+        db.execute("UPDATE responses SET value=? WHERE key='b'", (value,))
+    assert cache.get_many(["a", "b"]) == {"a": LoglikelihoodResult(-1.5, True)}
+    assert "1 stored response(s) failed their checksum" in caplog.text
+    cache.close()

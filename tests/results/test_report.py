@@ -318,3 +318,25 @@ def test_the_report_shows_how_generations_ended_and_filters_on_it(tmp_path):
         pattern = r'<details class="sample" data-task="think_cmp" data-doc="(\d+)"'
         shown = {int(doc) for doc in re.findall(pattern, dom)}
         assert shown == set().union(*(docs[how] for docs in ended.values()))
+
+
+def test_plots_show_task_names_labels_and_clusters_as_text_never_as_links():
+    from assay.results.report import task_figures
+
+    link = "<a href='https://evil.example/'>click</a>"
+    view = {"metrics": {"acc": 1.0}, "arguments": {}, "cluster": f"c {link}"}
+    entries = [{"runs": [view, {**view, "metrics": {"acc": 0.0}}]}]
+    figures = task_figures(f"task {link}", "acc", entries, ["a<br>", f"b {link}"])
+    text = json.dumps(figures)
+    assert "<a" not in text and "<br>" not in text
+    distribution = figures["distribution"]
+    assert distribution["layout"]["title"]["text"].startswith(
+        "task &lt;a href='https://evil.example/'&gt;click&lt;/a&gt;"
+    )
+    assert [trace["name"] for trace in distribution["data"]] == [
+        "a&lt;br&gt;",
+        "b &lt;a href='https://evil.example/'&gt;click&lt;/a&gt;",
+    ]
+    assert figures["by_cluster"]["data"][0]["x"] == [
+        "c &lt;a href='https://evil.example/'&gt;click&lt;/a&gt;"
+    ]

@@ -105,3 +105,54 @@ def test_the_command_prints_its_base_url_and_refuses_a_bad_rpm():
         [sys.executable, "-m", "assay.testing.serve", "--rpm", "0"], capture_output=True, text=True
     )
     assert refused.returncode == 2 and "--rpm 0" in refused.stderr
+
+
+def raw_post(url: str, data: bytes, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+    """POST `data` as given (no JSON encoding); the status and the JSON error body."""
+    request = urllib.request.Request(url, data, headers or {}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.mark.parametrize(
+    ("route", "data", "fragment"),
+    [
+        ("chat/completions", b"[1, 2]", "must be a JSON object"),
+        ("chat/completions", b'"text"', "must be a JSON object"),
+        ("chat/completions", b"\xff\xfe{", "not JSON"),
+        ("chat/completions", b'{"messages": "hi"}', "'messages' must be"),
+        ("chat/completions", b'{"messages": [1]}', "'messages' must be"),
+        ("chat/completions", b'{"messages": [{"content": 5}]}', "'content' must be"),
+        ("chat/completions", b'{"messages": [{"content": "a"}], "n": "x"}', "'n' is 'x'"),
+        ("chat/completions", b'{"messages": [{"content": "a"}], "n": 0}', "'n' is 0"),
+        ("chat/completions", b'{"messages": [{"content": "a"}], "n": 100000000}', "1 to 128"),
+        ("completions", b'{"prompt": "a", "stop": [1]}', "'stop' must be"),
+        ("completions", b'{"prompt": "a", "n": 2.5}', "'n' is 2.5"),
+    ],
+)
+def test_malformed_requests_get_a_4xx_json_error(route, data, fragment):
+    with StubServer() as server:
+        status, body = raw_post(f"{server.base_url}/{route}", data)
+        # The server still answers well-formed requests afterwards.
+        ok, _, _ = post(f"{server.base_url}/completions", {"prompt": "1 + 1"})
+    assert status == 400 and fragment in body["error"]["message"]
+    assert ok == 200
+
+
+def test_bad_or_oversized_content_lengths_are_refused_without_reading():
+    import http.client
+
+    with StubServer() as server:
+        port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
+        for length, status in (("abc", 400), ("-5", 400), (str(10**9), 413)):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            connection.putrequest("POST", "/v1/completions")
+            connection.putheader("Content-Length", length)
+            connection.endheaders()
+            response = connection.getresponse()
+            assert response.status == status
+            assert "error" in json.loads(response.read())
+            connection.close()

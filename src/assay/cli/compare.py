@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.util.terminal import terminal_safe
 
 
 def confidence_level(text: str) -> float:
@@ -99,7 +100,8 @@ def main(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     report = compare(*args.runs, baseline=args.baseline, labels=labels, options=options)
-    print(render_markdown(report) if args.markdown else render_text(report), end="")
+    table = render_markdown(report) if args.markdown else render_text(report)
+    print(terminal_safe(table), end="")
     if args.json:
         path = Path(args.json)
         try:

@@ -17,6 +17,8 @@ from assay import __version__
 from assay.cli import compare, power, report, run, tasks, validate
 from assay.cli._parser import Parser, common_flags
 from assay.errors import AssayError
+from assay.util.disk import DiskFull, disk_full_cause
+from assay.util.terminal import TerminalSafeFormatter, terminal_safe
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,11 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parse(argv)
     except AssayError as exc:
-        sys.stderr.write(f"assay: error: {exc}\n")
+        sys.stderr.write(f"assay: error: {terminal_safe(str(exc))}\n")
         return exc.exit_code
+    handler = logging.StreamHandler()
+    # Task names and values from files reach log records: escapes print as text.
+    handler.setFormatter(TerminalSafeFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(
         level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
+        handlers=[handler],
     )
     # datasets and huggingface_hub print their records through handlers of their own;
     # propagating them too would print every message twice.
@@ -91,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except AssayError as exc:
-        sys.stderr.write(f"assay: error: {exc}\n")
+        sys.stderr.write(f"assay: error: {terminal_safe(str(exc))}\n")
         return exc.exit_code
     except BrokenPipeError:
         # `assay tasks list | head`: the reader left; print nothing more, and no traceback.
@@ -100,6 +105,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("assay: interrupted; completed requests are kept in the response cache.\n")
         return 130
+    except Exception as exc:
+        full = disk_full_cause(exc)
+        if full is None:
+            raise
+        error = DiskFull(getattr(full, "filename", None) or "the run's files", full)
+        sys.stderr.write(f"assay: error: {terminal_safe(str(error))}\n")
+        return error.exit_code
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from assay.cli.lm_eval_flags import print_notes
 from assay.errors import ConfigError
 from assay.run.settings import RunSettings, checked, default, describe, setting_names
 from assay.tasks.names import split_csv
+from assay.util.terminal import terminal_safe
 
 
 def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -118,7 +119,7 @@ def main(args: argparse.Namespace) -> int:
     print(
         f"{model_text}, limit: {args.limit}, num_fewshot: {args.num_fewshot}, batch_size: {args.batch_size}"
     )
-    print(results_tables(results))
+    print(terminal_safe(results_tables(results)))
     if args.show_config:
         for name, config in results["configs"].items():
             print(f"\n{name}:\n{json.dumps(config, indent=2, ensure_ascii=False, default=str)}")

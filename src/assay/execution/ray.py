@@ -99,6 +99,7 @@ class Replica:
             "batch_size": model.batch_size,
             "max_length": model.max_length,
             "accepts_messages": model.accepts_messages,
+            "thinking_controls": model.thinking_controls,
             "chat_template": model.chat_template() is not None,
             "token_counter": model.token_counter() is not None,
         }
@@ -135,6 +136,7 @@ class RemoteModel(LM):
         self._identity = info["identity"]
         self._provenance: ModelProvenance = info["provenance"]
         self.accepts_messages = bool(info["accepts_messages"])
+        self.thinking_controls = tuple(info["thinking_controls"])
         self.batch_size = info["batch_size"]
         self.max_length = info["max_length"]
         self._has_chat_template: bool = info["chat_template"]

@@ -39,6 +39,7 @@ from assay.models.args import BatchSize
 from assay.prompts.chat import ChatTemplate
 from assay.registry import ComponentRegistry
 from assay.requests.types import (
+    FinishReason,
     GenerateRequest,
     Generation,
     LoglikelihoodRequest,
@@ -114,6 +115,10 @@ class LM(ABC):
     """True when `generate_until` honours `request.tools` and `request.tool_choice` (and takes
     a `requests.tools.Conversation` as the prompt), answering with `Generation.tool_calls`;
     requests that offer tools are refused otherwise."""
+
+    thinking_controls: tuple[str, ...] = ()
+    """Model args that make the model think less (request fields the server honours), which
+    the truncation warning advises when thinking ran out of tokens; empty where none does."""
 
     max_length: int | None = None
     """Context window in tokens (prompt + generation), when the backend knows it."""
@@ -341,3 +346,10 @@ def cut_at_stops(text: str, until: Sequence[str]) -> str:
         if stop:
             text = text.split(stop, 1)[0]
     return text
+
+
+def stop_cut_reason(finish: FinishReason | None, uncut: str, answer: str) -> FinishReason | None:
+    """The finish reason of an `answer` cut from `uncut` by `cut_at_stops`: "stop_sequence"
+    when a stop string cut it here (the answer had ended before whatever stopped the
+    generation), else `finish` as the backend gave it."""
+    return "stop_sequence" if answer != uncut else finish

@@ -11,7 +11,7 @@ from typing import Any
 
 from assay.errors import ConfigError, ModelError
 from assay.models.args import Arg, AutoOrCount, BatchSize, typed_args
-from assay.models.base import LM, cut_at_stops, register_model
+from assay.models.base import LM, cut_at_stops, register_model, stop_cut_reason
 from assay.models.thinking import Thinking, split_thinking, thinking_args
 from assay.requests.types import GenerateRequest, Generation, LoglikelihoodRequest, RollingRequest
 
@@ -138,7 +138,10 @@ class ReplayLM(LM):
             closed = ending.get(
                 "thinking_closed", not (ending.get("finish_reason") == "length" and not text)
             )
-            return Generation(text, **{**ending, "thinking_closed": closed})
+            finish = stop_cut_reason(ending.get("finish_reason"), answer.response, text)
+            return Generation(
+                text, **{**ending, "thinking_closed": closed, "finish_reason": finish}
+            )
         prompt = request.prompt if isinstance(request.prompt, str) else ""
         generation = split_thinking(
             answer.response,

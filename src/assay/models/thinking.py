@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from assay.errors import ConfigError
-from assay.models.base import cut_at_stops
+from assay.models.base import cut_at_stops, stop_cut_reason
 from assay.requests.types import FinishReason, Generation
 
 
@@ -64,14 +64,17 @@ def split_thinking(
 ) -> Generation:
     """A raw generation as a `Generation`: thinking apart, answer cut at `until`.
 
-    `opened`: the prompt left the model inside a thinking block. Token counts are the
+    `opened`: the prompt left the model inside a thinking block. `finish_reason` becomes
+    "stop_sequence" when a stop string cuts the answer here (not an unclosed thought's). Token
+    counts are the
     backend's (None when it does not count); `reasoning_tokens` is checked against the
     thinking budget.
     """
     if thinking is None:
+        answer = cut_at_stops(raw, until)
         return Generation(
-            cut_at_stops(raw, until),
-            finish_reason=finish_reason,
+            answer,
+            finish_reason=stop_cut_reason(finish_reason, raw, answer),
             answer_tokens=answer_tokens,
         )
     thinks = (
@@ -81,9 +84,10 @@ def split_thinking(
         or thinking.end in raw  # a closing marker: it thought, whatever opened the block
     )
     if not thinks:
+        answer = cut_at_stops(raw, until)
         return Generation(
-            cut_at_stops(raw, until),
-            finish_reason=finish_reason,
+            answer,
+            finish_reason=stop_cut_reason(finish_reason, raw, answer),
             answer_tokens=answer_tokens,
         )
     reasoning, marker, _ = raw.rpartition(thinking.end)
@@ -95,13 +99,16 @@ def split_thinking(
         and reasoning_tokens is not None
         and reasoning_tokens > thinking.budget
     )
+    uncut = raw.split(thinking.end)[-1].lstrip()
+    answer = cut_at_stops(uncut, until)  # lm-eval's rule, closed or not (see Generation.text)
     return Generation(
-        # lm-eval's rule, whether or not the thinking closed (see Generation.text).
-        cut_at_stops(raw.split(thinking.end)[-1].lstrip(), until),
+        answer,
         reasoning=reasoning,
-        finish_reason=finish_reason,
+        # An unclosed thought ended as the generation did, whatever a stop string cut.
+        finish_reason=stop_cut_reason(finish_reason, uncut, answer) if closed else finish_reason,
         thinking_closed=closed and not over_budget,
         reasoning_tokens=reasoning_tokens,
-        # Thinking that never closed left no answer tokens, whatever lm-eval's rule scores.
-        answer_tokens=answer_tokens if closed or answer_tokens is None else 0,
+        # Thinking that never closed (or ran past its budget) leaves no answer tokens, whatever
+        # lm-eval's rule scores; unknown counts stay unknown.
+        answer_tokens=answer_tokens if (closed and not over_budget) or answer_tokens is None else 0,
     )

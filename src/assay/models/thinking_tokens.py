@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from assay.models.base import cut_at_stops
 from assay.models.thinking import Thinking, split_thinking
 from assay.models.tokens import TokenizerView
 from assay.requests.types import FinishReason, Generation
@@ -49,9 +48,9 @@ def tokens_generation(
     `opened`: the prompt left the model inside a thinking block."""
     spent = len(tokens) - (1 if tokens and tokens[-1] in eos_ids else 0)
     if thinking is None:
-        uncut = view.decode(tokens)
-        text = cut_at_stops(uncut, stops)
-        return Generation(text, finish_reason=_ending(ending, uncut, text), answer_tokens=spent)
+        return split_thinking(
+            view.decode(tokens), stops, None, finish_reason=ending, answer_tokens=spent
+        )
     end = thinking.thinking.end
     ends = [i for i, token in enumerate(tokens) if token == thinking.end_id]
     if ends:
@@ -72,13 +71,8 @@ def tokens_generation(
         answer_tokens=answer,
     )
     if generation.thinking_closed is None:  # it did not think: every token is the answer's
-        return replace(
-            generation, finish_reason=_ending(ending, raw, generation.text), answer_tokens=spent
-        )
-    if generation.thinking_closed is False:
-        return generation
-    uncut = raw.split(end)[-1].lstrip()
-    return replace(generation, finish_reason=_ending(ending, uncut, generation.text))
+        return replace(generation, answer_tokens=spent)
+    return generation
 
 
 def _split_counts(
@@ -99,10 +93,6 @@ def _split_counts(
             low = middle + 1
     own = len(view.tokenizer.encode(marker, add_special_tokens=False))
     return max(0, low - own), max(0, spent - low)
-
-
-def _ending(ending: FinishReason | None, uncut: str, answer: str) -> FinishReason | None:
-    return "stop_sequence" if answer != uncut else ending
 
 
 __all__ = ["TokenThinking", "tokens_generation"]

@@ -13,7 +13,11 @@ between shards (the shard in flight finishes first):
     GET  /status  the table rows as JSON
 
 Every request carries the token of the experiment's URL (``?token=...``); the server listens
-on loopback only and stops with ``Experiment.end()``. ``Experiment.control_panel()`` returns the
+on loopback only and stops with ``Experiment.end()``. A request must name the server itself as
+its ``Host`` (127.0.0.1 or localhost: a page that rebinds its own domain to 127.0.0.1 is
+refused), and a browser request must come from a page on this machine (an ``Origin`` of
+127.0.0.1, localhost or ::1, where notebooks serve the panel, or a VS Code notebook's webview);
+its answer allows that origin alone, never ``*``. ``Experiment.control_panel()`` returns the
 notebook panel (config picker, Stop / Resume / Delete, and a JSON box for Clone, which takes
 RapidFire's clone payload or assay's changes).
 """
@@ -32,6 +36,23 @@ from urllib.parse import parse_qs, urlparse
 from assay.errors import AssayError
 
 ACTIONS = ("stop", "resume", "delete", "clone")
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+"""Host names a request to the control server may give (with the server's port)."""
+MAX_BODY_BYTES = 1024 * 1024
+"""The largest request body read (a clone payload is a few hundred bytes)."""
+
+
+def local_origin(origin: str) -> bool:
+    """Whether a browser `Origin` is a page on this machine: a loopback http(s) origin (a
+    notebook server) or a VS Code webview (a VS Code notebook)."""
+    parsed = urlparse(origin)
+    if parsed.scheme == "vscode-webview":
+        return True
+    try:
+        host = parsed.hostname
+    except ValueError:
+        return False
+    return parsed.scheme in ("http", "https") and host in ("127.0.0.1", "localhost", "::1")
 
 
 class ControlServer:
@@ -48,9 +69,14 @@ class ControlServer:
         self._thread.start()
 
     @property
+    def port(self) -> int:
+        """The port the server listens on (127.0.0.1)."""
+        return int(self._httpd.server_address[1])
+
+    @property
     def url(self) -> str:
         """Base URL; append ``/<action>?token=<token>``."""
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
 
     def apply(self, action: str, body: dict[str, Any]) -> dict[str, Any]:
         """Queue one operation; the answer names a clone's new id."""
@@ -79,8 +105,16 @@ class ControlServer:
 def _handler(server: ControlServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def _authorised(self) -> bool:
+            port = server.port
+            if self.headers.get("Host") not in {f"{host}:{port}" for host in LOCAL_HOSTS}:
+                self._send(403, {"error": f"Host must be 127.0.0.1:{port} or localhost:{port}"})
+                return False
+            origin = self.headers.get("Origin")
+            if origin is not None and not local_origin(origin):
+                self._send(403, {"error": f"requests from {origin} are refused"})
+                return False
             query = parse_qs(urlparse(self.path).query)
-            if query.get("token", [""])[0] == server.token:
+            if secrets.compare_digest(query.get("token", [""])[0], server.token):
                 return True
             self._send(403, {"error": "missing or wrong token"})
             return False
@@ -99,6 +133,8 @@ def _handler(server: ControlServer) -> type[BaseHTTPRequestHandler]:
             action = urlparse(self.path).path.strip("/")
             try:
                 length = int(self.headers.get("Content-Length", 0))
+                if not 0 <= length <= MAX_BODY_BYTES:
+                    raise ValueError(f"Content-Length {length}: give 0 to {MAX_BODY_BYTES} bytes")
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if not isinstance(body, dict):
                     raise ValueError("the body must be a JSON object")
@@ -111,7 +147,11 @@ def _handler(server: ControlServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
-            self.send_header("Access-Control-Allow-Origin", "*")
+            origin = self.headers.get("Origin")
+            if origin is not None and local_origin(origin):
+                # The panel's page may read the answer; no other page may.
+                self.send_header("Access-Control-Allow-Origin", origin)
+                self.send_header("Vary", "Origin")
             self.end_headers()
             self.wfile.write(data)
 

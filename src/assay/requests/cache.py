@@ -1,6 +1,7 @@
 """SQLite response cache: resume, re-runs and crash recovery never pay for a request twice.
 
-Keys hold the model's full identity (backend, weights, revision, dtype and every argument that
+Every stored value carries a checksum of itself, its model and its key: an entry changed or
+damaged on disk is computed again (and said), never used. Keys hold the model's full identity (backend, weights, revision, dtype and every argument that
 changes outputs), so a cache shared by two models never returns one model's answers for the
 other. Writes are committed per completed chunk; a kill loses at most the chunk in flight.
 
@@ -13,10 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import fields
 from json.encoder import encode_basestring_ascii as _json_str
 from pathlib import Path
@@ -33,8 +36,14 @@ from assay.requests.types import (
     RollingResult,
     canonical_json,
 )
+from assay.util.disk import DiskFull, is_disk_full
 
-SCHEMA_VERSION = "assay-cache-1"
+SCHEMA_VERSION = "assay-cache-2"
+"""Version 2: every stored value carries its checksum (`_sealed`)."""
+CHECKSUM_CHARS = 16
+"""Hex digits of the SHA-256 that seals a stored value (64 bits: no edit passes by chance)."""
+
+log = logging.getLogger(__name__)
 
 CACHE_FILE = "cache.sqlite"
 """The response cache's file name in a run's output folder (when --cache names no other)."""
@@ -104,6 +113,28 @@ def _decode(text: str) -> Result:
     return str(rest[0])
 
 
+def _checksum(model: str, key: str, value: str) -> str:
+    # The model and the key are sealed with the value: a row moved to another request fails too.
+    return hashlib.sha256(f"{model}\n{key}\n{value}".encode()).hexdigest()[:CHECKSUM_CHARS]
+
+
+def _sealed(model: str, key: str, value: str) -> str:
+    """A stored value: its checksum, a space, the encoded result."""
+    return f"{_checksum(model, key, value)} {value}"
+
+
+def _unsealed(model: str, key: str, stored: bytes) -> Result | None:
+    """The result a stored value holds; None when it is corrupted (checksum, encoding or
+    contents wrong)."""
+    try:
+        checksum, _, value = stored.decode("utf-8").partition(" ")
+        if checksum != _checksum(model, key, value):
+            return None
+        return _decode(value)
+    except (UnicodeDecodeError, ValueError, TypeError, IndexError):
+        return None
+
+
 class ResponseCache:
     """Responses of one model, stored in a SQLite file (shared safely by several runs)."""
 
@@ -132,49 +163,72 @@ class ResponseCache:
             # A table of that name written by something else fails here, not mid-run.
             self._db.execute("SELECT model, key, value FROM responses LIMIT 0")
         except sqlite3.DatabaseError as exc:
+            if is_disk_full(exc):
+                raise DiskFull(f"the response cache {self.path}", exc) from None
             raise ConfigError(
                 f"--cache {self.path}: not a usable SQLite cache ({exc}). Delete it or pass another --cache path."
             ) from None
         except OSError as exc:
+            if is_disk_full(exc):
+                raise DiskFull(f"the response cache {self.path}", exc) from None
             raise ConfigError(
                 f"--cache {self.path}: cannot create the cache: {exc.strerror}."
             ) from None
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Result]:
-        """Cached results for the keys that have one."""
+        """Cached results for the keys that have one. A corrupted entry (its checksum does not
+        match) is left out, so it is computed again, and said on stderr."""
         found: dict[str, Result] = {}
-        with self._lock:
+        corrupted = 0
+        with self._lock, self._damage_refused():
             for start in range(0, len(keys), 500):
                 chunk = list(keys[start : start + 500])
                 marks = ",".join("?" * len(chunk))
+                # As bytes: a flipped byte that breaks UTF-8 is a corrupted entry, not an error.
                 rows = self._db.execute(
-                    f"SELECT key, value FROM responses WHERE model=? AND key IN ({marks})",
+                    "SELECT key, CAST(value AS BLOB) FROM responses "
+                    f"WHERE model=? AND key IN ({marks})",
                     (self.model, *chunk),
                 )
-                found.update((k, _decode(v)) for k, v in rows)
+                for key, stored in rows:
+                    result = _unsealed(self.model, key, stored)
+                    if result is None:
+                        corrupted += 1
+                    else:
+                        found[key] = result
+        if corrupted:
+            log.warning(
+                "--cache %s: %d stored response(s) failed their checksum (the file was changed "
+                "or damaged); they are computed again and stored anew.",
+                self.path,
+                corrupted,
+            )
         return found
 
     def put_many(self, items: Iterable[tuple[str, Result]]) -> None:
         """Store results and commit (one transaction per call)."""
-        with self._lock:
+        with self._lock, self._damage_refused():
             self._db.executemany(
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?)",
-                ((self.model, k, _encode(v)) for k, v in items),
+                ((self.model, k, _sealed(self.model, k, _encode(v))) for k, v in items),
             )
             self._db.commit()
 
     def batch_sizes(self, task: str) -> list[int]:
         """Batch sizes the backend chose automatically while computing `task`'s responses, as
         an earlier run recorded them (empty when none did)."""
-        with self._lock:
+        with self._lock, self._damage_refused():
             row = self._db.execute(
                 "SELECT value FROM meta WHERE key=?", (self._sizes_key(task),)
             ).fetchone()
-        return [int(size) for size in json.loads(row[0])] if row else []
+        try:
+            return [int(size) for size in json.loads(row[0])] if row else []
+        except (ValueError, TypeError):
+            return []  # a damaged hint: the sizes are chosen anew
 
     def record_batch_sizes(self, task: str, sizes: Sequence[int]) -> None:
         """Store the batch sizes chosen while computing `task`'s responses (see batch_sizes)."""
-        with self._lock:
+        with self._lock, self._damage_refused():
             self._db.execute(
                 "INSERT OR REPLACE INTO meta VALUES (?, ?)",
                 (self._sizes_key(task), json.dumps(list(sizes))),
@@ -184,6 +238,21 @@ class ResponseCache:
     def _sizes_key(self, task: str) -> str:
         # In the meta table, so caches written before this key existed need no migration.
         return f"batch_sizes:{self.model}:{task}"
+
+    @contextmanager
+    def _damage_refused(self) -> Iterator[None]:
+        """sqlite's errors while the cache is read or written, as messages naming the file,
+        what went wrong and the fix."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if is_disk_full(exc):
+                raise DiskFull(f"the response cache {self.path}", exc) from None
+            raise ConfigError(
+                f"--cache {self.path}: the cache file cannot be read or written ({exc}): it is "
+                "damaged, or its disk failed. Delete it (its answers are computed again) or "
+                "pass another --cache path."
+            ) from None
 
     def close(self) -> None:
         with self._lock:

@@ -42,6 +42,9 @@ class GenerationTally:
     """Finish reason "length": max_gen_toks (or a thinking budget) was reached first."""
     unclosed: int = 0
     """The thinking never closed."""
+    cut_answers: int = 0
+    """Truncated generations whose thinking (if any) had closed: scored on an answer cut
+    short."""
     reasoning_tokens: list[int] = field(default_factory=list)
     answer_tokens: list[int] = field(default_factory=list)
     max_gen_toks: set[int] = field(default_factory=set)
@@ -56,6 +59,7 @@ class GenerationTally:
         unclosed = generation.thinking_closed is False
         self.truncated += truncated
         self.unclosed += unclosed
+        self.cut_answers += truncated and not unclosed
         if generation.reasoning_tokens is not None:
             self.reasoning_tokens.append(generation.reasoning_tokens)
         if generation.answer_tokens is not None:
@@ -71,6 +75,7 @@ class GenerationTally:
             out.finish_known += tally.finish_known
             out.truncated += tally.truncated
             out.unclosed += tally.unclosed
+            out.cut_answers += tally.cut_answers
             out.reasoning_tokens += tally.reasoning_tokens
             out.answer_tokens += tally.answer_tokens
             out.max_gen_toks |= tally.max_gen_toks
@@ -92,25 +97,41 @@ class GenerationTally:
             "unclosed_thinking_policy": self.policy,
         }
 
-    def warning(self, task: str) -> str | None:
+    def warning(self, task: str, thinking_controls: Sequence[str] = ()) -> str | None:
         """A notice when more than 5 % of the generations were truncated or left thinking
-        open; None otherwise."""
+        open, saying what was scored for them; None otherwise. `thinking_controls`: the
+        running backend's model args that make its model think less (advised only where
+        some thinking did not close)."""
         truncated = _rate(self.truncated, self.finish_known) or 0.0
         unclosed = _rate(self.unclosed, self.generations) or 0.0
         if max(truncated, unclosed) <= WARN_ABOVE:
             return None
         caps = ", ".join(str(c) for c in sorted(self.max_gen_toks)) or "unknown"
-        scored = {
-            "empty": "scored as empty answers",
-            "keep": "scored on their unfinished thought (lm-eval's rule)",
-            "fail": "refused",
-        }[self.policy]
+        said = []
+        if self.truncated:
+            cut = f"{self.cut_answers} scored on an answer cut short" if self.cut_answers else ""
+            still = self.truncated - self.cut_answers
+            thinking = f"{still} while still thinking" if still else ""
+            which = "; ".join(part for part in (cut, thinking) if part)
+            said.append(
+                f"{truncated:.1%} of generations ({self.truncated} of {self.finish_known}) hit "
+                f"the token cap ({which})"
+            )
+        if self.unclosed:
+            scored = {
+                "empty": "scored as empty answers",
+                "keep": "scored on their unfinished thought (lm-eval's rule)",
+                "fail": "refused",
+            }[self.policy]
+            said.append(
+                f"{unclosed:.1%} ({self.unclosed} of {self.generations}) ended while still "
+                f"thinking, {scored} (--unclosed-thinking {self.policy})"
+            )
+        advice = "Raise it (--gen-kwargs max_gen_toks=N)"
+        if self.unclosed and thinking_controls:
+            advice += f" or think less ({', '.join(thinking_controls)})"
         return (
-            f"task {task}: {truncated:.1%} of generations ({self.truncated} of "
-            f"{self.finish_known}) hit the token cap and {unclosed:.1%} ({self.unclosed} of "
-            f"{self.generations}) ended while still thinking, {scored} "
-            f"(--unclosed-thinking {self.policy}); max_gen_toks in force: {caps}. Raise it "
-            "(--gen-kwargs max_gen_toks=N) or think less (thinking_budget, reasoning_effort); "
+            f"task {task}: {' and '.join(said)}; max_gen_toks in force: {caps}. {advice}; "
             f"see {DOCS_PAGE}."
         )
 

@@ -429,7 +429,27 @@ def _plotly_js() -> str:
 
 
 def _figure_json(figure: Any) -> dict[str, Any]:
-    return json.loads(figure.to_json())
+    return _plot_text(json.loads(figure.to_json()))
+
+
+_OWN_MARKUP = frozenset({"hovertemplate", "texttemplate", "template"})
+"""Figure keys whose markup is the page's own (hover layouts, plotly's theme), kept as is."""
+
+
+def _plot_text(value: Any, key: str = "") -> Any:
+    """A figure with every string shown as plain text: plotly reads `<a href=...>`, `<br>` and
+    other tags in titles, names and tick labels, and task names, run labels and cluster values
+    come from files, so `&`, `<` and `>` become the entities plotly prints as those characters
+    (a task name cannot add a link or markup to the page)."""
+    if key in _OWN_MARKUP:
+        return value
+    if isinstance(value, str):
+        return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if isinstance(value, dict):
+        return {k: _plot_text(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plot_text(v, key) for v in value]
+    return value
 
 
 def _script_json(value: Any) -> str:

@@ -44,8 +44,8 @@ def _blocks(parts: list[Path]) -> Iterable[str]:
 
 
 def safe_name(task: str) -> str:
-    """A task name usable in a file name."""
-    return re.sub(r"[<>:/|\\?*\[\]\s]+", "__", task)
+    """A task name usable in a file name (no separators, wildcards or control characters)."""
+    return re.sub(r"[<>:/|\\?*\[\]\s\x00-\x1f\x7f]+", "__", task)
 
 
 class OutputDir:

@@ -63,6 +63,7 @@ from assay.tasks.code_routes import code_route
 from assay.tasks.code_routes import describe as describe_code_route
 from assay.tasks.registry import Resolved
 from assay.tasks.task import Task, fewshot_count
+from assay.util.terminal import terminal_safe
 
 log = logging.getLogger(__name__)
 
@@ -310,9 +311,9 @@ class Evaluation:
         if judging is not None:
             # Judge metrics: unparseable verdicts, the judge's noise, agreement of two judges.
             entry.update(judging.tally.entries())
-        notice = tally.warning(task.name)
+        notice = tally.warning(task.name, self.executor.model.thinking_controls)
         if notice and self.executor.primary:
-            print(f"warning: {notice}", file=sys.stderr)
+            print(f"warning: {terminal_safe(notice)}", file=sys.stderr)
         return TaskRecord(
             task,
             entry,  # type: ignore[arg-type]

@@ -9,7 +9,9 @@ listens on 127.0.0.1 only and prints the base URL to give as `base_url=`.
 Routes: `GET /v1/models`, `POST /v1/completions`, `POST /v1/chat/completions`. Every answer is
 `canned_answer(prompt)`: the result of the last arithmetic question in the prompt ("What is
 17 + 25?" gives "42"), else the prompt's last line echoed back. Generation settings (`stop`,
-`max_tokens`, `temperature`, `seed`, `n`) are accepted; `n` copies of the answer are returned.
+`max_tokens`, `temperature`, `seed`, `n`) are accepted; `n` copies of the answer are returned
+(at most 128). A malformed request (a body that is not a JSON object, `messages` that are not
+a list of messages, a bad `n` or `stop`) is answered 400 with an OpenAI-style JSON error.
 A completions request asking for prompt log-probabilities (`echo` with `logprobs`) is answered
 400: the stub scores nothing, so loglikelihood tasks need a real server.
 
@@ -57,17 +59,58 @@ def canned_answer(prompt: str) -> str:
     return str(a // b) if b else "undefined"
 
 
+MAX_CHOICES = 128
+"""The most choices (`n`) one request may ask for."""
+MAX_BODY_BYTES = 8 * 1024 * 1024
+"""The largest request body read."""
+
+
+class _Refused(Exception):
+    """A request the stub answers with an error status (4xx) and this message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _messages(value: Any) -> list[dict[str, Any]]:
+    """A chat request's `messages`: a non-empty list of objects."""
+    if not isinstance(value, list) or not value or not all(isinstance(m, dict) for m in value):
+        raise _Refused(400, "'messages' must be a non-empty list of message objects")
+    return value
+
+
 def _message_text(message: dict[str, Any]) -> str:
     """A chat message's text (content parts other than text, such as images, are skipped)."""
     content = message.get("content") or ""
     if isinstance(content, str):
         return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    if not isinstance(content, list):
+        raise _Refused(400, "a message's 'content' must be a string or a list of parts")
+    texts = [part.get("text") for part in content if isinstance(part, dict)]
+    return "".join(text for text in texts if isinstance(text, str))
 
 
-def _cut(text: str, stop: Any) -> str:
+def _choices_wanted(value: Any) -> int:
+    """A request's `n`: a whole number from 1 to MAX_CHOICES (absent or null: 1)."""
+    if value is None:
+        return 1
+    if type(value) is not int or not 1 <= value <= MAX_CHOICES:
+        raise _Refused(400, f"'n' is {value!r}; give a whole number from 1 to {MAX_CHOICES}")
+    return value
+
+
+def _stop_strings(value: Any) -> list[str]:
+    """A request's `stop`: a string, a list of strings, or absent."""
+    stops = [value] if isinstance(value, str) else value if value is not None else []
+    if not isinstance(stops, list) or not all(isinstance(s, str) for s in stops):
+        raise _Refused(400, "'stop' must be a string or a list of strings")
+    return stops
+
+
+def _cut(text: str, stop: list[str]) -> str:
     """`text` before the first of the request's stop strings, as a server applies them."""
-    for s in [stop] if isinstance(stop, str) else list(stop or []):
+    for s in stop:
         if s:
             text = text.split(s, 1)[0]
     return text
@@ -108,53 +151,75 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, f"no route GET {self.path}; try /v1/models")
 
     def do_POST(self) -> None:
-        route = self.path.rstrip("/").split("?")[0]
-        length = int(self.headers.get("Content-Length") or 0)
         try:
-            body = json.loads(self.rfile.read(length) or b"{}")
-        except json.JSONDecodeError as exc:
-            self._error(400, f"request body is not JSON: {exc}")
-            return
+            self._post()
+        except _Refused as refused:
+            self._error(refused.status, str(refused))
+        except Exception as exc:  # a request the checks missed: still an answer, never a hang
+            self._error(500, f"the stub server could not answer: {type(exc).__name__}: {exc}")
+
+    def _post(self) -> None:
+        route = self.path.rstrip("/").split("?")[0]
+        body = self._body()
         wait = self.server.rate.retry_after()
         if wait:
             self._error(429, "rate limit reached (--rpm)", {"Retry-After": f"{wait:.2f}"})
             return
         self.server.requests_served += 1
+        if route not in ("/v1/chat/completions", "/v1/completions"):
+            raise _Refused(
+                404,
+                f"no route POST {self.path}; the stub serves /v1/completions and /v1/chat/completions",
+            )
+        n = _choices_wanted(body.get("n"))
+        stop = _stop_strings(body.get("stop"))
         if route == "/v1/chat/completions":
-            prompt = "\n".join(_message_text(m) for m in body.get("messages") or [])
-            answer = _cut(canned_answer(prompt), body.get("stop"))
+            prompt = "\n".join(_message_text(m) for m in _messages(body.get("messages")))
+            answer = _cut(canned_answer(prompt), stop)
             choices = [
                 {
                     "index": i,
                     "message": {"role": "assistant", "content": answer},
                     "finish_reason": "stop",
                 }
-                for i in range(int(body.get("n") or 1))
+                for i in range(n)
             ]
             self._send(200, self._completion("chat.completion", body, choices, prompt, answer))
-        elif route == "/v1/completions":
-            if body.get("echo") and body.get("logprobs") is not None:
-                self._error(
-                    400,
-                    "the assay stub server scores no prompts (echo with logprobs): loglikelihood "
-                    "tasks need a real completions server such as vllm serve",
-                )
-                return
-            prompt = body.get("prompt")
-            text = prompt[0] if isinstance(prompt, list) and prompt else prompt
-            answer = _cut(canned_answer(text if isinstance(text, str) else ""), body.get("stop"))
-            choices = [
-                {"index": i, "text": answer, "finish_reason": "stop", "logprobs": None}
-                for i in range(int(body.get("n") or 1))
-            ]
-            self._send(
-                200, self._completion("text_completion", body, choices, str(text or ""), answer)
+            return
+        if body.get("echo") and body.get("logprobs") is not None:
+            raise _Refused(
+                400,
+                "the assay stub server scores no prompts (echo with logprobs): loglikelihood "
+                "tasks need a real completions server such as vllm serve",
             )
-        else:
-            self._error(
-                404,
-                f"no route POST {self.path}; the stub serves /v1/completions and /v1/chat/completions",
-            )
+        given = body.get("prompt")
+        first = given[0] if isinstance(given, list) and given else given
+        text = first if isinstance(first, str) else ""
+        answer = _cut(canned_answer(text), stop)
+        choices = [
+            {"index": i, "text": answer, "finish_reason": "stop", "logprobs": None}
+            for i in range(n)
+        ]
+        self._send(200, self._completion("text_completion", body, choices, text, answer))
+
+    def _body(self) -> dict[str, Any]:
+        """The request's JSON object, read within MAX_BODY_BYTES; refused (4xx) otherwise."""
+        given = self.headers.get("Content-Length")
+        try:
+            length = int(given or 0)
+        except ValueError:
+            raise _Refused(400, f"Content-Length {given!r} is not a number of bytes") from None
+        if length < 0:
+            raise _Refused(400, f"Content-Length {length} is negative")
+        if length > MAX_BODY_BYTES:
+            raise _Refused(413, f"request body of {length} bytes; the stub takes {MAX_BODY_BYTES}")
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError alike
+            raise _Refused(400, f"request body is not JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise _Refused(400, f"request body must be a JSON object, not {type(body).__name__}")
+        return body
 
     def _completion(
         self,

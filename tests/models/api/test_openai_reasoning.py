@@ -43,10 +43,10 @@ def chat(
     return ChatCompletion.model_validate({**body, "choices": [choice], "usage": usage})
 
 
-def completion(text: str, finish: str = "stop") -> Completion:
+def completion(text: str, finish: str = "stop", usage: dict[str, Any] | None = None) -> Completion:
     choice = {"index": 0, "finish_reason": finish, "text": text, "logprobs": None}
     body = {"id": "c", "object": "text_completion", "created": 0, "model": "m"}
-    return Completion.model_validate({**body, "choices": [choice]})
+    return Completion.model_validate({**body, "choices": [choice], "usage": usage})
 
 
 def usage(completion_tokens: int, reasoning_tokens: int | None = None) -> dict[str, Any]:
@@ -127,6 +127,44 @@ def test_inline_thinking_cut_off_is_unclosed_and_keeps_lm_evals_text():
     )
     assert answer.text == "<think>so #### 3 maybe"  # what lm-eval would score
     assert str(answer) == ""  # what the default policy scores
+
+
+@pytest.mark.parametrize("api", [chat, completion])
+def test_inline_thinking_is_split_even_when_the_server_counts_reasoning_tokens(api):
+    reading = AnswerReading(Thinking("</think>"))
+    counted = usage(20, 14)
+    closed = read_choice(api("wait, #### 7?</think>#### 4", usage=counted), [], reading)
+    assert (closed.text, closed.reasoning, closed.thinking_closed) == (
+        "#### 4",
+        "wait, #### 7?",
+        True,
+    )
+    assert (closed.reasoning_tokens, closed.answer_tokens) == (14, 6)
+    unclosed = read_choice(api("so #### 4 it is", "length", counted), [], reading)
+    assert (unclosed.thinking_closed, str(unclosed), unclosed.answer_tokens) == (False, "", 0)
+
+
+def test_inline_thinking_past_its_budget_is_unclosed_with_no_answer_tokens():
+    reading = AnswerReading(Thinking("</think>", budget=8))
+    over = read_choice(completion("long</think>#### 4", usage=usage(20, 12)), [], reading)
+    assert (over.thinking_closed, over.answer_tokens, over.reasoning_tokens) == (False, 0, 12)
+
+
+def test_a_thinking_field_without_a_reasoning_count_leaves_answer_tokens_unknown():
+    answer = read_choice(
+        chat("#### 4", usage=usage(30), reasoning_content="long"), [], AnswerReading()
+    )
+    assert (answer.reasoning_tokens, answer.answer_tokens) == (None, None)
+    unclosed = read_choice(
+        chat(None, "length", usage(30), reasoning_content="x"), [], AnswerReading()
+    )
+    assert (unclosed.thinking_closed, unclosed.answer_tokens) == (False, 0)
+
+
+def test_hidden_thinking_in_a_server_that_also_takes_think_end_token_stays_hidden():
+    # No marker in the text, reasoning tokens counted: the server hid its thinking.
+    answer = read_choice(chat("42", usage=usage(12, 10)), [], AnswerReading(THINK))
+    assert (answer.text, answer.thinking_closed, answer.answer_tokens) == ("42", True, 2)
 
 
 def test_a_prompt_that_opens_the_thinking_makes_the_generation_think():
@@ -358,3 +396,40 @@ def test_batch_api_answers_are_read_by_the_same_function(tasks, tmp_path):
         "thinking about 5",
     ]
     assert [s["exact_match"] for s in samples] == [1] * 6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["openai-chat", "openai-completions"])
+def test_inline_thinking_with_counted_reasoning_tokens_is_scored_on_the_answer(
+    tiny_model_dir, tmp_path, backend
+):
+    """Closed thoughts hold a wrong number and the right answer follows; unclosed thoughts
+    hold the right number. The server counts reasoning tokens and leaves the thinking inline."""
+    import re
+
+    from fixtures.openai_server import OpenAIStubServer, Scripted
+
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    rows = [{"q": f"q{i}", "a": f"#### {i}"} for i in range(20)]
+    (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "think_api.yaml").write_text(YAML)
+
+    def reply(body: dict[str, Any]) -> Scripted:
+        prompt = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
+        doc = int(re.findall(r"Question: q(\d+)", prompt)[-1])
+        if doc % 2:
+            return Scripted(f"<think>it is #### {doc} surely", "length", reasoning_tokens=32)
+        wrong = f"<think>maybe #### {doc + 1}?</think> #### {doc}"
+        return Scripted(wrong, reasoning_tokens=5, completion_tokens=8)
+
+    script = {"chat_script" if backend == "openai-chat" else "completion_script": reply}
+    with OpenAIStubServer(tiny_model_dir, **script) as server:  # type: ignore[arg-type]
+        args = f"model=tiny,base_url={server.base_url},think_end_token=</think>"
+        results, samples = run_cli(folder, tmp_path / "out", backend, args)
+    entry = results["assay"]["generations"]["think_api"]
+    assert entry["unclosed_thinking_rate"] == pytest.approx(0.5)
+    assert entry["answer_tokens_mean"] == pytest.approx(3 / 2)  # 8 - 5 closed, 0 unclosed
+    # Each closed doc is right on its answer; each unclosed one is scored as empty.
+    assert [s["exact_match"] for s in samples] == [1 - i % 2 for i in range(20)]
+    assert results["results"]["think_api"]["exact_match,strict-match"] == pytest.approx(0.5)

@@ -66,6 +66,7 @@ class AnthropicChatLM(GenerationOnly, _APIBackend):
     endpoint = "/v1/messages"
     accepts_messages = True
     accepts_images = True
+    thinking_controls = ("thinking_budget",)
     ARGS: ClassVar[dict[str, Arg]] = _ARGS
     per_request_fields = frozenset(
         {"model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",

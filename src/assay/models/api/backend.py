@@ -242,6 +242,7 @@ class _APIBackend(LM):
     name: ClassVar[str]
     per_request_fields: ClassVar[frozenset[str]] = _PER_REQUEST_FIELDS
     """Body fields every request sets itself: extra_body may not override them."""
+    thinking_controls: tuple[str, ...] = ("thinking_budget", "reasoning_effort")
 
     @classmethod
     def unloaded(cls, model_args: Mapping[str, Any]) -> LM:

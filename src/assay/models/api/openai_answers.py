@@ -13,8 +13,12 @@ One function, `read_choice`, shared by the online and the batch paths of `openai
 - the finish reason is the choice's: `length` stays `length`; `stop` becomes `stop_sequence`
   when the server names the stop string that ended it (vLLM's `stop_reason`, SGLang's
   `matched_stop`) or when a stop string cuts the answer here, else stays `stop`;
+- with `think_end_token` set, inline thinking is split whatever the usage says (a server may
+  count reasoning tokens and still leave the thinking in the text);
 - reasoning tokens come from `usage.completion_tokens_details.reasoning_tokens`, answer tokens
-  from `usage.completion_tokens` less those.
+  from `usage.completion_tokens` less those; where the thinking took part of the tokens and
+  the server does not count it, answer tokens are unknown (None); a generation that never
+  closed its thinking has no answer tokens (0).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from assay.models.base import cut_at_stops
+from assay.models.base import cut_at_stops, stop_cut_reason
 from assay.models.thinking import Thinking, split_thinking
 from assay.requests.types import FinishReason, Generation
 
@@ -63,11 +67,17 @@ def read_choice(
     if finish == "stop" and isinstance(matched, str) and matched in until:
         finish = "stop_sequence"
     completion_tokens, reasoning_tokens = token_counts(getattr(response, "usage", None))
-    answer_tokens = completion_tokens
-    if completion_tokens is not None and reasoning_tokens is not None:
-        answer_tokens = max(completion_tokens - reasoning_tokens, 0)
     reasoning = _reasoning_field(message)
 
+    if reasoning is None and reading.thinking is not None:
+        # Inline thinking, whatever the usage says: a server that counts reasoning tokens may
+        # still leave the thinking in the text.
+        inline = _split_inline(
+            text, until, reading.thinking, opened, finish, completion_tokens, reasoning_tokens
+        )
+        if inline.thinking_closed is not None or not reasoning_tokens:
+            return inline
+        # No thinking in the text, yet the server counted some: it hid its thinking.
     if reasoning is not None or reasoning_tokens:
         # The server kept the thinking apart (or hid it): its answer field is the answer.
         answer = cut_at_stops(text, until)
@@ -78,20 +88,38 @@ def read_choice(
         )
         # Still thinking when it ended: no answer and cut by the token cap.
         closed = (bool(text) or finish != "length") and not over_budget
+        answer_tokens = None
+        if completion_tokens is not None and reasoning_tokens is not None:
+            answer_tokens = max(completion_tokens - reasoning_tokens, 0)
         return Generation(
             answer,
             reasoning=reasoning,
-            finish_reason=_ending(finish, text, answer),
+            finish_reason=stop_cut_reason(finish, text, answer),
             thinking_closed=closed,
             reasoning_tokens=reasoning_tokens,
+            # A thinking field without a reasoning count: the answer's share is unknown.
             answer_tokens=answer_tokens if closed else 0,
         )
-    if reading.thinking is None:
-        answer = cut_at_stops(text, until)
-        return Generation(
-            answer, finish_reason=_ending(finish, text, answer), answer_tokens=answer_tokens
-        )
-    thinking = reading.thinking
+    answer = cut_at_stops(text, until)
+    return Generation(
+        answer, finish_reason=stop_cut_reason(finish, text, answer), answer_tokens=completion_tokens
+    )
+
+
+def _split_inline(
+    text: str,
+    until: Sequence[str],
+    thinking: Thinking,
+    opened: bool,
+    finish: FinishReason | None,
+    completion_tokens: int | None,
+    reasoning_tokens: int | None,
+) -> Generation:
+    """An answer whose thinking is inline, split at `thinking.end` as `hf` splits it; an
+    answer that did not think (thinking_closed None) counts every token as the answer's."""
+    answer_tokens = None  # without a reasoning count, the answer's share is unknown
+    if completion_tokens is not None and reasoning_tokens is not None:
+        answer_tokens = max(completion_tokens - reasoning_tokens, 0)
     generation = split_thinking(
         text,
         until,
@@ -99,18 +127,13 @@ def read_choice(
         opened=opened,
         finish_reason=finish,
         reasoning_tokens=reasoning_tokens,
-        # Inline thinking with no reasoning count: the answer's share of the tokens is unknown.
-        answer_tokens=answer_tokens if reasoning_tokens is not None else None,
+        answer_tokens=answer_tokens,
     )
     if generation.thinking_closed is None:  # it did not think: every token is the answer's
-        answer = generation.text
-        return replace(
-            generation, finish_reason=_ending(finish, text, answer), answer_tokens=answer_tokens
-        )
+        return replace(generation, answer_tokens=completion_tokens)
     if generation.thinking_closed is False:
         return replace(generation, answer_tokens=0)
-    uncut = text.split(thinking.end)[-1].lstrip()
-    return replace(generation, finish_reason=_ending(finish, uncut, generation.text))
+    return generation
 
 
 def token_counts(usage: Any) -> tuple[int | None, int | None]:
@@ -140,12 +163,6 @@ def _reasoning_field(message: Any) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
-
-
-def _ending(finish: FinishReason | None, uncut: str, answer: str) -> FinishReason | None:
-    """The finish reason, `stop_sequence` when a stop string cut the answer here: the answer
-    had ended before whatever the server stopped for."""
-    return "stop_sequence" if answer != uncut else finish
 
 
 __all__ = ["FINISH_REASONS", "REASONING_FIELDS", "AnswerReading", "read_choice", "token_counts"]
