@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
-        sys.stderr.write("assay: interrupted; completed requests are kept in the response cache.\n")
+        sys.stderr.write(f"assay: interrupted; {_kept_message()}\n")
         return 130
     except Exception as exc:
         full = disk_full_cause(exc)
@@ -112,6 +112,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         error = DiskFull(getattr(full, "filename", None) or "the run's files", full)
         sys.stderr.write(f"assay: error: {terminal_safe(str(error))}\n")
         return error.exit_code
+
+
+def _kept_message() -> str:
+    """What an interrupt kept: the results this process filed in a response cache."""
+    from assay.requests.cache import kept_results
+
+    kept = kept_results()
+    if kept is None:
+        return "no response cache was open, so nothing computed is kept."
+    return (
+        f"{kept} result(s) computed by this run are kept in the response cache; a re-run "
+        "asks only for the rest."
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The local executor: runs a run's work plan in this process, one chunk after the other.
 
-Each chunk is committed to the response cache as it completes, so an interrupted run resumes
-where it stopped.
+Each chunk is committed to the response cache as it completes, and a backend whose answers
+arrive one by one (an API) files them as they arrive (`requests.cache.receiving`), so an
+interrupted run resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from assay.execution.executor import (
 )
 from assay.execution.stats import Answers
 from assay.models.base import LM
-from assay.requests.cache import ResponseCache
+from assay.requests.cache import ResponseCache, receiving
 from assay.requests.types import Request
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,8 @@ def run_requests(
         progress(plan.cached)
     for chunk in plan.chunks:
         try:
-            results = compute_chunk(model, chunk.kind, chunk.requests)
+            with receiving(cache):
+                results = compute_chunk(model, chunk.kind, chunk.requests)
         except ModelError as exc:
             raise plan.failed(chunk, exc, cache) from None
         answered = plan.complete(chunk, results, cache)

@@ -20,6 +20,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import fields
 from json.encoder import encode_basestring_ascii as _json_str
 from pathlib import Path
@@ -47,6 +48,35 @@ log = logging.getLogger(__name__)
 
 CACHE_FILE = "cache.sqlite"
 """The response cache's file name in a run's output folder (when --cache names no other)."""
+
+
+_RECEIVING: ContextVar[ResponseCache | None] = ContextVar("receiving_cache", default=None)
+"""The cache of the chunk being computed: a backend whose answers arrive one by one (an API)
+files each there as it arrives, so an interrupt loses only the requests in flight."""
+
+_kept = [0, False]
+"""Results this process added to a response cache, and whether it opened any cache."""
+
+
+@contextmanager
+def receiving(cache: ResponseCache | None) -> Iterator[None]:
+    """Make `cache` the one `receiver()` returns while the block runs (an executor's chunk)."""
+    token = _RECEIVING.set(cache)
+    try:
+        yield
+    finally:
+        _RECEIVING.reset(token)
+
+
+def receiver() -> ResponseCache | None:
+    """The cache answers may enter as they arrive (see `receiving`), or None."""
+    return _RECEIVING.get()
+
+
+def kept_results() -> int | None:
+    """Results this process has added to response caches so far (None: it opened none), for
+    what an interrupted run says it kept."""
+    return _kept[0] if _kept[1] else None
 
 
 def model_key(identity: dict[str, Any]) -> str:
@@ -142,6 +172,7 @@ class ResponseCache:
         self.path = Path(path)
         self.model = model_key(identity)
         self._lock = threading.Lock()
+        _kept[1] = True
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
@@ -207,12 +238,22 @@ class ResponseCache:
 
     def put_many(self, items: Iterable[tuple[str, Result]]) -> None:
         """Store results and commit (one transaction per call)."""
+        rows = [(self.model, k, _sealed(self.model, k, _encode(v))) for k, v in items]
         with self._lock, self._damage_refused():
-            self._db.executemany(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?)",
-                ((self.model, k, _sealed(self.model, k, _encode(v))) for k, v in items),
-            )
+            # Counted before writing: a result filed as it arrived and again with its chunk
+            # is one result kept.
+            known = 0
+            for start in range(0, len(rows), 500):
+                keys = [key for _, key, _ in rows[start : start + 500]]
+                marks = ",".join("?" * len(keys))
+                (found,) = self._db.execute(
+                    f"SELECT COUNT(*) FROM responses WHERE model=? AND key IN ({marks})",
+                    (self.model, *keys),
+                ).fetchone()
+                known += found
+            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?)", rows)
             self._db.commit()
+            _kept[0] += len({key for _, key, _ in rows}) - known
 
     def batch_sizes(self, task: str) -> list[int]:
         """Batch sizes the backend chose automatically while computing `task`'s responses, as

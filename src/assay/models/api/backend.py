@@ -23,6 +23,7 @@ log-probabilities.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import os
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from assay.errors import ConfigError, ModelError
+from assay.models.api.arrivals import Arrivals
 from assay.models.api.batch_providers import OPENAI_LIMITS, OpenAIBatches
 from assay.models.api.batches import (
     JOURNAL_FOLDER,
@@ -330,16 +332,20 @@ class _APIBackend(LM):
                 landing=calls,
             )
         else:
+            arrivals = self._arrivals()
 
             def cost(j: int) -> tuple[float, float]:
                 return self._count_tokens(prompts[j]), calls[j].params.max_gen_toks
 
             async def generate(client: Any, j: int) -> str | Generation:
-                return answer(
+                result = answer(
                     j, await self._create(client, self._create_args(prompts[j], calls[j]))
                 )
+                if arrivals is not None:
+                    arrivals.add(self._request_key(calls[j]), result)
+                return result
 
-            outcome = self._run(len(calls), generate, cost)
+            outcome = self._run(len(calls), generate, cost, arrivals)
         return self._gather(outcome, owners, lambda texts: texts[0], "generation", hint="")
 
     def identity(self) -> dict[str, Any]:
@@ -506,6 +512,14 @@ class _APIBackend(LM):
             s.batch_max_requests or default.max_requests, s.batch_max_bytes or default.max_bytes
         )
 
+    @staticmethod
+    def _arrivals() -> Arrivals | None:
+        """Where online answers are filed as they arrive: the cache of the executor's chunk."""
+        from assay.requests.cache import receiver
+
+        cache = receiver()
+        return Arrivals(cache) if cache is not None else None
+
     def _landing_cache(self) -> Any:
         """The response cache named by batch_cache (opened once), or None without one."""
         if self._landing is None and self.settings.batch_cache:
@@ -615,10 +629,13 @@ class _APIBackend(LM):
         n_calls: int,
         call: Callable[[Any, int], Awaitable[R]],
         tokens: Callable[[int], tuple[float, float]],
+        arrivals: Arrivals | None = None,
     ) -> CallOutcome[R]:
         """Run `call(client, j)` for every j with this backend's concurrency, limits and retries.
 
         `tokens(j)` is call j's (prompt tokens, requested output tokens), for token rate limits.
+        `arrivals`, which `call` files its answers in, is committed every window meanwhile and
+        once more at the end, whatever ends the run (an interrupt included).
         """
         if n_calls == 0:
             return CallOutcome([])
@@ -637,19 +654,26 @@ class _APIBackend(LM):
             return await self._classified(call(client, j))
 
         async def run() -> CallOutcome[R]:
-            async with self._client() as client:
-                return await run_calls(
-                    n_calls,
-                    lambda j: attempt(client, j),
-                    pacer=self._pacer,
-                    retry=policy,
-                    cost=tokens,
-                    admit=self._admission(spending, tokens) if spending else None,
-                )
+            flushing = asyncio.create_task(arrivals.keep_flushing()) if arrivals else None
+            try:
+                async with self._client() as client:
+                    return await run_calls(
+                        n_calls,
+                        lambda j: attempt(client, j),
+                        pacer=self._pacer,
+                        retry=policy,
+                        cost=tokens,
+                        admit=self._admission(spending, tokens) if spending else None,
+                    )
+            finally:
+                if flushing is not None:
+                    flushing.cancel()
 
         try:
             outcome = run_sync(run)
         finally:
+            if arrivals is not None:
+                arrivals.flush()
             if spending is not None:  # calls that never got an answer cost nothing
                 for estimate in self._estimates.values():
                     spending.settle(estimate, 0.0)

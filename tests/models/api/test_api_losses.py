@@ -1,0 +1,100 @@
+"""What an API run keeps when it is stopped, and what it refuses to wait for: answers enter
+the response cache as they arrive (Ctrl-C keeps them, and says how many), a provider's hold
+beyond max_wait fails at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from fixtures.limited_server import LimitedServer
+
+YAML = """\
+task: paid_gen
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: rows.jsonl
+test_split: test
+output_type: generate_until
+doc_to_text: "{{q}}"
+doc_to_target: "{{a}}"
+generation_kwargs:
+  until: ["\\n"]
+  max_gen_toks: 8
+metric_list:
+  - metric: exact_match
+"""
+
+DOCS = 40
+
+
+@pytest.fixture
+def tasks(tmp_path):
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / "paid_gen.yaml").write_text(YAML, encoding="utf-8")
+    rows = [json.dumps({"q": f"what is item {i}", "a": f"echo: is item {i}"}) for i in range(DOCS)]
+    (folder / "rows.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return folder
+
+
+def _argv(server, tasks, out, model_args=""):
+    return [
+        "run", "--model", "openai-chat",
+        "--model-args", f"model=m,base_url={server.base_url},num_concurrent=1{model_args}",
+        "--tasks", "paid_gen", "--include-path", str(tasks),
+        "--output-dir", str(out), "--no-progress",
+    ]  # fmt: skip
+
+
+def _assay(argv):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "assay", *argv],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for(condition, proc, seconds=120):
+    for _ in range(int(seconds / 0.05)):
+        if condition():
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"assay exited ({proc.returncode}) early: {proc.stderr.read()[-2000:]}")
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail("the run did not get there in time")
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_every_answer_that_arrived_and_says_how_many(tasks, tmp_path):
+    out = tmp_path / "out"
+    # 16 answers, then the 17th request is held unanswered until Ctrl-C.
+    with LimitedServer(hold_after=16, max_seconds=120) as server:
+        proc = _assay(_argv(server, tasks, out))
+        try:
+            _wait_for(server.held, proc)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+            answered = len(server.answered)
+            server.hold_after = None
+            server.release()
+        assert proc.returncode == 130, err[-2000:]
+        assert answered == 16
+        assert "16 result(s) computed by this run are kept in the response cache" in err
+        assert "Traceback" not in err
+        before = answered + server.waiting  # the held request is answered to no one
+        rerun = _assay(_argv(server, tasks, out))
+        _, err = rerun.communicate(timeout=120)
+        assert rerun.returncode == 0, err[-2000:]
+        assert server.requests - before == DOCS - 16  # only what was not answered before
