@@ -189,9 +189,7 @@ class SamplesLog:
         """--log-samples-reasoning: full, length or none (see `generation_record`)."""
         self.parts: dict[str, Path] = {}
         if out is not None:
-            self.parts = {
-                name: out.path / f".samples_{task}.{i}.part" for i, name in enumerate(filters)
-            }
+            self.parts = {name: out.part_path(task, i) for i, name in enumerate(filters)}
         self.handles: dict[str, IO[str]] = {
             name: path.open("w", encoding="utf-8") for name, path in self.parts.items()
         }

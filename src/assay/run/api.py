@@ -30,6 +30,7 @@ def evaluate(
     device: str | None = RunSettings.device,
     batch_api: bool = RunSettings.batch_api,
     max_cost: float | None = RunSettings.max_cost,
+    output_path: str | Path | None = RunSettings.output_path,
     output_dir: str | Path | None = RunSettings.output_dir,
     log_samples: bool = RunSettings.log_samples,
     predict_only: bool = RunSettings.predict_only,
