@@ -17,7 +17,7 @@ from assay.errors import ConfigError
 from assay.images import DocImage
 
 if TYPE_CHECKING:
-    from assay.requests.tools import Conversation, ToolCall, ToolSpec
+    from assay.requests.tools import ToolCall, ToolSpec
 
 
 class RequestKind(StrEnum):
@@ -111,10 +111,9 @@ class RollingRequest:
 
 @dataclass(frozen=True, slots=True)
 class GenerateRequest:
-    """Generate from a prompt (plain text, chat messages for chat backends, or a conversation
-    with tool calls and results for backends that accept tools)."""
+    """Generate from a prompt (plain text, or chat messages for chat backends)."""
 
-    prompt: str | Messages | Conversation
+    prompt: str | Messages
     params: GenParams = field(default_factory=GenParams)
     sample_index: int = 0
     """Which of the doc's samples this is; only matters when sampling."""
