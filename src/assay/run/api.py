@@ -39,6 +39,7 @@ def evaluate(
     seed: Seeds | int | str | Sequence[int | None] | None = RunSettings.seed,
     apply_chat_template: bool = RunSettings.apply_chat_template,
     system_instruction: str | None = RunSettings.system_instruction,
+    fewshot_keep_self: bool = RunSettings.fewshot_keep_self,
     fewshot_as_multiturn: bool | None = RunSettings.fewshot_as_multiturn,
     gen_kwargs: dict[str, Any] | str | None = None,
     metadata: dict[str, Any] | str | None = None,

@@ -92,6 +92,7 @@ class Evaluation:
                 configure_task(r.config, settings),
                 num_fewshot=fewshot_count(r.config, r.num_fewshot, settings.num_fewshot),
                 fewshot_seed=settings.seed.fewshot,
+                keep_self=settings.fewshot_keep_self,
             )
             for r in resolved.tasks
         ]
@@ -359,6 +360,10 @@ class Evaluation:
         notice = tally.warning(task.name)
         if notice and self.executor.primary:
             print(f"warning: {notice}", file=sys.stderr)
+        evaluated = {doc_id for doc_id, _ in hashes}
+        replaced = [i for i in task.replaced_self if i in evaluated]
+        if replaced and self.executor.primary:
+            print(f"warning: {replaced_self_notice(task, replaced)}", file=sys.stderr)
         return TaskRecord(
             task,
             entry,  # type: ignore[arg-type]
@@ -371,6 +376,7 @@ class Evaluation:
             judging.record() if judging is not None else None,
             self._sandbox_label() if task.config.unsafe_code else None,
             tally,
+            replaced,
         )
 
     def _usage_stats(self) -> dict[str, int | float | None] | None:
@@ -398,6 +404,18 @@ class Evaluation:
         if isinstance(setting, str | Path):
             return Path(setting)
         return out.files.state / CACHE_FILE if out else None
+
+
+def replaced_self_notice(task: Task, doc_ids: Sequence[int]) -> str:
+    """What assay did where lm-eval's few-shot draw gave a doc itself as an example."""
+    shown = ", ".join(map(str, doc_ids[:10])) + (" ..." if len(doc_ids) > 10 else "")
+    return (
+        f"{task.name}: {len(doc_ids)} doc(s) drew their own row among their few-shot examples "
+        f"(the examples come from the evaluated split {task.fewshot_split()!r}, and the task "
+        "sets no fewshot_split that would make lm-eval drop it); assay replaced it with another "
+        f"row, so these prompts differ from lm-eval's (docs {shown}). --fewshot-keep-self "
+        "keeps lm-eval's prompts (the doc's answer then appears in its own prompt)."
+    )
 
 
 def _live_metric(metrics: Sequence[ScoredMetric]) -> str | None:

@@ -231,6 +231,13 @@ class RunSettings:
         "system prompt placed before the task description",
         "--system-instruction",
     )  # fmt: skip
+    fewshot_keep_self: bool = _setting(
+        False, _NUMBERS,
+        "lm-eval's few-shot rule exactly: where a task draws its examples from the evaluated "
+        "split without fewshot_split (lm-eval keeps a doc that is drawn as its own example), "
+        "keep it too; by default assay replaces it with another row and says so",
+        "--fewshot-keep-self", action="store_true",
+    )  # fmt: skip
     fewshot_as_multiturn: bool | None = _setting(
         None, _NUMBERS,
         "few-shot examples as chat turns (default: yes under --apply-chat-template)",
