@@ -198,3 +198,16 @@ def test_a_different_run_into_one_folder_at_once_never_loses_results(task_dir, t
         task for path in runs_in(out / "dummy") for task in json.loads(path.read_text())["results"]
     )
     assert landed == ["toy_gen", "toy_mc"]
+
+
+@pytest.mark.parametrize("inside", ["", "sub.json"])
+def test_an_output_path_under_a_file_is_refused_without_a_traceback(
+    task_dir, tmp_path, capsys, inside
+):
+    blocker = tmp_path / "plain.txt"
+    blocker.write_text("not a folder")
+    target = blocker / inside if inside else blocker
+    assert run_cli("--tasks", "toy_mc", "--include-path", str(task_dir), "-o", str(target)) == 2
+    err = capsys.readouterr().err
+    assert f"--output-path {target}: cannot write there (Not a directory" in err
+    assert "Traceback" not in err

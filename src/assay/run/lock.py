@@ -37,8 +37,14 @@ class RunLock:
         """Take the lock, or refuse the run (ConfigError) naming the process holding it."""
         import fcntl
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = self.path.open("a+", encoding="utf-8")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = self.path.open("a+", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"{self.what}: cannot write there ({exc.strerror}: {exc.filename}). Give a "
+                "folder, or a path ending in .json, that can be created."
+            ) from None
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

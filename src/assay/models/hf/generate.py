@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ModelError
-from assay.models.hf.inputs import ExtraInputs, joined
+from assay.models.hf.inputs import ExtraInputs, cache_keyword, joined
 from assay.models.hf.memory import BatchSizer, ModelShape, one_cpu_thread, run_with_backoff
 from assay.models.hf.prefix import Prefix, PrefixCache
 from assay.models.hf.transfer import to_device
@@ -227,9 +227,9 @@ class Generator:
                 input_ids=ids,
                 attention_mask=attention,
                 position_ids=positions,
-                past_key_values=cache,
                 use_cache=True,
                 logits_to_keep=1,
+                **{cache_keyword(self.model): cache},
                 **joined([r.inputs for r in rows], self.device),
             ).logits[:, -1, :]
         with torch.inference_mode(), one_cpu_thread(self.device, step_macs < _SMALL_STEP_MACS):
@@ -257,8 +257,8 @@ class Generator:
                     input_ids=chosen[:, None],
                     attention_mask=attention,
                     position_ids=next_position,
-                    past_key_values=cache,
                     use_cache=True,
+                    **{cache_keyword(self.model): cache},
                 ).logits[:, -1, :]
                 next_position = next_position + 1
         return [
