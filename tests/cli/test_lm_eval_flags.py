@@ -27,7 +27,7 @@ def run(tmp_path: Path, *flags: str, command: tuple[str, ...] = ("run",)) -> int
             "--limit",
             "2",
             "--no-progress",
-            "--output_path",
+            "--output-dir",
             str(tmp_path / "out"),
             *flags,
         ]

@@ -82,7 +82,7 @@ def test_run_prints_the_table_and_writes_results(folder, tmp_path, capsys):
         (["--tasks", "nope_task"], "unknown task 'nope_task'"),
         (["--tasks", "cli_task", "--model", "no_such_model"], "no_such_model"),
         (["--tasks", "cli_task", "--model-args", "seed"], "not key=value"),
-        (["--tasks", "cli_task", "--log-samples"], "--log-samples needs --output-dir"),
+        (["--tasks", "cli_task", "--log-samples"], "--log-samples needs --output-path"),
         (["--tasks", "cli_task|x"], "number of few-shot"),
         (["--tasks", "cli_task", "--samples", "{bad"], "--samples: not valid JSON"),
         (["--tasks", "cli_task", "--samples", "nofile.json"], "neither a JSON object nor"),

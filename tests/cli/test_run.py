@@ -37,7 +37,7 @@ LM_EVAL_SPELLINGS = [
     ("--model_args", "pretrained=x", "model_args", "pretrained=x"),
     ("--include_path", "dir", "include_path", ["dir"]),
     ("--batch_size", "4", "batch_size", "4"),  # as typed: RunSettings converts it
-    ("--output_path", "out", "output_dir", "out"),
+    ("--output_path", "out", "output_path", "out"),
     ("--num_fewshot", "3", "num_fewshot", "3"),
     ("--gen_kwargs", "max_gen_toks=5", "gen_kwargs", "max_gen_toks=5"),
     ("--system_instruction", "Be brief.", "system_instruction", "Be brief."),
@@ -116,11 +116,14 @@ gen_kwargs: {{max_gen_toks: 5}}
     args = build_parser().parse_args(["run", "--config", str(config)])  # parsed without the file
     assert args.tasks is None
     assert main(["run", "--config", str(config), "--limit", "3"]) == 0
-    results = json.loads((out / "results.json").read_text())
+    # output_path: lm-eval's layout, OUT/<model>/results_<ts>.json with its samples beside it
+    [written] = (out / "dummy").glob("results_*.json")
+    results = json.loads(written.read_text())
     assert results["config"]["model"] == "dummy" and results["config"]["model_args"] == {"seed": 3}
     assert results["config"]["limit"] == 3  # the command line wins over the file's 4
     assert results["config"]["gen_kwargs"] == {"max_gen_toks": 5}
-    assert len((out / "samples_cli_task.jsonl").read_text().splitlines()) == 3
+    stamp = written.stem.removeprefix("results_")
+    assert len((out / "dummy" / f"samples_cli_task_{stamp}.jsonl").read_text().splitlines()) == 3
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,7 @@ def test_list_shows_tasks_groups_and_tags_with_their_members(folder, capsys):
     assert listed["zeta_easy"][0] == "task" and listed["omega_one"][0] == "task"
     assert listed["zeta_suite"] == ["group", "3", "tasks"]
     assert listed["zeta_tag"] == ["tag", "2", "tasks"]
-    assert listed["omega_tag"] == ["tag", "1", "tasks"]
+    assert listed["omega_tag"] == ["tag", "1", "task"]
     assert "arc_easy" in listed  # built-ins are listed too
 
 

@@ -38,7 +38,7 @@ def launch(out: Path, model: list[str], rank: int, world_size: int, port: int):
         MASTER_PORT=str(port),
     )
     return subprocess.Popen(
-        [sys.executable, "-m", "assay", *RUN, *model, "-o", str(out)],
+        [sys.executable, "-m", "assay", *RUN, *model, "--output-dir", str(out)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -70,7 +70,7 @@ def test_two_ranks_write_what_one_process_writes(tmp_path):
     port = free_port()
     ranks = [launch(tmp_path / f"rank{r}", model, r, 2, port) for r in (0, 1)]
     # The single-process reference runs here, while the ranks work.
-    assert main([*RUN, *model, "-o", str(tmp_path / "single")]) == 0
+    assert main([*RUN, *model, "--output-dir", str(tmp_path / "single")]) == 0
     for process in ranks:
         _, err = process.communicate(timeout=240)
         assert process.returncode == 0, err[-2000:]

@@ -31,6 +31,20 @@ def test_table_cells_and_varying_knobs() -> None:
     assert "0.5 [0.25, 0.75]" in stream.getvalue()
 
 
+def test_off_a_terminal_each_shard_is_one_line_and_the_table_prints_once() -> None:
+    rows = [ConfigRow(1, "ongoing", 1, 4, 10, 40, 0, 2.0, {}, {"k": 1})]
+    stream = io.StringIO()  # not a terminal: auto picks text
+    view = LiveView("auto", title="experiment e", stream=stream)
+    for done in (1, 2, 3):
+        view.update([ConfigRow(1, "ongoing", done, 4, 10 * done, 40, 0, 2.0, {}, {"k": 1})])
+    assert stream.getvalue().splitlines() == [
+        f"experiment e: {done}/4 shards done over 1 config(s)" for done in (1, 2, 3)
+    ]
+    view.update(rows)
+    view.close()
+    assert stream.getvalue().count("| 1 | ongoing |") == 1
+
+
 def test_redaction_helpers() -> None:
     config = {"client_config": {"api_key": SECRET, "max_retries": 2}, "max_tokens": 5}
     assert redact(config)["client_config"]["api_key"] == "***"

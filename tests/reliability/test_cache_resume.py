@@ -107,9 +107,9 @@ def test_reusing_a_cache_with_another_dummy_seed_never_returns_the_first_answers
 ):
     cache = tmp_path / "shared.sqlite"
     common = ["--tasks", "toy_mc", "--include-path", str(task_dir), "--cache", str(cache)]
-    assert run_cli("--model-args", "seed=1", "-o", str(tmp_path / "one"), *common) == 0
-    assert run_cli("--model-args", "seed=2", "-o", str(tmp_path / "two"), *common) == 0
-    assert run_cli("--model-args", "seed=2", "-o", str(tmp_path / "fresh"), "--no-cache",
+    assert run_cli("--model-args", "seed=1", "--output-dir", str(tmp_path / "one"), *common) == 0
+    assert run_cli("--model-args", "seed=2", "--output-dir", str(tmp_path / "two"), *common) == 0
+    assert run_cli("--model-args", "seed=2", "--output-dir", str(tmp_path / "fresh"), "--no-cache",
                    *common[:4])  == 0  # fmt: skip
     one = (tmp_path / "one" / "samples_toy_mc.jsonl").read_bytes()
     two = (tmp_path / "two" / "samples_toy_mc.jsonl").read_bytes()
@@ -124,12 +124,15 @@ def test_reusing_a_cache_with_another_dummy_seed_never_returns_the_first_answers
 def test_second_run_is_served_entirely_from_the_cache(task_dir, tmp_path, caplog):
     args = ["--tasks", "toy_mc,toy_gen", "--include-path", str(task_dir), "--num-fewshot", "1"]
     caplog.set_level("INFO", logger="assay.execution.local")
-    assert run_cli(*args, "-o", str(tmp_path / "a")) == 0
+    assert run_cli(*args, "--output-dir", str(tmp_path / "a")) == 0
     first = sum(int(n) for n in COMPUTED.findall(caplog.text))
     assert first > 0
     caplog.clear()
     assert (
-        run_cli(*args, "-o", str(tmp_path / "b"), "--cache", str(tmp_path / "a/cache.sqlite")) == 0
+        run_cli(
+            *args, "--output-dir", str(tmp_path / "b"), "--cache", str(tmp_path / "a/cache.sqlite")
+        )
+        == 0
     )
     assert sum(int(n) for n in COMPUTED.findall(caplog.text)) == 0
     assert sum(int(n) for n in CACHED.findall(caplog.text)) == first

@@ -241,7 +241,10 @@ def test_one_changed_prompt_is_refused_unless_allowed_then_flagged(tmp_path):
     assert report.pairs[0].prompt_mismatches == {"qa": (1, 6)}
     assert "PROMPTS DIFFER in qa" in render_text(report)
     assert "PROMPTS DIFFER in qa" in render_markdown(report)
-    assert report.as_json()["pairs"][0]["prompt_mismatches"] == {"qa": {"docs": 1, "first_doc": 6}}
+    mismatch = report.as_json()["pairs"][0]["prompt_mismatches"]["qa"]
+    assert (mismatch["docs"], mismatch["first_doc"]) == (1, 6)
+    assert mismatch["cause"].startswith("nothing the runs recorded explains it")
+    assert "cause: nothing the runs recorded explains it" in render_text(report)
 
 
 def test_different_rows_under_the_same_ids_are_refused_naming_the_fingerprints(tmp_path):

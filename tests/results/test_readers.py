@@ -66,18 +66,21 @@ def test_lm_eval_samples_by_filter_and_doc_with_their_fingerprint():
     assert run.facts()["task.fxc_passages.docs_fingerprint"] == expected
 
 
-def test_a_results_file_picks_one_of_several_lm_eval_runs(tmp_path):
+def test_a_folder_of_several_runs_reads_the_latest_and_a_results_file_picks_one(tmp_path, capsys):
     folder = tmp_path / "both"
     folder.mkdir()
     for seed in (1, 2):
         for path in (RUNS / f"dummy_seed{seed}").glob("*/*"):
             shutil.copy(path, folder / path.name)
-    with pytest.raises(ResultsError, match="holds 2 lm-eval runs"):
-        read_run(folder)
-    chosen = sorted(folder.glob("results_*.json"))[1]
-    run = read_run(chosen, label="second")
-    assert run.label == "second"
+    first, latest = sorted(folder.glob("results_*.json"))
+    run = read_run(folder)
+    assert run.results_path == latest
+    err = capsys.readouterr().err
+    assert f"holds 2 runs; reading the latest, {latest}" in err
     assert run.results["config"]["random_seed"] == 2
+    run = read_run(first, label="first")
+    assert run.label == "first"
+    assert run.results["config"]["random_seed"] == 1
     assert len(run.samples("fxc_yesno").docs()) == 16
 
 

@@ -64,7 +64,7 @@ def tasks(tmp_path):
 
 def run(tasks: Path, out: Path, *extra: str) -> dict:
     argv = ["run", "-m", "dummy", "-t", "track_task", "--include-path", str(tasks)]
-    argv += ["-o", str(out), "--log-samples", "--no-progress", *extra]
+    argv += ["--output-dir", str(out), "--log-samples", "--no-progress", *extra]
     assert main(argv) == 0
     return json.loads((out / "results.json").read_text())
 
@@ -202,7 +202,15 @@ def test_trackio_local_run_holds_the_metrics_config_and_samples_table(tasks, tmp
 
     out, store = tmp_path / "out", tmp_path / "trackio"
     argv = ["-m", "assay", "run", "-m", "dummy", "-t", "track_task", "--include-path"]
-    argv += [str(tasks), "-o", str(out), "--log-samples", "--no-progress", "--log-to", "trackio"]
+    argv += [
+        str(tasks),
+        "--output-dir",
+        str(out),
+        "--log-samples",
+        "--no-progress",
+        "--log-to",
+        "trackio",
+    ]
     argv += ["--log-to-args", "project=evals,name=t1"]
     import assay
 
@@ -232,7 +240,7 @@ def test_a_tracker_that_fails_is_reported_after_the_run_is_written(tasks, tmp_pa
     out = tmp_path / "out"
     argv = ["--log-to", "mlflow", "--log-to-args", "tracking_uri=bogus-scheme://nowhere"]
     run_argv = ["run", "-m", "dummy", "-t", "track_task", "--include-path", str(tasks)]
-    assert main([*run_argv, "-o", str(out), "--no-progress", *argv]) == 2
+    assert main([*run_argv, "--output-dir", str(out), "--no-progress", *argv]) == 2
     err = capsys.readouterr().err
     assert f"the run finished and its files are in {out}" in err and "mlflow:" in err
     assert (out / "results.json").is_file()
@@ -263,7 +271,7 @@ def test_no_secret_reaches_a_logged_file(tasks, tmp_path, wandb_offline):
     [
         (["--log-to", "neptune"], "--log-to 'neptune': not a tracker; choose from hub, mlflow"),
         (["--log-to", "mlflow", "--log-to-args", "entity=x"], "--log-to-args 'entity'"),
-        (["--log-to", "mlflow", "--no-progress"], "needs --output-dir"),
+        (["--log-to", "mlflow", "--no-progress"], "needs --output-path"),
     ],
 )
 def test_bad_log_to_is_refused_before_any_model_loads(tasks, argv, message, capsys, monkeypatch):
@@ -286,7 +294,7 @@ def test_a_missing_library_names_the_extra(tasks, tmp_path, capsys, monkeypatch)
         importlib.util, "find_spec", lambda n, *a: None if n == "mlflow" else real(n, *a)
     )
     argv = ["run", "-m", "dummy", "-t", "track_task", "--include-path", str(tasks)]
-    assert main([*argv, "-o", str(tmp_path / "o"), "--log-to", "wandb,mlflow"]) == 2
+    assert main([*argv, "--output-dir", str(tmp_path / "o"), "--log-to", "wandb,mlflow"]) == 2
     err = capsys.readouterr().err
     assert "--log-to mlflow: the mlflow package is not installed" in err
     assert "pip install 'assay[mlflow]'" in err

@@ -8,11 +8,12 @@ import json
 import pytest
 
 from assay.errors import ConfigError
+from assay.results.layout import RunFiles
 from assay.results.writer import OutputDir, safe_name
 
 
 def test_results_are_replaced_atomically_with_no_temp_files_left(tmp_path):
-    out = OutputDir(tmp_path / "run")
+    out = OutputDir(RunFiles.one_run_folder(tmp_path / "run"))
     out.write_results({"results": {"a": 1}})
     path = out.write_results({"results": {"a": 2}, "text": "ünï"})
     assert json.loads(path.read_text(encoding="utf-8")) == {"results": {"a": 2}, "text": "ünï"}
@@ -25,7 +26,7 @@ def test_safe_names_for_task_files():
 
 
 def test_samples_parts_are_concatenated_in_order(tmp_path):
-    out = OutputDir(tmp_path)
+    out = OutputDir(RunFiles.one_run_folder(tmp_path))
     records = [
         [{"doc_hash": "d1", "prompt_hash": "p1", "target_hash": "t1", "filter": "a"}],
         [{"doc_hash": "d2", "prompt_hash": "p2", "target_hash": "t2", "filter": "b"}],
@@ -46,7 +47,7 @@ def test_unwritable_output_dir_is_a_config_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     with pytest.raises(ConfigError, match="not writable"):
-        OutputDir(blocker / "sub")
+        OutputDir(RunFiles.one_run_folder(blocker / "sub"))
 
 
 def test_results_and_samples_honour_the_umask(tmp_path):
@@ -54,7 +55,7 @@ def test_results_and_samples_honour_the_umask(tmp_path):
 
     old = os.umask(0o027)
     try:
-        out = OutputDir(tmp_path)
+        out = OutputDir(RunFiles.one_run_folder(tmp_path))
         results = out.write_results({"results": {}})
         part = tmp_path / ".part"
         part.write_text(json.dumps({"doc_hash": "d", "prompt_hash": "p", "target_hash": "t"}))
@@ -67,7 +68,7 @@ def test_results_and_samples_honour_the_umask(tmp_path):
 
 @pytest.mark.parametrize("count", [1, 3])
 def test_samples_parts_with_a_known_task_hash_are_joined_unread(tmp_path, count):
-    out = OutputDir(tmp_path)
+    out = OutputDir(RunFiles.one_run_folder(tmp_path))
     parts = []
     for i in range(count):
         part = tmp_path / f".part{i}"
@@ -87,7 +88,7 @@ def test_samples_log_task_hash_is_the_hash_of_the_written_lines(tmp_path, filter
     from assay.requests.types import GenerateRequest
     from assay.results.samples import SamplesLog
 
-    out = OutputDir(tmp_path)
+    out = OutputDir(RunFiles.one_run_folder(tmp_path))
     log = SamplesLog(out, "t", filters, OutputType.GENERATE_UNTIL)
     for shard in range(2):
         results = []

@@ -26,8 +26,8 @@ from typing import Any
 from assay.errors import ConfigError
 
 REFUSED = {
-    "check_integrity": "assay has no task test suite to run; `assay validate TASK` checks a "
-    "task's config and data",
+    "check_integrity": "assay has no task test suite to run; `assay validate --tasks NAME` "
+    "checks a task's config and data (add --include-path DIR for your YAMLs)",
     "wandb_args": "log the run with --log-to wandb --log-to-args project=NAME,entity=NAME",
     "wandb_config_args": "log the run with --log-to wandb --log-to-args project=NAME",
     "trackio_args": "log the run with --log-to trackio --log-to-args project=NAME",

@@ -123,8 +123,8 @@ def main(args: argparse.Namespace) -> int:
     if args.show_config:
         for name, config in results["configs"].items():
             print(f"\n{name}:\n{json.dumps(config, indent=2, ensure_ascii=False, default=str)}")
-    if args.output_dir:
-        print(f"\nresults written to {args.output_dir}/results.json")
+    if evaluation.files is not None:
+        print(f"\nresults written to {evaluation.files.results}")
     for where in evaluation.tracked:
         print(f"logged to {where}")
     return 0

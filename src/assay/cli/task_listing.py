@@ -63,7 +63,7 @@ def list_table(registry: Registry, pattern: str | None = None) -> str:
             shots = str(entry.num_fewshot or 0) if entry else ""
             row = (name, kind, "yaml", output_type, shots, entry.data if entry else "")
         else:
-            row = (name, kind, "", f"{len(registry.members(name))} tasks", "", "")
+            row = (name, kind, "", _count(len(registry.members(name)), "task"), "", "")
         by_kind[kind].append(row)
     rows: list[tuple[str, ...]] = [
         ("name", "kind", "family", "output type / members", "shots", "data offline")
@@ -341,3 +341,8 @@ def _task_entry(name: str, config: TaskConfig) -> dict[str, Any]:
         "generation_kwargs": config.generation_kwargs,
         "version": config.version,
     }
+
+
+def _count(n: int, noun: str) -> str:
+    """ "1 task", "2 tasks"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -22,11 +22,15 @@ Tokens = list[int]
 class TokenizerView:
     """lm-eval-compatible encoding on top of a transformers tokenizer."""
 
-    def __init__(self, tokenizer: Any, add_bos_token: bool | None) -> None:
+    def __init__(
+        self, tokenizer: Any, add_bos_token: bool | None, prefix_token_id: int | None = None
+    ) -> None:
         self.tokenizer = tokenizer
         self.add_bos_token = add_bos_token
         bos = tokenizer.bos_token_id
-        self.prefix_token_id: int = bos if bos is not None else tokenizer.eos_token_id
+        # lm-eval's prefix_token_id: given, else BOS, else EOS.
+        default = bos if bos is not None else tokenizer.eos_token_id
+        self.prefix_token_id: int = prefix_token_id if prefix_token_id is not None else default
         # lm-eval detects "already starts with BOS" through the decoded prefix token when scoring,
         # and through the bos_token string when generating; keep both rules.
         self._prefix_text = tokenizer.decode([self.prefix_token_id])

@@ -106,8 +106,9 @@ def to_rich(rows: Sequence[ConfigRow], title: str = "") -> Any:
 class LiveView:
     """Refreshes the table after every shard.
 
-    mode "auto": a live rich table on a terminal, an updating HTML display in a notebook, a
-    Markdown table per update otherwise. "rich", "notebook", "text" force one; "none" is silent.
+    mode "auto": a live rich table on a terminal, an updating HTML display in a notebook, and
+    otherwise (a log file, a pipe) one progress line per update and the Markdown table once, at
+    the end. "rich", "notebook", "text" force one; "none" is silent.
     """
 
     def __init__(self, mode: str = "auto", title: str = "", stream: TextIO | None = None) -> None:
@@ -125,12 +126,21 @@ class LiveView:
         self.mode = mode
         self._live: Any = None
         self._handle: Any = None
+        self._rows: list[ConfigRow] = []
+        """text: the latest rows, whose table `close` prints."""
 
     def update(self, rows: Sequence[ConfigRow]) -> None:
         if self.mode == "none":
             return
         if self.mode == "text":
-            print(f"{self.title}\n{to_markdown(rows)}\n", file=self.stream, flush=True)
+            self._rows = list(rows)
+            done = sum(r.shards_done for r in rows)
+            total = sum(r.num_shards for r in rows)
+            print(
+                f"{self.title}: {done}/{total} shards done over {len(rows)} config(s)",
+                file=self.stream,
+                flush=True,
+            )
         elif self.mode == "notebook":
             from IPython.display import HTML, display
 
@@ -148,6 +158,10 @@ class LiveView:
             self._live.update(to_rich(rows, self.title), refresh=True)
 
     def close(self) -> None:
+        """Stop the live display; off a terminal, print the final table."""
+        if self.mode == "text" and self._rows:
+            print(f"{self.title}\n{to_markdown(self._rows)}\n", file=self.stream, flush=True)
+            self._rows = []
         if self._live is not None:
             self._live.stop()
             self._live = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from assay.execution.stats import RunStats, collapse_repeats
@@ -81,6 +81,8 @@ class TaskRecord:
     docker:IMAGE)."""
     generations: GenerationTally | None = None
     """How its generations ended (truncation, unclosed thinking, token counts)."""
+    replaced_self: list[int] = field(default_factory=list)
+    """Docs whose own row, drawn as a few-shot example, was replaced (`Task.replaced_self`)."""
 
 
 class ResultsBuilder:
@@ -114,7 +116,7 @@ class ResultsBuilder:
         s["results"][name] = record.entry
         s["configs"][name] = config_dump(task, self.info.config["gen_kwargs"])
         self.tasks[name] = task_provenance(
-            task, s["configs"][name], record.doc_hashes, record.sandbox
+            task, s["configs"][name], record.doc_hashes, record.sandbox, record.replaced_self
         )
         s["versions"][name] = task.config.version
         s["n-shot"][name] = task.shots

@@ -102,6 +102,8 @@ class PairSummary:
     generations: list[EndingContrast] = field(default_factory=list)
     """Per task either run said how its generations ended: the truncated and unclosed
     thinking rates of both, and whether the truncation rates differ (compare_generations)."""
+    prompt_causes: dict[str, str] = field(default_factory=dict)
+    """Per task in `prompt_mismatches`: what the runs recorded that explains it."""
 
 
 @dataclass
@@ -126,7 +128,7 @@ class CompareReport:
                     "paired_docs": p.paired_docs,
                     "unpaired_docs": {t: list(v) for t, v in p.unpaired_docs.items()},
                     "prompt_mismatches": {
-                        t: {"docs": n, "first_doc": first}
+                        t: {"docs": n, "first_doc": first, "cause": p.prompt_causes.get(t)}
                         for t, (n, first) in p.prompt_mismatches.items()
                     },
                     "differs": [{"key": k, "a": va, "b": vb} for k, va, vb in p.differs],
@@ -327,17 +329,57 @@ def _pair_docs(
     mismatched = [i for i in shared if _prompt_of(docs_a[i]) != _prompt_of(docs_b[i])]
     if mismatched:
         first = mismatched[0]
+        cause = prompt_cause(a, b, task, mismatched)
         if not options.allow_prompt_mismatch:
             raise ResultsError(
                 f"task {task!r}: runs {a.label} and {b.label} sent different prompts for "
                 f"{len(mismatched)} of {len(shared)} paired docs; the first is doc {first} "
                 f"(a: {_short(_first_prompt(docs_a[first]))}; b: "
-                f"{_short(_first_prompt(docs_b[first]))}). The difference then measures the "
-                "prompts as well as the models. Pass --allow-prompt-mismatch to compare anyway "
-                "(the comparison is flagged)."
+                f"{_short(_first_prompt(docs_b[first]))}). Cause: {cause}. The difference then "
+                "measures the prompts as well as the models. Pass --allow-prompt-mismatch to "
+                "compare anyway (the comparison is flagged)."
             )
         summary.prompt_mismatches[task] = (len(mismatched), first)
+        summary.prompt_causes[task] = cause
     return _TaskPairing(task, shared, _clusters(a, b, task, docs_a, shared, options))
+
+
+_PROMPT_FACTS = (
+    "settings.num_fewshot", "settings.apply_chat_template", "settings.system_instruction",
+    "settings.fewshot_as_multiturn", "settings.fewshot_keep_self", "settings.gen_kwargs",
+    "seeds.fewshot_seed", "backend.chat_template_sha256",
+)  # fmt: skip
+"""What the runs record that changes the prompts of the same docs."""
+
+
+def prompt_cause(a: Run, b: Run, task: str, mismatched: Sequence[int]) -> str:
+    """What explains that `a` and `b` sent different prompts for the `mismatched` docs of
+    `task`: the few-shot rule where assay's prompts differ from lm-eval's, and the recorded
+    settings that change prompts; said plainly when nothing recorded explains it."""
+    causes = []
+    for run in (a, b):
+        recorded: dict[str, Any] = dict(run.results.get("provenance") or {})
+        entry = (recorded.get("tasks") or {}).get(task) or {}
+        replaced = set(entry.get("fewshot_replaced_self") or ())
+        hit = [i for i in mismatched if i in replaced]
+        if hit:
+            shown = ", ".join(map(str, hit[:8])) + (" ..." if len(hit) > 8 else "")
+            causes.append(
+                f"in {len(hit)} of the {len(mismatched)} docs (docs {shown}), run {run.label} "
+                "replaced a doc drawn as its own few-shot example, which lm-eval keeps (re-run "
+                "it with --fewshot-keep-self for lm-eval's prompts)"
+            )
+    facts_a, facts_b = a.facts(), b.facts()
+    keys = [*_PROMPT_FACTS, f"task.{task}.num_fewshot", f"task.{task}.task_hash"]
+    for key in keys:
+        if key in facts_a and key in facts_b and facts_a[key] != facts_b[key]:
+            causes.append(f"{key} is {facts_a[key]!r} in {a.label}, {facts_b[key]!r} in {b.label}")
+    if not causes:
+        return (
+            "nothing the runs recorded explains it (same few-shot count, seeds, chat template "
+            "and system instruction): compare the first doc's prompts above"
+        )
+    return "; ".join(causes)
 
 
 def _prompt_of(record: SampleRecord) -> tuple[str | None, str]:

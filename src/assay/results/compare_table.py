@@ -139,6 +139,8 @@ def notes(report: CompareReport) -> list[str]:
                 f"  PROMPTS DIFFER in {task}: {count} paired doc(s), first doc {first} "
                 "(--allow-prompt-mismatch): the difference measures the prompts too"
             )
+            if task in pair.prompt_causes:
+                lines.append(f"    cause: {pair.prompt_causes[task]}")
         if pair.only_in_one:
             lines.append(f"  tasks in one run only (not compared): {', '.join(pair.only_in_one)}")
         for reason in pair.skipped:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from importlib import metadata
 from typing import Any
 
@@ -77,6 +77,7 @@ def task_provenance(
     config_entry: dict[str, Any],
     doc_hashes: Iterable[tuple[int, str]],
     sandbox: str | None = None,
+    replaced_self: Sequence[int] = (),
 ) -> TaskProvenance:
     """Where a task's docs came from and the fingerprint of those evaluated (and, for a task
     that runs model-written code, the sandbox it ran in)."""
@@ -95,6 +96,8 @@ def task_provenance(
     }
     if sandbox is not None:
         out["sandbox"] = sandbox
+    if replaced_self:
+        out["fewshot_replaced_self"] = list(replaced_self)
     return out
 
 

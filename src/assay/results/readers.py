@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -262,11 +263,24 @@ def read_run(path: str | Path, label: str | None = None) -> Run:
     if layout == "assay":
         samples = {task: folder / f"samples_{safe_name(task)}.jsonl" for task in names}
     else:
-        match = _LM_EVAL_RESULTS.match(results_path.name)
-        stamp = match.group("ts") if match else ""
-        samples = {task: folder / f"samples_{task}_{stamp}.jsonl" for task in names}
+        # lm-eval: results_<ts>.json with samples_<task>_<ts>.jsonl; `assay run --output-path
+        # X.json`: X.json with samples_<task>_X.jsonl (task names made file-safe by assay).
+        stem = results_path.stem
+        suffix = (
+            stem.removeprefix("results_") if _LM_EVAL_RESULTS.match(results_path.name) else stem
+        )
+        samples = {task: _samples_file(folder, task, suffix) for task in names}
     name = label if label is not None else (given.name or str(given))
     return Run(given, name, layout, results_path, cast(ResultsFile, results), samples)
+
+
+def _samples_file(folder: Path, task: str, suffix: str) -> Path:
+    """A task's samples file in the lm-eval layout: lm-eval keeps the task name as it is,
+    assay makes it file-safe."""
+    raw = folder / f"samples_{task}_{suffix}.jsonl"
+    if task == safe_name(task) or raw.is_file():
+        return raw
+    return folder / f"samples_{safe_name(task)}_{suffix}.jsonl"
 
 
 def _locate(path: Path) -> tuple[Path, Layout]:
@@ -274,27 +288,27 @@ def _locate(path: Path) -> tuple[Path, Layout]:
     if path.is_file():
         if path.name == "results.json":
             return path, "assay"
-        if _LM_EVAL_RESULTS.match(path.name):
+        if path.suffix == ".json":
             return path, "lm-eval"
         raise ResultsError(
-            f"{path}: not a results file; give a run folder, its results.json (assay) or its "
-            "results_<timestamp>.json (lm-eval)."
+            f"{path}: not a results file; give a run folder, its results.json (assay), its "
+            "results_<timestamp>.json (lm-eval) or the .json file given to --output-path."
         )
     if not path.is_dir():
         raise ResultsError(f"{path}: no such run folder.")
     if (path / "results.json").is_file():
         return path / "results.json", "assay"
-    found = sorted(path.glob("results_*.json")) or sorted(path.glob("*/results_*.json"))
+    found = [*path.glob("results_*.json"), *path.glob("*/results_*.json")]
     found = [f for f in found if _LM_EVAL_RESULTS.match(f.name)]
-    if len(found) == 1:
-        return found[0], "lm-eval"
     if not found:
         raise ResultsError(
             f"{path}: no results.json (assay) or results_<timestamp>.json (lm-eval, possibly in "
-            "a model subfolder) here. Give the folder passed to --output-dir / --output_path."
+            "a model subfolder) here. Give the folder passed to --output-path / --output-dir."
         )
-    listing = ", ".join(str(f) for f in found)
-    raise ResultsError(
-        f"{path}: holds {len(found)} lm-eval runs ({listing}). Give the results file of the "
-        "one to compare instead of the folder."
-    )
+    latest = max(found, key=lambda f: (_LM_EVAL_RESULTS.match(f.name).group("ts"), str(f)))  # type: ignore[union-attr]
+    if len(found) > 1:
+        sys.stderr.write(
+            f"assay: note: {path} holds {len(found)} runs; reading the latest, {latest}. Give "
+            "a results file to read another.\n"
+        )
+    return latest, "lm-eval"

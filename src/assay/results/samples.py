@@ -19,7 +19,7 @@ from assay.requests.doc_result import DocResult
 from assay.requests.types import Generation, LoglikelihoodResult, RollingResult
 from assay.results._indented_json import NotPlain, indented
 from assay.results.schema import SampleRecord
-from assay.results.writer import OutputDir, safe_name
+from assay.results.writer import OutputDir
 
 
 def _jsonable(value: Any) -> Any:
@@ -189,10 +189,7 @@ class SamplesLog:
         """--log-samples-reasoning: full, length or none (see `generation_record`)."""
         self.parts: dict[str, Path] = {}
         if out is not None:
-            self.parts = {
-                name: out.path / f".samples_{safe_name(task)}.{i}.part"
-                for i, name in enumerate(filters)
-            }
+            self.parts = {name: out.part_path(task, i) for i, name in enumerate(filters)}
         self.handles: dict[str, IO[str]] = {
             name: path.open("w", encoding="utf-8") for name, path in self.parts.items()
         }

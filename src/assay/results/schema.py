@@ -163,6 +163,9 @@ class TaskProvenance(TypedDict):
     sandbox: NotRequired[str]
     """Tasks that run model-written code only: the sandbox it ran in (bwrap, rlimits, none,
     docker:IMAGE); a pass rate can depend on it, so `assay compare` shows a difference."""
+    fewshot_replaced_self: NotRequired[list[int]]
+    """Doc ids whose own row lm-eval's few-shot draw picked and assay replaced by another row
+    (their prompts differ from lm-eval's; --fewshot-keep-self keeps them)."""
 
 
 class Provenance(TypedDict):

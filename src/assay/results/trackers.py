@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from assay.errors import ConfigError, TrackerError
-from assay.results.writer import safe_name
+from assay.results.layout import RunFiles, safe_name
 from assay.util.redact import find_secrets, redact, scrub
 
 
@@ -230,14 +230,18 @@ def check_trackers(names: Sequence[str], args: Mapping[str, Any]) -> list[Tracke
 def log_run(
     trackers: Sequence[Tracker],
     results: Mapping[str, Any],
-    folder: str | Path,
+    files: RunFiles | str | Path,
     args: Mapping[str, Any],
 ) -> list[str]:
-    """Log the run written in `folder` (results.json and samples files) to every tracker;
-    returns where each run went."""
-    folder = Path(folder)
-    name = str(args.get("name") or folder.resolve().name)
-    with _staged(results, folder) as (results_file, samples):
+    """Log the run written to `files` (its results and samples files; a path: an --output-dir
+    folder) to every tracker; returns where each run went. The run's default name is its
+    folder's (--output-dir) or its results file's."""
+    if not isinstance(files, RunFiles):
+        files = RunFiles.one_run_folder(files)
+    folder = files.results.parent
+    default = folder.resolve().name if files.kind == "folder" else files.results.stem
+    name = str(args.get("name") or default)
+    with _staged(results, files, default) as (results_file, samples):
         run = TrackedRun(name, metrics_of(results), params_of(results), results_file, samples)
         logged, failed = [], []
         for tracker in trackers:
@@ -290,20 +294,23 @@ def params_of(results: Mapping[str, Any]) -> dict[str, str]:
 
 
 @contextmanager
-def _staged(results: Mapping[str, Any], folder: Path) -> Iterator[tuple[Path, dict[str, Path]]]:
-    """results.json and the samples files copied to a temporary folder, secrets removed."""
+def _staged(
+    results: Mapping[str, Any], files: RunFiles, name: str
+) -> Iterator[tuple[Path, dict[str, Path]]]:
+    """results.json and the samples files copied to a temporary folder `name`, secrets
+    removed."""
     secrets = find_secrets(results)
     with tempfile.TemporaryDirectory(prefix="assay-log-") as tmp:
-        staging = Path(tmp) / folder.resolve().name
+        staging = Path(tmp) / safe_name(name)
         staging.mkdir()
         results_file = staging / "results.json"
         text = json.dumps(redact(dict(results)), indent=2, ensure_ascii=False, default=str)
         results_file.write_text(scrub(text, secrets), encoding="utf-8")
         samples: dict[str, Path] = {}
         for task in results.get("n-samples") or {}:
-            source = folder / f"samples_{safe_name(task)}.jsonl"
+            source = files.samples(task)
             if source.is_file():  # written with --log-samples
-                target = staging / source.name
+                target = staging / f"samples_{safe_name(task)}.jsonl"
                 target.write_text(scrub(source.read_text("utf-8"), secrets), encoding="utf-8")
                 samples[task] = target
         yield results_file, samples

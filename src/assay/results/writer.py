@@ -1,16 +1,19 @@
-"""results.json and samples_<task>.jsonl, written atomically as each task finishes."""
+"""A run's results file and samples files (`layout.RunFiles` names them), written atomically as
+each task finishes."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.results.layout import RunFiles, safe_name
+
+__all__ = ["OutputDir", "safe_name"]
 
 
 def _umask() -> int:
@@ -43,34 +46,37 @@ def _blocks(parts: list[Path]) -> Iterable[str]:
                 yield block
 
 
-def safe_name(task: str) -> str:
-    """A task name usable in a file name (no separators, wildcards or control characters)."""
-    return re.sub(r"[<>:/|\\?*\[\]\s\x00-\x1f\x7f]+", "__", task)
-
-
 class OutputDir:
-    """The run's output folder."""
+    """The run's output files; `path` is the folder its results file goes into."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+    def __init__(self, files: RunFiles, flag: str = "--output-dir") -> None:
+        self.files = files
+        self.path = files.results.parent
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
+            for folder in (self.path, files.samples_dir, files.state):
+                folder.mkdir(parents=True, exist_ok=True)
             probe = self.path / ".assay-write-test"
             probe.write_text("")
             probe.unlink()
         except OSError as exc:
             raise ConfigError(
-                f"--output-dir {self.path}: not writable ({exc.strerror}). Choose another directory."
+                f"{flag} {self.path}: not writable ({exc.strerror}). Choose another directory."
             ) from None
 
     def write_results(self, results: Mapping[str, Any]) -> Path:
-        """Replace results.json atomically."""
-        target = self.path / "results.json"
+        """Replace the results file atomically."""
+        target = self.files.results
         _atomic_write(target, [json.dumps(results, indent=2, ensure_ascii=False, default=str)])
         return target
 
     def samples_path(self, task: str) -> Path:
-        return self.path / f"samples_{safe_name(task)}.jsonl"
+        """The samples file of `task`."""
+        return self.files.samples(task)
+
+    def part_path(self, task: str, part: int) -> Path:
+        """A part file of `task`'s samples while the task runs: in the run's state folder, so
+        runs side by side in one folder never share one."""
+        return self.files.state / f".samples_{safe_name(task)}.{part}.part"
 
     def write_samples(self, task: str, parts: list[Path], task_hash: str) -> str:
         """Join per-filter part files (lm-eval order: all docs of filter 1, then 2...) into the

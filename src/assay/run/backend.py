@@ -70,9 +70,12 @@ def _batch_api_args(settings: RunSettings, args: dict[str, Any]) -> None:
         args.setdefault("batch_cache", str(cache))
     elif cache is None and output is not None:
         args.setdefault("batch_cache", str(output / CACHE_FILE))
-    if "batch_dir" not in args and "batch_cache" not in args:
+    # With --output-path, the run's state folder is known once the tasks are (`Evaluation`
+    # passes it as output_dir).
+    if "batch_dir" not in args and "batch_cache" not in args and settings.output_path is None:
         raise ConfigError(
-            "--batch-api needs --output-dir or --cache: submitted batches are recorded there, "
+            "--batch-api needs --output-path, --output-dir or --cache: submitted batches are "
+            "recorded there, "
             "so that a re-run after an exit or a crash follows them instead of paying twice."
         )
 

@@ -14,10 +14,12 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from assay.execution.distributed import launch_rank
 from assay.execution.executor import Executor
 from assay.execution.progress import CacheCounts, LiveProgress
 from assay.execution.seeding import seed_globals, seed_torch
@@ -32,6 +34,7 @@ from assay.requests.cache import CACHE_FILE, ResponseCache
 from assay.requests.doc_result import DocResult
 from assay.requests.plan import Capabilities
 from assay.results.builder import ResultsBuilder, TaskRecord
+from assay.results.layout import OutputPlace, RunFiles, output_place
 from assay.results.samples import SamplesLog, doc_hash
 from assay.results.summary import MetricColumns, task_entry
 from assay.results.writer import OutputDir
@@ -41,6 +44,7 @@ from assay.run.deferred import DeferredBackend
 from assay.run.follow_ups import ask_follow_ups
 from assay.run.header import run_info
 from assay.run.judging import Judges, TaskJudging, check_judges
+from assay.run.lock import RunLock
 from assay.run.plan import (
     TaskPlan,
     check_cluster_field,
@@ -52,7 +56,7 @@ from assay.run.plan import (
     doc_ids,
     plan_task,
 )
-from assay.run.resume import check_folder, clear_folder, run_key
+from assay.run.resume import check_place, run_files, run_key
 from assay.run.scoring import apply_filters, score
 from assay.run.settings import RunSettings
 from assay.sandbox import SandboxPolicy
@@ -82,11 +86,14 @@ class Evaluation:
         self.resolved, self.settings = resolved, settings
         self.tracked: list[str] = []
         """Where the finished run was logged (one line per --log-to tracker)."""
+        self.files: RunFiles | None = None
+        """The files the run wrote (None: none)."""
         self.tasks = [
             Task(
                 configure_task(r.config, settings),
                 num_fewshot=fewshot_count(r.config, r.num_fewshot, settings.num_fewshot),
                 fewshot_seed=settings.seed.fewshot,
+                keep_self=settings.fewshot_keep_self,
             )
             for r in resolved.tasks
         ]
@@ -137,27 +144,64 @@ class Evaluation:
         """
         started, date = time.perf_counter(), time.time()
         seed_globals(self.settings.seed)
-        self.load_data()
-        described = described_model(self.settings) if model is None and executor is None else None
-        if self.settings.output_dir is not None:
-            # Before any weight loads, with the identity where the backend tells it unbuilt
-            # (otherwise it is checked again once the model is built).
-            identity = described.identity() if described is not None else None
-            check_folder(
-                self.settings.output_dir, self._run_key(), identity, self.settings.overwrite
-            )
-        self.executor = executor or build_executor(self.settings, model, described)
-        self.answering = Answering(self.executor, self.settings.unclosed_thinking)
-        seed_torch(self.settings.seed)
+        place = self._place()
+        lock = self._lock(place)
         try:
-            results = self._run_tasks(self.executor.model, started, date)
+            self.load_data()
+            results = self._run_locked(
+                place if lock else None, place, model, executor, started, date
+            )
         finally:
-            if executor is None:
-                self.executor.close()
+            if lock is not None:
+                lock.release()
         self._say_if_not_loaded()
         if self.settings.log_to and self.executor.primary:
             self.tracked = self._log_to_trackers(results)
         return results
+
+    def _place(self) -> OutputPlace | None:
+        """Where the run writes (None: nowhere)."""
+        s = self.settings
+        model = s.model if isinstance(s.model, str) else type(s.model).__name__
+        return output_place(s.output_path, s.output_dir, model, s.model_args, self._run_key())
+
+    def _lock(self, place: OutputPlace | None) -> RunLock | None:
+        """The run's lock on its files, taken before anything loads: a second run into them is
+        refused at once. Only the writing process of a data-parallel launch takes it."""
+        launch = launch_rank()
+        if place is None or (launch is not None and launch.rank != 0):
+            return None
+        lock = RunLock(place.lock, f"{place.flag} {place.given}")
+        lock.acquire()
+        return lock
+
+    def _run_locked(
+        self,
+        writes: OutputPlace | None,
+        place: OutputPlace | None,
+        model: LM | None,
+        executor: Executor | None,
+        started: float,
+        date: float,
+    ) -> dict[str, Any]:
+        s = self.settings
+        if place is not None and place.kind != "folder":
+            # The backend keeps batch journals (and its default cache) in the run's state folder.
+            s = replace(s, output_dir=place.state)
+        described = described_model(s) if model is None and executor is None else None
+        if writes is not None:
+            # Before any weight loads, with the identity where the backend tells it unbuilt
+            # (otherwise it is checked again once the model is built).
+            identity = described.identity() if described is not None else None
+            check_place(writes, self._run_key(), identity, self.settings.overwrite)
+        self.executor = executor or build_executor(s, model, described)
+        self.answering = Answering(self.executor, self.settings.unclosed_thinking)
+        seed_torch(self.settings.seed)
+        try:
+            return self._run_tasks(self.executor.model, writes, started, date)
+        finally:
+            if executor is None:
+                self.executor.close()
 
     def _say_if_not_loaded(self) -> None:
         """One line when the response cache answered every request, so no weights loaded."""
@@ -174,16 +218,19 @@ class Evaluation:
         from assay.results.trackers import check_trackers, log_run
 
         s = self.settings
-        assert s.output_dir is not None  # check_settings refuses --log-to without it
+        assert self.files is not None  # check_settings refuses --log-to without an output
         trackers = check_trackers(s.log_to, s.log_to_args)
-        return log_run(trackers, results, s.output_dir, s.log_to_args)
+        return log_run(trackers, results, self.files, s.log_to_args)
 
-    def _run_tasks(self, model: LM, started: float, date: float) -> dict[str, Any]:
+    def _run_tasks(
+        self, model: LM, place: OutputPlace | None, started: float, date: float
+    ) -> dict[str, Any]:
         s = self.settings
-        folder = s.output_dir if self.executor.primary else None
-        if folder and check_folder(folder, self._run_key(), model.identity(), s.overwrite):
-            clear_folder(folder)
-        out = OutputDir(folder) if folder else None
+        out = None
+        if place is not None and self.executor.primary:
+            files = run_files(place, self._run_key(), model.identity(), s.overwrite)
+            out = OutputDir(files, place.flag)
+        self.files = out.files if out else None
         cache = self._cache(model, out)
         judges = Judges(s, self._cache_path(out))
         try:
@@ -314,6 +361,10 @@ class Evaluation:
         notice = tally.warning(task.name, self.executor.model.thinking_controls)
         if notice and self.executor.primary:
             print(f"warning: {terminal_safe(notice)}", file=sys.stderr)
+        evaluated = {doc_id for doc_id, _ in hashes}
+        replaced = [i for i in task.replaced_self if i in evaluated]
+        if replaced and self.executor.primary:
+            print(f"warning: {replaced_self_notice(task, replaced)}", file=sys.stderr)
         return TaskRecord(
             task,
             entry,  # type: ignore[arg-type]
@@ -326,6 +377,7 @@ class Evaluation:
             judging.record() if judging is not None else None,
             self._sandbox_label() if task.config.unsafe_code else None,
             tally,
+            replaced,
         )
 
     def _usage_stats(self) -> dict[str, int | float | None] | None:
@@ -352,7 +404,19 @@ class Evaluation:
             return None
         if isinstance(setting, str | Path):
             return Path(setting)
-        return out.path / CACHE_FILE if out else None
+        return out.files.state / CACHE_FILE if out else None
+
+
+def replaced_self_notice(task: Task, doc_ids: Sequence[int]) -> str:
+    """What assay did where lm-eval's few-shot draw gave a doc itself as an example."""
+    shown = ", ".join(map(str, doc_ids[:10])) + (" ..." if len(doc_ids) > 10 else "")
+    return (
+        f"{task.name}: {len(doc_ids)} doc(s) drew their own row among their few-shot examples "
+        f"(the examples come from the evaluated split {task.fewshot_split()!r}, and the task "
+        "sets no fewshot_split that would make lm-eval drop it); assay replaced it with another "
+        f"row, so these prompts differ from lm-eval's (docs {shown}). --fewshot-keep-self "
+        "keeps lm-eval's prompts (the doc's answer then appears in its own prompt)."
+    )
 
 
 def _live_metric(metrics: Sequence[ScoredMetric]) -> str | None:

@@ -156,17 +156,20 @@ def check_settings(settings: RunSettings) -> None:
         raise ConfigError(
             "--samples and --limit both choose docs; give one (--samples names the doc ids)."
         )
-    if (settings.log_samples or settings.predict_only) and settings.output_dir is None:
+    written = settings.output_path is not None or settings.output_dir is not None
+    if (settings.log_samples or settings.predict_only) and not written:
         flag = "--predict-only" if settings.predict_only else "--log-samples"
-        raise ConfigError(f"{flag} needs --output-dir (where samples files are written).")
+        raise ConfigError(
+            f"{flag} needs --output-path (or --output-dir): where samples files are written."
+        )
     if settings.log_to or settings.log_to_args:
         from assay.results.trackers import check_trackers
 
         check_trackers(settings.log_to, settings.log_to_args)
-        if settings.output_dir is None:
+        if not written:
             raise ConfigError(
-                f"--log-to {','.join(settings.log_to)} needs --output-dir (the run's results.json "
-                "and samples files are what it logs)."
+                f"--log-to {','.join(settings.log_to)} needs --output-path (or --output-dir): "
+                "the run's results and samples files are what it logs."
             )
 
 

@@ -1,20 +1,21 @@
-"""A run into an output folder that already holds results: the same run resumes, a different
-one is refused (or, with --overwrite, replaces the earlier files), so one folder never mixes
-the files of two runs."""
+"""A run into output files that already exist: the same run resumes; a different one gets
+files of its own (--output-path folder: a new timestamp) or, where the path names one run's
+files (--output-dir, an --output-path .json file), is refused, or with --overwrite replaces
+them. So a results file never mixes two runs."""
 
 from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.results.layout import OutputPlace, RunFiles
 from assay.run.settings import RECORDED, RUN_IDENTITY, names_changing
 
 log = logging.getLogger(__name__)
-
-RESULTS = "results.json"
 
 
 def _normal(value: Any) -> Any:
@@ -22,9 +23,8 @@ def _normal(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def _earlier(folder: Path) -> dict[str, Any] | None:
-    """The results.json in `folder`, {} when it is not assay's, None when there is none."""
-    path = folder / RESULTS
+def _earlier(path: Path) -> dict[str, Any] | None:
+    """The results file at `path`, {} when it is not assay's, None when there is none."""
     if not path.exists():
         return None
     try:
@@ -39,42 +39,104 @@ def _differences(before: dict[str, Any], now: dict[str, Any]) -> str:
     return "; ".join(f"{k}: {before.get(k)!r} there, {now.get(k)!r} now" for k in keys[:4])
 
 
-def check_folder(
-    folder: str | Path, key: dict[str, Any], identity: dict[str, Any] | None, overwrite: bool
+def _other_model(earlier: dict[str, Any], identity: dict[str, Any] | None) -> bool:
+    """Whether `earlier` was written by another model than the one of `identity` (unknown:
+    not yet)."""
+    recorded = earlier.get("config", {}).get("model_identity")
+    return identity is not None and recorded != _normal(identity)
+
+
+def check_place(
+    place: OutputPlace, key: dict[str, Any], identity: dict[str, Any] | None, overwrite: bool
+) -> None:
+    """Before the model is built: refuse a run whose files are another run's (`check_files`);
+    an --output-path folder always has room (a different run gets files of its own)."""
+    if place.kind != "lm-eval":
+        check_files(place.files(), place.flag, key, identity, overwrite)
+
+
+def run_files(
+    place: OutputPlace, key: dict[str, Any], identity: dict[str, Any], overwrite: bool
+) -> RunFiles:
+    """The files the run with `key` and model `identity` writes at `place`, after checking
+    what is there: an earlier run's files that --overwrite replaces are removed. Raises
+    ConfigError where a different run's files are in the way and `overwrite` is False."""
+    if place.kind == "lm-eval":
+        return _timestamped(place, key, identity)
+    files = place.files()
+    if check_files(files, place.flag, key, identity, overwrite):
+        clear_files(files)
+    return files
+
+
+def _timestamped(place: OutputPlace, key: dict[str, Any], identity: dict[str, Any]) -> RunFiles:
+    """The lm-eval layout: this run's earlier timestamp when it has one (it resumes), a new
+    one otherwise."""
+    stamp = place.recorded_stamp()
+    if stamp is not None:
+        files = place.files(stamp)
+        earlier = _earlier(files.results)
+        if earlier and _other_model(earlier, identity):
+            _note(
+                f"{place.flag} {place.given}: {files.results.name} holds this run's tasks and "
+                "settings for another model identity (other weights under the same name); this "
+                "run writes files of its own."
+            )
+            stamp = None
+        elif earlier is not None:
+            _note(
+                f"{place.flag} {place.given}: resuming this run's files "
+                f"({files.results}); answers already given come from its cache."
+            )
+    if stamp is None:
+        stamp = place.new_stamp(key)
+    return place.files(stamp)
+
+
+def _note(text: str) -> None:
+    sys.stderr.write(f"assay: note: {text}\n")
+
+
+def check_files(
+    files: RunFiles,
+    flag: str,
+    key: dict[str, Any],
+    identity: dict[str, Any] | None,
+    overwrite: bool,
 ) -> bool:
     """Check that a run with `key` (and, once the model is built, model `identity`) may write
-    into `folder`. Returns True when the folder holds a different run's files that --overwrite
-    will replace; raises ConfigError when it holds one and `overwrite` is False."""
-    earlier = _earlier(Path(folder))
+    `files`. Returns True when they hold a different run's results that --overwrite will
+    replace; raises ConfigError when they hold one and `overwrite` is False."""
+    earlier = _earlier(files.results)
     if earlier is None:
         return False
     run = _stored_key(earlier)
     if run is None:
-        why = "results.json written by another tool or an older assay"
+        why = f"a {files.results.name} written by another tool or an older assay"
     elif run != _normal(key):
         why = f"the results of a different run ({_differences(run, _normal(key))})"
-    elif identity is not None and earlier.get("config", {}).get("model_identity") != _normal(
-        identity
-    ):
+    elif _other_model(earlier, identity):
         why = "the results of a different model (its model identity differs)"
     else:
-        log.info("%s holds this run's results: resuming (answers come from its cache)", folder)
+        log.info("%s holds this run's results: resuming (answers come from its cache)", flag)
         return False
     if overwrite:
         return True
+    where = files.results.parent if files.kind == "folder" else files.results
     raise ConfigError(
-        f"--output-dir {folder} holds {why}. Re-run with --overwrite to replace its results and "
-        "samples files, or choose another --output-dir."
+        f"{flag} {where} holds {why}. Re-run with --overwrite to replace its results and "
+        f"samples files, or write elsewhere (--output-path FOLDER keeps any number of runs "
+        "side by side)."
     )
 
 
-def clear_folder(folder: str | Path) -> None:
+def clear_files(files: RunFiles) -> None:
     """Remove an earlier run's results and samples files (the response cache stays: it is keyed
     by model identity, so answers of another model are never reused)."""
-    folder = Path(folder)
-    for path in [folder / RESULTS, *folder.glob("samples_*.jsonl")]:
-        log.warning("--overwrite: removing %s of an earlier run", path)
-        path.unlink()
+    for path in [files.results, *files.samples_files()]:
+        if path.exists():
+            log.warning("--overwrite: removing %s of an earlier run", path)
+            path.unlink()
 
 
 def _shared_settings() -> list[str]:

@@ -329,6 +329,13 @@ class RunSettings:
         "system prompt placed before the task description",
         "--system-instruction", check=_OPTIONAL_TEXT,
     )  # fmt: skip
+    fewshot_keep_self: bool = _setting(
+        False, _NUMBERS,
+        "lm-eval's few-shot rule exactly: where a task draws its examples from the evaluated "
+        "split without fewshot_split (lm-eval keeps a doc that is drawn as its own example), "
+        "keep it too; by default assay replaces it with another row and says so",
+        "--fewshot-keep-self", check=_switch, action="store_true",
+    )  # fmt: skip
     fewshot_as_multiturn: bool | None = _setting(
         None, _NUMBERS,
         "few-shot examples as chat turns (default: yes under --apply-chat-template)",
@@ -420,7 +427,7 @@ class RunSettings:
     )  # fmt: skip
     log_samples: bool = _setting(
         False, _FILES,
-        "write samples_<task>.jsonl per task (needs --output-dir)",
+        "write a samples file per task (needs --output-path or --output-dir)",
         "--log-samples", "-s", check=_switch, action="store_true",
     )  # fmt: skip
     log_samples_reasoning: str = _setting(
@@ -430,14 +437,23 @@ class RunSettings:
         "--log-samples-reasoning", check=_choice(SAMPLES_REASONING),
         metavar=_options(SAMPLES_REASONING),
     )  # fmt: skip
+    output_path: str | Path | None = _setting(
+        None, _NOTHING,
+        "lm-eval's output: a folder gets OUT/<model>/results_<timestamp>.json (and "
+        "samples_<task>_<timestamp>.jsonl), any number of runs side by side, the same run "
+        "again resuming its own files; a path ending in .json is that results file",
+        "--output-path", "-o",
+    )  # fmt: skip
     output_dir: str | Path | None = _setting(
         None, _NOTHING,
-        "write results.json (and samples) here",
-        "--output-dir", "--output-path", "-o",
+        "one run per folder: OUT/results.json, samples_<task>.jsonl and the response cache; "
+        "the same run again resumes there, a different run is refused",
+        "--output-dir",
     )  # fmt: skip
     overwrite: bool = _setting(
         False, _NOTHING,
-        "replace a different earlier run's results in --output-dir (the same run resumes)",
+        "replace a different earlier run's results in --output-dir or an --output-path .json "
+        "file (the same run resumes)",
         "--overwrite", check=_switch, action="store_true",
     )  # fmt: skip
     cache: str | Path | bool | None = _setting(
@@ -502,7 +518,8 @@ class RunSettings:
     log_to: list[str] = _setting(
         list, _NOTHING,
         "log the finished run to mlflow, wandb, trackio or hub (comma separated or "
-        "repeatable; each needs its extra: pip install 'assay[mlflow]' ...; needs --output-dir)",
+        "repeatable; each needs its extra: pip install 'assay[mlflow]' ...; needs --output-path "
+        "or --output-dir)",
         "--log-to", check=_names, action="append", default=[], metavar="TRACKER",
     )  # fmt: skip
     log_to_args: dict[str, Any] = _setting(

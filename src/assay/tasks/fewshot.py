@@ -80,6 +80,7 @@ def select_fewshots(
     exclude_self: bool,
     drop_equal: bool | None = None,
     sorting_class: Callable[[int], str] | None = None,
+    replaced: list[int] | None = None,
 ) -> Iterator[list[int]]:
     """Yield, for each eval row in order, the indices into `pool` of its few-shot examples.
 
@@ -89,6 +90,8 @@ def select_fewshots(
     picked (lm-eval compares rows for equality; so does this). `drop_equal` is lm-eval's own
     rule, which decides how its stream is consumed: draw n + 1 and drop rows equal to the doc
     (lm-eval does this when the few-shot split is the test split); None means `exclude_self`.
+    `replaced` collects the eval rows whose own row lm-eval's draw picked and this replaced
+    (their prompts differ from lm-eval's).
     """
     if drop_equal is None:
         drop_equal = exclude_self
@@ -108,13 +111,18 @@ def select_fewshots(
             if drop_equal and row:
                 picks = _sample_without(pool, row, n, stream)
             else:
-                picks = stream.sample(range(len(pool)), n)
+                drawn = stream.sample(range(len(pool)), n)
+                picks = drawn
                 if exclude_self:
                     picks = _replace_self(
-                        pool, row, picks, _stable_rng(seed, task, doc_index), task
+                        pool, row, drawn, _stable_rng(seed, task, doc_index), task
                     )
+                    if picks != drawn and replaced is not None:
+                        replaced.append(doc_index)
         elif selector in ("first_n", "sequential"):
             picks = _first_without(pool, row, n) if exclude_self or drop_equal else list(range(n))
+            if not drop_equal and picks != list(range(n)) and replaced is not None:
+                replaced.append(doc_index)
         elif selector == "random":
             rng = _stable_rng(seed, task, doc_index)
             picks = (

@@ -59,6 +59,12 @@ class Task:
     config: TaskConfig
     num_fewshot: int | None = None
     fewshot_seed: int | None = DEFAULT_FEWSHOT_SEED
+    keep_self: bool = False
+    """lm-eval's rule exactly: a doc drawn as its own few-shot example (from the evaluated
+    split, where lm-eval does not drop it) stays; by default it is replaced."""
+    replaced_self: list[int] = field(default_factory=list, repr=False)
+    """Doc ids whose own row was drawn among their few-shot examples and replaced (the last
+    `docs()` call's, lm-eval selector only): where assay's prompts differ from lm-eval's."""
     _splits: dict[str, Any] = field(default_factory=dict, repr=False)
     _eval: Sequence[dict[str, Any]] | None = field(default=None, repr=False)
     _pool: Sequence[dict[str, Any]] | None = field(default=None, repr=False)
@@ -300,7 +306,8 @@ class Task:
             plan = iter(self._lighteval_plan(selector, shots, rows, fewshot_cache))
         elif shots:
             pool = self.fewshot_rows()
-            exclude_self = self.fewshot_split() in cfg.evaluation_splits
+            exclude_self = self.fewshot_split() in cfg.evaluation_splits and not self.keep_self
+            self.replaced_self = []
             # lm-eval's stream draws for every doc before the ones evaluated, so replay from 0.
             last = max(indices) + 1 if indices else 0
             plan = select_fewshots(
@@ -312,6 +319,7 @@ class Task:
                 task=cfg.name,
                 exclude_self=exclude_self,
                 drop_equal=cfg.fewshot_drop_equal,
+                replaced=self.replaced_self,
                 sorting_class=self._sorting_class(pool, fewshot_cache)
                 if selector == "balanced"
                 else None,

@@ -68,3 +68,30 @@ def scrub_value(value: Any, secrets: set[str]) -> Any:
     if isinstance(value, list | tuple):
         return [scrub_value(v, secrets) for v in value]
     return value
+
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+_SECRET_PAIR = re.compile(r"([\w.\-]+)=([^,\s]*)")
+
+
+def redact_command(argv: Iterable[str]) -> str:
+    """A command line as text that can be shown and stored: values of secret-looking
+    `key=value` pairs (model args) and of secret-looking flags, and URL user info, replaced by
+    the placeholder."""
+    words: list[str] = []
+    hide_next = False
+    for word in argv:
+        if hide_next:
+            words.append(PLACEHOLDER)
+            hide_next = False
+            continue
+        flag, sep, _ = word.partition("=")
+        if word.startswith("-") and is_secret_key(flag.lstrip("-")):
+            words.append(f"{flag}={PLACEHOLDER}" if sep else word)
+            hide_next = not sep
+            continue
+        word = _SECRET_PAIR.sub(
+            lambda m: f"{m[1]}={PLACEHOLDER}" if is_secret_key(m[1]) else m[0], word
+        )
+        words.append(_USERINFO.sub(f"{PLACEHOLDER}@", word))
+    return " ".join(words)

@@ -481,10 +481,11 @@ def test_repeats_draw_distinct_reproducible_samples(lm):
 
 @pytest.mark.slow
 def test_unsupported_generation_arguments_are_model_errors(lm):
-    params = GenParams(max_gen_toks=4, extra=(("num_beams", 4),))
-    with pytest.raises(ModelError) as err:
-        lm.generate_until([GenerateRequest("Hi", params)])
-    assert "num_beams" in str(err.value)
+    for extra in (("no_such_setting", 4), ("num_return_sequences", 2)):
+        params = GenParams(max_gen_toks=4, extra=(extra,))
+        with pytest.raises(ModelError) as err:
+            lm.generate_until([GenerateRequest("Hi", params)])
+        assert extra[0] in str(err.value)
 
 
 @pytest.mark.slow

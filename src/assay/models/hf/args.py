@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.models.args import REQUIRED, Arg, AutoOrCount, BatchSize, typed_args
+from assay.models.args import REQUIRED, Arg, AutoOrCount, BatchSize, refuse_unknown, typed_args
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
@@ -74,6 +74,29 @@ class HFArgs:
     prefix_cache_mb: float = 1024.0
     """Memory (MiB, on the model's device) that cached prefixes may hold; the least recently
     used are dropped beyond it."""
+    backend: str = "default"
+    """lm-eval's model class choice: default and causal load a decoder-only model."""
+    use_fast_tokenizer: bool = True
+    """The fast (Rust) tokenizer, as lm-eval; false loads the Python one."""
+    subfolder: str | None = None
+    """Folder of the checkpoint inside the repository or directory."""
+    delta: str | None = None
+    """Directory or id of delta weights, added to `pretrained`'s (lm-eval's delta)."""
+    prefix_token_id: int | None = None
+    """Token that stands for an empty context (default BOS, else EOS), as lm-eval's."""
+    max_memory_per_gpu: str | None = None
+    """parallelize: memory per GPU for the weights ("10GiB" or bytes), as lm-eval's."""
+    max_cpu_memory: str | None = None
+    """parallelize: CPU memory the weights may spill to."""
+    offload_folder: str | None = None
+    """parallelize: folder of weights offloaded to disk."""
+    gguf_file: str | None = None
+    """A GGUF file in `pretrained` to load (dequantized by transformers)."""
+    chat_template_args: dict[str, Any] | None = None
+    """Keyword arguments of the chat template (JSON), as lm-eval's."""
+    from_pretrained: dict[str, Any] | None = None
+    """Other model args: transformers' from_pretrained keywords (low_cpu_mem_usage, variant,
+    cache_dir ...) or config overrides of this model, passed on as lm-eval passes them."""
 
     @property
     def quantized(self) -> str | None:
@@ -139,16 +162,104 @@ HF_ARGS: dict[str, Arg] = {
     "prefix_cache_mb": Arg(
         float, 1024.0, minimum=0, normalise=_mebibytes, expected="a number of MiB, 0 or more"
     ),
+    "backend": Arg(str, "default", choices=("default", "causal"), normalise=str.lower),
+    "use_fast_tokenizer": Arg(bool, True),
+    "subfolder": Arg(str, None, nullable=True),
+    "delta": Arg(str, None, nullable=True),
+    "prefix_token_id": Arg(int, None, nullable=True, minimum=0),
+    "max_memory_per_gpu": Arg(str, None, nullable=True),
+    "max_cpu_memory": Arg(str, None, nullable=True),
+    "offload_folder": Arg(str, None, nullable=True),
+    "gguf_file": Arg(str, None, nullable=True),
+    "chat_template_args": Arg(dict, None, nullable=True),
 }
+
+
+def _refuse_typos(passed: Mapping[str, Any]) -> None:
+    """A pass-through name close to one of the hf backend's own is taken as its typo."""
+    import difflib
+
+    typos = {
+        name: value
+        for name, value in passed.items()
+        if name not in FROM_PRETRAINED
+        and difflib.get_close_matches(name, list(HF_ARGS), n=1, cutoff=0.8)
+    }
+    refuse_unknown("hf", typos, list(HF_ARGS))
+
+
+def identity_kwargs(args: HFArgs) -> dict[str, Any]:
+    """The from_pretrained pass-through that can change what the model computes."""
+    return {k: v for k, v in (args.from_pretrained or {}).items() if k not in _LOADING_ONLY}
+
+
+REFUSED: dict[str, str] = {
+    "autogptq": "transformers loads GPTQ checkpoints itself (their config.json carries the "
+    "quantization_config, read with the gptqmodel package): drop autogptq and give the GPTQ "
+    "checkpoint as pretrained",
+    "gptqmodel": "transformers loads GPTQ checkpoints through the gptqmodel package itself: "
+    "drop gptqmodel and give the GPTQ checkpoint as pretrained",
+    "tp_plan": "tensor parallelism needs torchrun's process group; shard with parallelize=true "
+    "or device_map=auto, or run the vllm backend with tensor_parallel_size",
+    "mixed_precision_dtype": "assay runs the model in the dtype it loads (dtype=...); autocast "
+    "would make scores depend on kernels chosen per batch shape",
+}
+"""lm-eval hf model args assay refuses, with the reason and what to use instead."""
+
+_NEUTRAL: dict[str, tuple[Any, str]] = {
+    "logits_cache": (None, "assay reuses shared prefixes itself (prefix_cache)"),
+    "truncation": (False, "assay left-truncates prompts to max_length, as lm-eval by default"),
+    "softmax_dtype": ("float32", "assay computes log-probabilities in float32 always"),
+}
+"""lm-eval hf model args accepted with the value that is assay's behaviour (None: any)."""
+
+_LOADING_ONLY = frozenset(
+    {"cache_dir", "force_download", "local_files_only", "token", "proxies", "low_cpu_mem_usage",
+     "offload_state_dict", "offload_buffers", "disable_mmap", "weights_only", "use_safetensors"}
+)  # fmt: skip
+"""from_pretrained keywords that change where and how weights are read, not what they are."""
+FROM_PRETRAINED = _LOADING_ONLY | {
+    "variant", "key_mapping", "ignore_mismatched_sizes", "use_kernels", "experts_implementation",
+    "generation_config",
+}  # fmt: skip
+"""transformers' from_pretrained keywords a model arg may carry (besides config overrides)."""
 
 
 def parse_hf_args(raw: Mapping[str, Any]) -> HFArgs:
     """Check names, types and combinations of `raw` (strings or Python values) and build HFArgs.
 
     Values set to None count as not given. Every problem raises ConfigError naming the argument.
+    lm-eval's names are taken with lm-eval's meaning (`torch_dtype` is `dtype`); a name that is
+    no argument here is passed to from_pretrained (checked against the model's config when it
+    loads), unless it looks like a typo of one.
     """
     given = {k: v for k, v in raw.items() if v is not None}
-    args = HFArgs(**typed_args("hf", given, HF_ARGS))
+    for name, why in REFUSED.items():
+        if name in given and given[name] not in (False, "false", "False", 0):
+            raise ConfigError(f"--model hf: model arg {name}={given[name]!r}: {why}.")
+        given.pop(name, None)
+    for name, (value, why) in _NEUTRAL.items():
+        if name in given and value is not None and str(given[name]).lower() != str(value).lower():
+            raise ConfigError(
+                f"--model hf: model arg {name}={given[name]!r}: {why}; give {name}={value} or "
+                "drop it."
+            )
+        given.pop(name, None)
+    if "torch_dtype" in given:
+        if "dtype" in given and str(given["dtype"]) != str(given["torch_dtype"]):
+            raise ConfigError(
+                f"--model hf: dtype={given['dtype']!r} and torch_dtype={given['torch_dtype']!r} "
+                "disagree; give one (torch_dtype is transformers' older name of dtype)."
+            )
+        given["dtype"] = given.pop("torch_dtype")
+    if str(given.get("backend", "default")).lower() == "seq2seq":
+        raise ConfigError(
+            "--model hf: backend=seq2seq: the hf backend evaluates decoder-only (causal) models; "
+            "give backend=causal or drop it."
+        )
+    passed = {k: given.pop(k) for k in list(given) if k not in HF_ARGS}
+    _refuse_typos(passed)
+    args = HFArgs(**typed_args("hf", given, HF_ARGS), from_pretrained=passed or None)
     if not args.pretrained.strip():
         raise ConfigError(
             "--model hf needs pretrained=<model directory or hub id>, "
@@ -159,6 +270,11 @@ def parse_hf_args(raw: Mapping[str, Any]) -> HFArgs:
             f"--model hf: batch_size={args.batch_size} is larger than max_batch_size="
             f"{args.max_batch_size}; max_batch_size only bounds batch_size=auto, so drop it or "
             "raise it."
+        )
+    spill = [n for n in ("max_memory_per_gpu", "max_cpu_memory", "offload_folder") if given.get(n)]
+    if spill and not args.parallelize:
+        raise ConfigError(
+            f"--model hf: {spill[0]} applies to parallelize=true (as in lm-eval); add it."
         )
     sharded = args.parallelize or args.device_map is not None
     if sharded and args.device is not None:

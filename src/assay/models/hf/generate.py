@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ModelError
-from assay.models.hf.inputs import ExtraInputs, joined
+from assay.models.hf.inputs import ExtraInputs, cache_keyword, joined
 from assay.models.hf.memory import BatchSizer, ModelShape, one_cpu_thread, run_with_backoff
 from assay.models.hf.prefix import Prefix, PrefixCache
 from assay.models.hf.transfer import to_device
@@ -31,7 +31,10 @@ from assay.models.tokens import TokenizerView
 from assay.requests.types import FinishReason, Generation, GenParams
 
 _NEUTRAL_EXTRAS = {"num_beams": 1, "num_return_sequences": 1, "repetition_penalty": 1.0}
-"""Generation arguments accepted in GenParams.extra because their value changes nothing."""
+"""Generation arguments that change nothing at these values: assay's own loop serves them."""
+_OWN_EXTRAS = frozenset({"num_return_sequences"})
+"""Generation arguments transformers takes that a backend returning one text per request
+cannot honour with another value."""
 _DEFAULT_TOP_K = 50
 """transformers' default top-k when sampling and neither the request nor the model sets one."""
 _SMALL_STEP_MACS = 1e8
@@ -112,6 +115,7 @@ class Generator:
         """
         sampling = self.sampling(params)
         stops = [s for s in dict.fromkeys([*params.until, self.eos_text]) if s]
+        passed = library_kwargs(params)
         caps = list(limits) if limits is not None else [params.max_gen_toks] * len(prompts)
         rows = [
             _Row(
@@ -129,6 +133,10 @@ class Generator:
         max_new = max(caps, default=0)
         if max_new < 1:
             return [Generation("", finish_reason="length", answer_tokens=0) for _ in rows]
+        if passed:
+            # As lm-eval passes gen_kwargs: through model.generate(), one prompt at a time so
+            # that no answer depends on its batch.
+            return [self._library_decode(row, params, passed, stops) for row in rows]
         if self.prefixes is not None and not any(extras or ()):
             assigned = self.prefixes.assign([row.prompt for row in rows])
         else:
@@ -156,13 +164,10 @@ class Generator:
         return out
 
     def sampling(self, params: GenParams) -> Sampling:
-        """Decoding settings; unset top-k / top-p come from the model's generation config."""
-        unsupported = [k for k, v in params.extra if _NEUTRAL_EXTRAS.get(k, object()) != v]
-        if unsupported:
-            raise ModelError(
-                f"--model hf: generation argument(s) {', '.join(unsupported)} are not supported; "
-                "supported: until, max_gen_toks, do_sample, temperature, top_p, top_k, seed."
-            )
+        """Decoding settings; unset top-k / top-p come from the model's generation config.
+        Generation arguments beyond assay's own (repetition_penalty, num_beams ...) are checked
+        against transformers' GenerationConfig: `generate` passes them to model.generate()."""
+        library_kwargs(params)
         if not params.do_sample or params.temperature <= 0:
             return Sampling(greedy=True)
         config = getattr(self.model, "generation_config", None)
@@ -222,9 +227,9 @@ class Generator:
                 input_ids=ids,
                 attention_mask=attention,
                 position_ids=positions,
-                past_key_values=cache,
                 use_cache=True,
                 logits_to_keep=1,
+                **{cache_keyword(self.model): cache},
                 **joined([r.inputs for r in rows], self.device),
             ).logits[:, -1, :]
         with torch.inference_mode(), one_cpu_thread(self.device, step_macs < _SMALL_STEP_MACS):
@@ -252,14 +257,62 @@ class Generator:
                     input_ids=chosen[:, None],
                     attention_mask=attention,
                     position_ids=next_position,
-                    past_key_values=cache,
                     use_cache=True,
+                    **{cache_keyword(self.model): cache},
                 ).logits[:, -1, :]
                 next_position = next_position + 1
         return [
             self._generation(tokens, ending, stops, row.opened)
             for tokens, ending, row in zip(generated, endings, rows, strict=True)
         ]
+
+    def _library_decode(
+        self, row: _Row, params: GenParams, passed: dict[str, Any], stops: list[str]
+    ) -> Generation:
+        """One prompt through transformers' model.generate() with `passed` (lm-eval's
+        `_model_generate`: greedy unless sampling is asked for, stopped at the stop strings)."""
+        import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        generator = self
+        window = max((len(s.encode()) for s in stops), default=0) + 2
+        start = len(row.prompt)
+
+        class AtStops(StoppingCriteria):
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                done = [
+                    generator._stopped(ids[start:].tolist(), stops, window, row.opened)
+                    for ids in input_ids
+                ]
+                return torch.tensor(done, device=input_ids.device)
+
+        sampling: dict[str, Any] = {"do_sample": False}
+        if params.do_sample and params.temperature > 0:
+            sampling = {"do_sample": True, "temperature": params.temperature}
+            sampling.update({k: v for k, v in (("top_k", params.top_k), ("top_p", params.top_p))
+                             if v is not None})  # fmt: skip
+            if row.seed is not None:
+                torch.manual_seed(row.seed)
+        ids = to_device(torch.tensor([row.prompt]), self.device)
+        with torch.inference_mode():
+            output = self.model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=row.max_new,
+                stopping_criteria=StoppingCriteriaList([AtStops()]),
+                pad_token_id=self.pad_id,
+                use_cache=True,
+                **{**passed, **sampling},
+            )
+        tokens = output[0, start:].tolist()
+        ending: FinishReason = "length"
+        for i, token in enumerate(tokens):
+            if token in self.eos_token_ids:
+                tokens, ending = tokens[: i + 1], "stop"
+                break
+        if ending == "length" and self._stopped(tokens, stops, window, row.opened):
+            ending = "stop_sequence"
+        return self._generation(tokens, ending, stops, row.opened)
 
     def _generation(
         self, tokens: list[int], ending: FinishReason, stops: list[str], opened: bool
@@ -341,6 +394,28 @@ class Generator:
             for j, g in enumerate(generators)
         ]
         return torch.cat(picks)
+
+
+def library_kwargs(params: GenParams) -> dict[str, Any]:
+    """The generation arguments of `params` that assay's own decoding loop does not implement
+    and model.generate() does (what lm-eval passes on to it); {} when there are none. A name
+    transformers' GenerationConfig does not know, or one that would return several texts per
+    request, is refused (ModelError) before anything runs."""
+    passed = {k: v for k, v in params.extra if _NEUTRAL_EXTRAS.get(k, object()) != v}
+    if not passed:
+        return {}
+    from transformers import GenerationConfig
+
+    known = GenerationConfig()
+    unknown = [k for k in passed if not hasattr(known, k) or k in _OWN_EXTRAS]
+    if unknown:
+        raise ModelError(
+            f"--model hf: generation argument(s) {', '.join(unknown)} are not transformers "
+            "generate() settings that return one text per request; assay's own: until, "
+            "max_gen_toks, do_sample, temperature, top_p, top_k, seed, and any other "
+            "GenerationConfig setting (repetition_penalty, num_beams, no_repeat_ngram_size ...)."
+        )
+    return passed
 
 
 def row_seed(seed: int, sample_index: int, prompt: str) -> int:

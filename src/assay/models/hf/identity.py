@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.models.base import ModelProvenance
-from assay.models.hf.args import HFArgs
+from assay.models.hf.args import HFArgs, identity_kwargs
 from assay.prompts.chat import TokenizerChatTemplate, template_sha256
 
 
@@ -34,7 +34,15 @@ def identity_of(
         # Only when set, so caches written before the arguments existed stay valid.
         **({"think_end_token": args.think_end_token} if args.think_end_token else {}),
         **{n: getattr(args, n) for n in thinking if getattr(args, n) is not None},
+        **({} if args.use_fast_tokenizer else {"use_fast_tokenizer": False}),
+        **{n: getattr(args, n) for n in _LOADED_AS if getattr(args, n) is not None},
+        **({"from_pretrained": kwargs} if (kwargs := identity_kwargs(args)) else {}),
     }
+
+
+_LOADED_AS = ("subfolder", "delta", "gguf_file", "prefix_token_id", "chat_template_args")
+"""lm-eval's hf args that change what the model computes or is asked, in its identity when
+set (so caches written before they existed stay valid)."""
 
 
 def provenance_of(
@@ -70,7 +78,10 @@ def chat_template_of(args: HFArgs, tokenizer: Any) -> TokenizerChatTemplate:
         missing=f"--model hf: the tokenizer of {args.tokenizer or args.pretrained!r} "
         "has no chat template; run without a chat template or use an instruction-tuned "
         "model's tokenizer (tokenizer=...).",
-        template_args={} if enable is None else {"enable_thinking": enable},
+        template_args={
+            **(args.chat_template_args or {}),
+            **({} if enable is None else {"enable_thinking": enable}),
+        },
     )
 
 

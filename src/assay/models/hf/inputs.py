@@ -7,6 +7,7 @@ expect: the images of every row, one after the other, matched to the image token
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,3 +36,22 @@ def joined(inputs: Sequence[ExtraInputs | None], device: Any) -> dict[str, Any]:
         name: torch.cat([i.tensors[name] for i in present if name in i.tensors]).to(device)
         for name in names
     }
+
+
+def cache_keyword(model: Any) -> str:
+    """The forward keyword of `model`'s key/value cache: `cache` where transformers renamed it
+    (passing the old `past_key_values` prints a FutureWarning on every call), else
+    `past_key_values`."""
+    model_class: Any = type(model)
+    return _cache_keyword(model_class)
+
+
+@functools.cache
+def _cache_keyword(model_class: Any) -> str:
+    import inspect
+
+    try:
+        parameters = inspect.signature(model_class.forward).parameters
+    except (AttributeError, TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in parameters else "past_key_values"

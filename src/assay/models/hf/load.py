@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError, ModelError
-from assay.models.hf.args import HFArgs
+from assay.models.hf.args import FROM_PRETRAINED, HFArgs
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,7 @@ def read_files(args: HFArgs) -> ModelFiles:
         "read the model config of", args.pretrained, _load_config, args.pretrained, args
     )
     _check_causal(config, args.pretrained)
+    _check_config_overrides(config, args)
     tokenizer = _guarded(
         "load the tokenizer of",
         args.tokenizer or args.pretrained,
@@ -88,6 +89,8 @@ def load(args: HFArgs) -> Loaded:
     if args.parallelize or args.device_map or args.quantized:
         # accelerate placed the weights: inputs go where the first layers are.
         device = model.device
+    if args.delta:
+        _guarded("add the delta weights of", args.delta, _apply_delta, model, args, dtype)
     if args.peft:
         model = _guarded("apply the PEFT adapter", args.peft, _apply_peft, model, tokenizer, args)
     model.eval()
@@ -191,8 +194,30 @@ def _load_config(source: str, args: HFArgs) -> Any:
             "save_pretrained()."
         )
     return AutoConfig.from_pretrained(
-        source, revision=args.revision, trust_remote_code=args.trust_remote_code
+        source, revision=args.revision, trust_remote_code=args.trust_remote_code, **_located(args)
     )
+
+
+def _located(args: HFArgs) -> dict[str, Any]:
+    """Where in the source the checkpoint is: subfolder, GGUF file (when given)."""
+    return {k: v for k, v in (("subfolder", args.subfolder), ("gguf_file", args.gguf_file)) if v}
+
+
+def _check_config_overrides(config: Any, args: HFArgs) -> None:
+    """Model args passed on to from_pretrained must be its keywords or settings of this
+    model's config: transformers would otherwise store a typo on the config unnoticed."""
+    unknown = [
+        k
+        for k in (args.from_pretrained or {})
+        if k not in FROM_PRETRAINED and not hasattr(config, k)
+    ]
+    if unknown:
+        raise ConfigError(
+            f"--model hf: unknown model arg(s) {', '.join(map(repr, unknown))}: neither an hf "
+            "backend argument, a from_pretrained keyword "
+            f"({', '.join(sorted(FROM_PRETRAINED))}) nor a setting of {args.pretrained!r}'s "
+            f"config ({type(config).__name__})."
+        )
 
 
 def _check_causal(config: Any, source: str) -> None:
@@ -211,6 +236,8 @@ def _load_tokenizer(source: str, args: HFArgs) -> Any:
     kwargs: dict[str, Any] = {
         "revision": args.revision,
         "trust_remote_code": args.trust_remote_code,
+        "use_fast": args.use_fast_tokenizer,
+        **_located(args),
     }
     if args.add_bos_token is not None:
         # Passed at construction, as lm-eval does, so the tokenizer's post-processor follows it.
@@ -230,6 +257,8 @@ def _load_model(
     }
     if args.attn_implementation is not None:
         kwargs["attn_implementation"] = args.attn_implementation
+    kwargs.update(_located(args))
+    kwargs.update(args.from_pretrained or {})
     kwargs.update(placement)
     model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
     return model if "device_map" in kwargs else model.to(device)
@@ -244,6 +273,7 @@ def placement_kwargs(args: HFArgs, device: Any) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     if args.parallelize or args.device_map:
         kwargs["device_map"] = args.device_map or "auto"
+        kwargs.update(_spill(args))
     elif device.type != "cpu" or args.quantized:
         kwargs["device_map"] = {"": str(device)}
     if args.quantized:
@@ -264,6 +294,38 @@ def placement_kwargs(args: HFArgs, device: Any) -> dict[str, Any]:
                 )
             kwargs["quantization_config"] = BitsAndBytesConfig(**settings)
     return kwargs
+
+
+def _spill(args: HFArgs) -> dict[str, Any]:
+    """lm-eval's parallelize limits: max_memory per visible GPU and for the CPU, and the
+    folder of weights offloaded to disk."""
+    import torch
+
+    memory: dict[Any, str] = {}
+    if args.max_memory_per_gpu is not None:
+        memory.update(dict.fromkeys(range(torch.cuda.device_count()), args.max_memory_per_gpu))
+    if args.max_cpu_memory is not None:
+        memory["cpu"] = args.max_cpu_memory
+    kwargs: dict[str, Any] = {"max_memory": memory} if memory else {}
+    if args.offload_folder is not None:
+        kwargs["offload_folder"] = args.offload_folder
+    return kwargs
+
+
+def _apply_delta(model: Any, args: HFArgs, dtype: Any) -> None:
+    """Add the delta checkpoint's weights to the model's, parameter by parameter (lm-eval's
+    delta)."""
+    from transformers import AutoModelForCausalLM
+
+    assert args.delta is not None
+    delta = AutoModelForCausalLM.from_pretrained(
+        args.delta, revision=args.revision, dtype=dtype, trust_remote_code=args.trust_remote_code
+    )
+    weights = delta.state_dict()
+    for name, param in model.state_dict().items():
+        if name not in weights:
+            raise ModelError(f"--model hf: delta={args.delta!r} has no weights for {name!r}.")
+        param.data += weights[name].to(param.device)
 
 
 def check_quantization(args: HFArgs) -> None:
@@ -330,7 +392,7 @@ def _use_physical_cores(device: Any) -> None:
 def fingerprint(args: HFArgs, config: Any) -> str:
     """What the weights are: the hub commit, or names, sizes and mtimes of local files."""
     digest = hashlib.sha256()
-    for source in (args.pretrained, args.tokenizer, args.peft):
+    for source in (args.pretrained, args.tokenizer, args.peft, args.delta):
         if not source:
             continue
         path = Path(source).expanduser()

@@ -56,7 +56,7 @@ class HuggingFaceLM(LM):
         self.max_length: int = loaded.max_length
         self.batch_size = args.batch_size
         self._fingerprint = loaded.fingerprint
-        self._view = TokenizerView(self.tokenizer, args.add_bos_token)
+        self._view = TokenizerView(self.tokenizer, args.add_bos_token, args.prefix_token_id)
         self._sizer = BatchSizer(args.batch_size, args.max_batch_size, self.device)
         pad_id = self.tokenizer.pad_token_id
         self.scorer = Scorer(

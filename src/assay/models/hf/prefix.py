@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from assay.models.hf.inputs import cache_keyword
+
 MIN_SHARED_TOKENS = 32
 """Shorter shared prefixes are recomputed: their saving does not pay for a separate pass."""
 
@@ -322,8 +324,8 @@ class PrefixCache:
             self.model(
                 input_ids=ids,
                 position_ids=positions,
-                past_key_values=cache,
                 use_cache=True,
+                **{cache_keyword(self.model): cache},
                 **kwargs,
             )
         layers = [(layer.keys, layer.values) for layer in cache.layers]

@@ -30,7 +30,7 @@ from functools import partial
 from typing import Any
 
 from assay.errors import ModelError
-from assay.models.hf.inputs import ExtraInputs, joined
+from assay.models.hf.inputs import ExtraInputs, cache_keyword, joined
 from assay.models.hf.last_layer import last_feed_forward
 from assay.models.hf.memory import BatchSizer, ModelShape, one_cpu_thread, run_with_backoff
 from assay.models.hf.prefix import PREFIX_KWARG, Prefix, PrefixCache, use_split_attention
@@ -244,7 +244,7 @@ class Scorer:
         if prefix is not None and split:
             kwargs[PREFIX_KWARG] = self.prefixes.layers(prefix, past)  # type: ignore[union-attr]
         elif prefix is not None:
-            kwargs["past_key_values"] = self.prefixes.past(prefix, past, len(rows))  # type: ignore[union-attr]
+            kwargs[cache_keyword(self.model)] = self.prefixes.past(prefix, past, len(rows))  # type: ignore[union-attr]
         if prefix is not None and "position_ids" not in kwargs:
             # One row of positions for the whole batch: rotary tables are built once.
             kwargs["position_ids"] = torch.arange(past, past + width, device=self.device)[None]
@@ -303,7 +303,7 @@ class Scorer:
         import torch
 
         # Rows continuing a cached prefix need the cache; otherwise none is built.
-        kwargs = {"use_cache": "past_key_values" in kwargs, **kwargs}
+        kwargs = {"use_cache": cache_keyword(self.model) in kwargs, **kwargs}
         with torch.inference_mode():
             # Kept positions as flat indices, found on the host: no count read from the device.
             index = to_device(keep.view(-1).nonzero().squeeze(1), self.device)

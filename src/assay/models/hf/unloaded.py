@@ -46,7 +46,7 @@ class UnloadedHF(Unloaded):
         self.max_length = max_length
         self.batch_size = args.batch_size
         self._identity, self._provenance = known, provenance
-        self._view = TokenizerView(tokenizer, args.add_bos_token)
+        self._view = TokenizerView(tokenizer, args.add_bos_token, args.prefix_token_id)
 
     @classmethod
     def read(cls, args: HFArgs) -> UnloadedHF | None:

@@ -145,8 +145,16 @@ class Registry:
 
     def get(self, name: str) -> TaskConfig | GroupConfig:
         """The task or group called `name` (YAML include paths win over built-ins)."""
-        if name.endswith((".yaml", ".yml")) and Path(name).is_file():
-            return self._yaml.from_yaml(Path(name))
+        if name.endswith((".yaml", ".yml")):
+            path = Path(name)
+            if path.is_file():
+                return self._yaml.from_yaml(path)
+            if self.kind(name) is None:  # a path, not a task named like a file
+                what = "a directory" if path.is_dir() else "no such file"
+                raise TaskConfigError(
+                    f"--tasks {name}: {what}. Give the path of a task YAML file, or a task "
+                    "name (`assay tasks list`)."
+                )
         entry = self._yaml.entries().get(name)
         if entry is not None:
             self._announce(name)
