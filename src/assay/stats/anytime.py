@@ -54,6 +54,7 @@ from typing import Literal
 import numpy as np
 
 from assay.errors import ConfigError
+from assay.stats.value_range import check_range
 
 AnytimeMethod = Literal["betting", "eb"]
 METHODS: tuple[str, ...] = ("betting", "eb")
@@ -99,7 +100,7 @@ def confidence_sequence(
     been seen at each look (default: one look after the last). The bounds hold at every look
     simultaneously with probability `confidence_level`.
     """
-    low, high = _check_range(value_range)
+    low, high = check_range(value_range)
     alpha = _alpha(confidence_level)
     if method not in METHODS:
         raise ConfigError(f"anytime method {method!r} is not one of {list(METHODS)}")
@@ -166,7 +167,7 @@ def paired_confidence_sequence(
     b = np.asarray(scores_b, dtype=float)
     if a.shape != b.shape:
         raise ValueError(f"paired scores differ in length: {len(a)} vs {len(b)}")
-    low, high = _check_range(value_range)
+    low, high = check_range(value_range)
     width = high - low
     return confidence_sequence(
         a - b,
@@ -176,18 +177,6 @@ def paired_confidence_sequence(
         looks=looks,
         method=method,
     )
-
-
-def _check_range(value_range: Sequence[float]) -> tuple[float, float]:
-    try:
-        low, high = (float(v) for v in value_range)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(
-            f"value_range must be a (min, max) pair of numbers, got {value_range!r}"
-        ) from exc
-    if not low < high:
-        raise ConfigError(f"value_range must have min < max, got {value_range!r}")
-    return low, high
 
 
 def _alpha(confidence_level: float) -> float:

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from assay.errors import ConfigError
 from assay.stats.normal import two_sided_z
+from assay.stats.value_range import check_range
 
 Strategy = Literal["normal", "wilson", "hoeffding", "anytime"]
 STRATEGIES: tuple[str, ...] = ("normal", "wilson", "hoeffding", "anytime")
@@ -205,18 +206,6 @@ def hoeffding_margin(
     return width * math.sqrt(math.log(2.0 / alpha) * rho / (2.0 * n))
 
 
-def _check_range(value_range: Sequence[float]) -> tuple[float, float]:
-    try:
-        low, high = (float(v) for v in value_range)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(
-            f"value_range must be a (min, max) pair of numbers, got {value_range!r}"
-        ) from exc
-    if not low < high:
-        raise ConfigError(f"value_range must have min < max, got {value_range!r}")
-    return low, high
-
-
 def mean_interval(
     mean: float,
     n: int,
@@ -231,7 +220,7 @@ def mean_interval(
     `variance` is the observed per-row sample variance; without it the normal strategy uses the
     bound variance (see module docstring).
     """
-    low, high = _check_range(value_range)
+    low, high = check_range(value_range)
     level = settings.confidence_level
     if settings.strategy == "anytime":
         raise ValueError("the anytime strategy needs the scores in order: use assay.stats.anytime")
@@ -311,7 +300,7 @@ def total_interval(
 
     `value_range` is the range of one row's contribution (e.g. (0, 1) for a correct/incorrect count).
     """
-    low, high = _check_range(value_range)
+    low, high = check_range(value_range)
     per_row = mean_interval(
         total / n if n else 0.0,
         n,
@@ -349,7 +338,7 @@ def paired_difference(
     """
     if len(scores_a) != len(scores_b):
         raise ValueError(f"paired scores differ in length: {len(scores_a)} vs {len(scores_b)}")
-    low, high = _check_range(value_range)
+    low, high = check_range(value_range)
     running = RunningEstimate()
     running.extend(a - b for a, b in zip(scores_a, scores_b))
     width = high - low

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from assay.errors import ModelError
 from assay.models.base import LM, ModelProvenance, TokenCounter, register_model
@@ -46,6 +46,9 @@ class HuggingFaceLM(LM):
         batch_sizes: batch sizes picked by batch_size=auto, in the order they were chosen.
         model, tokenizer: the loaded transformers objects.
     """
+
+    backend_name: ClassVar[str] = "hf"
+    """The --model name its messages give."""
 
     def __init__(self, args: HFArgs) -> None:
         loaded = load(args)
@@ -119,17 +122,7 @@ class HuggingFaceLM(LM):
     def generate_until(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
         """Generations per request, cut at the first stop string, in request order: finish
         reason, answer token count and, for a reasoning model, its thinking apart."""
-        texts = [self._prompt_text(r.prompt) for r in requests]
-        groups: dict[GenParams, list[int]] = {}
-        for i, request in enumerate(requests):
-            groups.setdefault(request.params, []).append(i)
-        for params in groups:  # every problem surfaces before any compute
-            self._generator.sampling(params)
-            if params.max_gen_toks >= self.max_length and not params.fit_context:
-                raise ModelError(
-                    f"--model hf: max_gen_toks={params.max_gen_toks} leaves no room for the "
-                    f"prompt in max_length={self.max_length}; lower max_gen_toks or raise max_length."
-                )
+        texts, groups = self._generation_groups(requests)
         out: list[Generation] = [Generation("")] * len(requests)
         for params, members in groups.items():
             limits = None
@@ -154,6 +147,25 @@ class HuggingFaceLM(LM):
             for i, text in zip(members, generated, strict=True):
                 out[i] = text
         return out
+
+    def _generation_groups(
+        self, requests: Sequence[GenerateRequest]
+    ) -> tuple[list[str], dict[GenParams, list[int]]]:
+        """The requests' prompt texts, and their indices grouped by generation settings, each
+        group's settings checked before any compute."""
+        texts = [self._prompt_text(r.prompt) for r in requests]
+        groups: dict[GenParams, list[int]] = {}
+        for i, request in enumerate(requests):
+            groups.setdefault(request.params, []).append(i)
+        for params in groups:
+            self._generator.sampling(params)
+            if params.max_gen_toks >= self.max_length and not params.fit_context:
+                raise ModelError(
+                    f"--model {self.backend_name}: max_gen_toks={params.max_gen_toks} leaves no "
+                    f"room for the prompt in max_length={self.max_length}; lower max_gen_toks or "
+                    "raise max_length."
+                )
+        return texts, groups
 
     def chat_template(self) -> TokenizerChatTemplate:
         """The tokenizer's chat template (BOS included when the template writes it)."""

@@ -52,7 +52,6 @@ from assay.prompts.chat import Message, TokenizerChatTemplate, template_sha256
 from assay.requests.types import (
     GenerateRequest,
     Generation,
-    GenParams,
     LoglikelihoodRequest,
     LoglikelihoodResult,
 )
@@ -168,6 +167,7 @@ class HFMultimodalLM(HuggingFaceLM):
     """
 
     accepts_images = True
+    backend_name = BACKEND
 
     def __init__(self, args: MultimodalArgs) -> None:
         # Not HuggingFaceLM.__init__: the model and its processor load differently.
@@ -225,18 +225,7 @@ class HFMultimodalLM(HuggingFaceLM):
 
     def generate_until(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
         """Generations per request (its images shown), cut at the first stop string."""
-        texts = [self._prompt_text(r.prompt) for r in requests]
-        groups: dict[GenParams, list[int]] = {}
-        for i, request in enumerate(requests):
-            groups.setdefault(request.params, []).append(i)
-        for params in groups:  # every problem surfaces before any compute
-            self._generator.sampling(params)
-            if params.max_gen_toks >= self.max_length and not params.fit_context:
-                raise ModelError(
-                    f"--model {BACKEND}: max_gen_toks={params.max_gen_toks} leaves no room for "
-                    f"the prompt in max_length={self.max_length}; lower max_gen_toks or raise "
-                    "max_length."
-                )
+        texts, groups = self._generation_groups(requests)
         out: list[Generation] = [Generation("")] * len(requests)
         for params, members in groups.items():
             # lighteval's rule (fit_context) keeps the prompt whole and generates what room it
