@@ -446,6 +446,13 @@ def _sandbox_policy(settings: RunSettings, tasks: Sequence[Task]) -> SandboxPoli
     line on stderr saying what it isolates; the unchecked default when no task runs code."""
     policy = SandboxPolicy(settings.sandbox, settings.sandbox_image, settings.sandbox_workers)
     routes = {task.name: code_route(task.config) for task in tasks if task.config.unsafe_code}
+    if routes and settings.predict_only:
+        print(
+            f"assay: --predict-only: nothing is scored, so no model-written code runs "
+            f"({', '.join(routes)}).",
+            file=sys.stderr,
+        )
+        return policy
     if not any(route.sandboxed for route in routes.values()):
         for name, route in routes.items():  # the task's own code runs them, not the sandbox
             print(describe_code_route(name, route, policy.mode), file=sys.stderr)

@@ -9,8 +9,12 @@ holding no secrets, inside one of these modes (`--sandbox`):
   read-only view of the interpreter and standard library, a private /tmp as the only writable
   path, no home folder or checkout, no other processes, seccomp (`_bwrap.py`);
 - `docker`: a fresh container of an image the user names (`_docker.py`);
-- `rlimits`: the limits alone, on the host, in a temporary folder; `none`: not even those
-  (`_local.py`). Neither blocks the network nor reads of the user's files.
+- `rlimits`: the limits alone, on the host, in a temporary folder, under a supervisor that ends
+  every process the program starts; `none`: not even the limits (`_local.py`). Neither blocks
+  the network nor reads of the user's files; assay's own environment is made unreadable.
+
+In every mode a program passes only when its code returned (the bootstrap writes back a nonce
+after it, `_child.py`), never on its exit status alone.
 
 `policy.ISOLATION` says what each mode isolates. `run_many` runs many programs on a bounded
 pool of workers, results in input order; each result says how the run ended (`Outcome`).

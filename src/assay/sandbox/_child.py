@@ -98,22 +98,36 @@ def _reap_all() -> None:
 
     me = os.getpid()
     for _ in range(500):
-        for pid in _children(me):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
         try:
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass
         except ChildProcessError:
             return
+        for pid in _children(me):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         time.sleep(0.01)
+
+
+def _remove(folder: str) -> None:
+    """Delete `folder` and what the program left in it, as far as permissions allow (without
+    shutil, whose import costs more than a program's start-up)."""
+    for root, folders, files in os.walk(folder, topdown=False):
+        for name in files:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(root, name))
+        for name in folders:
+            path = os.path.join(root, name)
+            with contextlib.suppress(OSError):
+                os.unlink(path) if os.path.islink(path) else os.rmdir(path)
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)
 
 
 def _supervise(argv: list[str]) -> list[str]:
     """Become the program's supervisor; returns, in the program's process only, the
     bootstrap's own arguments."""
     import ctypes
-    import shutil
     import signal
 
     assay, tmp_parent, rest = int(argv[0]), argv[1], argv[2:]
@@ -123,7 +137,7 @@ def _supervise(argv: list[str]) -> list[str]:
 
     def finish(status: int) -> None:
         _reap_all()
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove(folder)
         os._exit(status)
 
     signal.signal(signal.SIGTERM, lambda *_: finish(128 + signal.SIGTERM))

@@ -203,7 +203,7 @@ def execute(launch: Launch, code: str, limits: Limits) -> SandboxResult:
         process.wait(timeout=limits.timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-    if launch.supervised:
+    if launch.supervised and process.returncode is None:  # still running: time is up
         kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=_SUPERVISOR_GRACE_S)

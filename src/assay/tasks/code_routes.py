@@ -32,6 +32,9 @@ class CodeRoute:
     route: Route
     files: tuple[str, ...]
     """The task's own Python files that score it (none for assay's code metrics)."""
+    runs_code: tuple[str, ...] = ()
+    """Where those files could run code themselves ("utils.py:12 exec"): a task module that
+    holds code_eval but also does this is not shown to send every program to the sandbox."""
 
     @property
     def sandboxed(self) -> bool:
@@ -67,9 +70,52 @@ def code_route(config: TaskConfig) -> CodeRoute:
     )
     if not own and scorers:
         return CodeRoute("assay", ())
+    runs_code = tuple(found for file in files for found in code_runners(file))
+    if runs_code:
+        return CodeRoute("in_process", files, runs_code)
     if _names_code_eval(config) or any(holds_code_eval(getattr(f, "__globals__", {})) for f in own):
         return CodeRoute("code_eval", files)
     return CodeRoute("in_process", files)
+
+
+_RUNNING_GLOBALS = frozenset({"exec", "eval", "compile", "__import__", "breakpoint"})
+_RUNNING_MODULES = frozenset(
+    {"subprocess", "multiprocessing", "ctypes", "runpy", "pty", "code", "codeop", "importlib"}
+)
+_RUNNING_ATTRIBUTES = frozenset(
+    {"system", "popen", "fork", "forkpty", "execv", "execve", "execvp", "execvpe", "execl",
+     "execle", "execlp", "spawnv", "spawnve", "spawnl", "posix_spawn", "posix_spawnp", "Popen",
+     "run_path", "run_module", "import_module", "exec_module"}
+)  # fmt: skip
+
+
+def code_runners(file: str) -> list[str]:
+    """Where the Python file `file` could run code of its own: calls of exec, eval, compile or
+    __import__, imports of subprocess, multiprocessing, ctypes, runpy ..., and os.system /
+    fork / exec* / spawn* / Popen ("utils.py:12 exec"). A file that cannot be read counts as
+    one that could."""
+    import dis
+    from pathlib import Path
+
+    try:
+        code = compile(Path(file).read_bytes(), file, "exec")
+    except (OSError, SyntaxError, ValueError):
+        return [f"{file}: cannot be read to check"]
+    found: list[str] = []
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        stack += [c for c in current.co_consts if hasattr(c, "co_code")]
+        for ins in dis.get_instructions(current):
+            name = ins.argval if isinstance(ins.argval, str) else ""
+            if (
+                (ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and name in _RUNNING_GLOBALS)
+                or (ins.opname == "IMPORT_NAME" and name.split(".")[0] in _RUNNING_MODULES)
+                or (ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and name in _RUNNING_ATTRIBUTES)
+            ):
+                line = ins.positions.lineno if ins.positions else None
+                found.append(f"{Path(file).name}:{line} {name}")
+    return sorted(set(found))
 
 
 def describe(name: str, route: CodeRoute, where: str) -> str:
@@ -83,9 +129,14 @@ def describe(name: str, route: CodeRoute, where: str) -> str:
             f"assay serves itself: each runs in the {where} sandbox. The task's own Python "
             f"({files}) runs in this process."
         )
+    how = (
+        f"may run code itself ({', '.join(route.runs_code[:5])}), so assay cannot show that "
+        "every model-written program goes to its sandbox: treat them as running"
+        if route.runs_code
+        else "runs model-written code its own way, not through code_eval, so"
+    )
     return (
-        f"assay: task {name}: its own Python ({files}) runs model-written code its own way, "
-        "not through code_eval, so in this process and NOT in the sandbox: nothing is isolated "
-        "(network, your files, your environment and keys, memory, processes). "
-        "--confirm-run-unsafe-code accepts that."
+        f"assay: task {name}: its own Python ({files}) {how} in this process and NOT in the "
+        "sandbox: nothing is isolated (network, your files, your environment and keys, "
+        "memory, processes). --confirm-run-unsafe-code accepts that."
     )
