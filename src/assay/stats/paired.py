@@ -127,27 +127,50 @@ def paired_mean(
     if binary and clusters is None and discordant < SPARSE_DISCORDANT:
         return _within_range(_exact_binary(mean_a, mean_b, d, confidence, mcnemar_p), True)
     df = None
+    note = None
     if clusters is not None:
         stderr = math.sqrt(cr2_variance_of_mean(d, clusters))
         df = None if count is None or count < 2 else cluster_degrees_of_freedom(count)
+        if stderr == 0:
+            # Every cluster has the same mean difference: no spread between the independent
+            # units, so no clustered variance (0 would claim the difference is known).
+            stderr = math.nan
+            note = (
+                f"all {count} clusters have the same mean difference: with no spread between "
+                "clusters the clustered variance cannot be estimated, so there is no stderr, "
+                "interval or MDE"
+            )
     else:
         stderr = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    if math.isnan(stderr) and note is None:
+        note = _no_stderr_reason(n, count)
     result = _normal_result(
         n,
         mean_a,
         mean_b,
         stderr,
         confidence,
-        no_difference=False,
+        no_difference=note is not None and mean_b - mean_a == 0,
         mcnemar_p=mcnemar_p,
         clusters=count,
         method=method,
-        note=_no_stderr_reason(n, count) if math.isnan(stderr) else None,
+        note=note,
         df=df,
     )
     if binary and not math.isnan(stderr):
         result = replace(result, mde=binary_mde(stderr, n, confidence))
+    elif clusters is None and result.note is None and n < SMALL_NORMAL:
+        result = replace(
+            result,
+            note=f"{n} docs: below {SMALL_NORMAL} the normal interval on values that are not "
+            "0/1 covers less than it claims (87 % at 5 docs, benchmarks/coverage_atlas.py): "
+            "the interval, p-value and MDE are optimistic",
+        )
     return _within_range(result, binary)
+
+
+SMALL_NORMAL = 30
+"""Docs below which the normal interval of a mean of values that are not 0/1 is marked."""
 
 
 SPARSE_DISCORDANT = 25
