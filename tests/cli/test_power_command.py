@@ -80,7 +80,9 @@ def test_two_runs_without_spread_plan_on_the_exact_bound_not_on_zero(tmp_path, c
     assert "not estimable: all 12 paired differences are 0 (no spread)" in out
     assert f"in its place: {share:.6g}, an upper bound from the Clopper-Pearson 95% bound" in out
     assert re.search(rf"^  1 +{_needed(share, 0.05)}$", out, re.M)
-    mde = (1.959963984540054 + 0.8416212335729143) * math.sqrt(share / 12)
+    z = 1.959963984540054 + 0.8416212335729143
+    # The MDE is no smaller than the variance floor d(1-d) of a 0/1 difference allows.
+    mde = max(z * math.sqrt(share / 12), z * z / (12 + z * z))
     assert f"(1 sample each): {mde:.4g} (from the variance in its place)" in out
     assert (
         not re.search(r"^  1 +1$", out, re.M)
@@ -125,3 +127,31 @@ def test_assumptions_beside_runs_that_measure_the_variance_are_refused(tmp_path,
     argv = ["power", "--accuracy", "0.5", "--correlation", "1", "--difference", "0.1"]
     assert main(argv) == 2
     assert "no difference to detect" in capsys.readouterr().err
+
+
+def test_all_wrong_runs_plan_on_the_variance_floor_the_difference_implies(tmp_path, capsys):
+    # 1,000 all-wrong docs bound the variance near 0.003, but a true difference of 0.05 between
+    # 0/1 scores means 5 % of docs differ: Var(d) >= 0.05 * 0.95, about 149 docs, not 10.
+    paths = [str(_run(tmp_path / n, [0.0] * 1000)) for n in ("a", "b")]
+    assert main(["power", *paths, "--difference", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "planned on 0.0475: 0/1 scores that differ by 0.05" in out
+    needed = int(re.search(r"^  1 +(\d+)$", out, re.M).group(1))  # type: ignore[union-attr]
+    assert needed == _needed(0.05 * 0.95, 0.05) and needed >= 140
+
+
+def test_differences_equal_up_to_rounding_are_no_spread_not_one_doc(tmp_path, capsys):
+    a = [0.2, 0.5, 0.7, 0.1, 0.3]
+    b = [0.4, 0.7, 0.9, 0.3, 0.5]  # every difference is 0.2 up to the last bit
+    paths = [str(_run(tmp_path / "a", a)), str(_run(tmp_path / "b", b))]
+    assert main(["power", *paths, "--difference", "0.05"]) == 2
+    err = capsys.readouterr().err
+    assert "all 5 paired differences are 0.2 (no spread)" in err and "not 0/1" in err
+
+
+def test_mde_beyond_the_range_of_0_1_scores_is_no_mde(tmp_path, capsys):
+    paths = [str(_run(tmp_path / n, [0.0, 1.0])) for n in ("a", "b")]
+    assert main(["power", *paths, "--difference", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "MDE with the current 2 docs (1 sample each): none:" in out
+    assert "exceeds 1, the largest difference of 0/1 scores" in out

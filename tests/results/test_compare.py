@@ -184,13 +184,19 @@ def test_rows_estimated_carry_no_note(tmp_path):
     assert "†" not in render_text(report)
 
 
-def _miller(d: np.ndarray, clusters: list[Any]) -> float:
+def _cr2(d: np.ndarray, clusters: list[Any]) -> float:
+    """CR2 by its matrix definition: V = (1/n²) Σ_g 1ᵀ(I - H_gg)^(-1/2) e_g e_gᵀ (...)1 with
+    H_gg = J/n, computed with numpy's eigendecomposition (not the closed form assay uses)."""
     n = len(d)
     e = d - d.mean()
-    cross = sum(
-        e[i] * e[j] for i in range(n) for j in range(n) if i != j and clusters[i] == clusters[j]
-    )
-    return math.sqrt(d.var(ddof=1) / n + cross / n**2)
+    total = 0.0
+    for label in dict.fromkeys(clusters):
+        rows = [i for i in range(n) if clusters[i] == label]
+        size = len(rows)
+        values, vectors = np.linalg.eigh(np.eye(size) - np.ones((size, size)) / n)
+        adjust = vectors @ np.diag(values**-0.5) @ vectors.T
+        total += float(np.ones(size) @ adjust @ e[rows]) ** 2
+    return math.sqrt(total / n**2)
 
 
 def test_docs_sharing_a_passage_widen_the_interval(tmp_path):
@@ -207,9 +213,10 @@ def test_docs_sharing_a_passage_widen_the_interval(tmp_path):
     row = compare_runs([read_run(run_a), read_run(run_b)]).comparisons[0]
     d = np.asarray(b) - np.asarray(a)
     assert row.method == "paired-clustered" and row.clusters == 20
-    assert row.stderr == pytest.approx(_miller(d, passages), rel=1e-12)
+    assert row.stderr == pytest.approx(_cr2(d, passages), rel=1e-12)
     assert row.stderr > 2 * stats.sem(d)
-    assert row.ci_high - row.ci_low == pytest.approx(2 * Z95 * row.stderr)
+    # Read against t(G - 1), wider than the normal's 1.96 with 20 clusters.
+    assert row.ci_high - row.ci_low == pytest.approx(2 * stats.t.ppf(0.975, 19) * row.stderr)
     # --cluster-by FIELD chooses the field for every task (here: each doc alone).
     alone = compare_runs(
         [read_run(run_a), read_run(run_b)],
@@ -315,7 +322,8 @@ def test_groups_pool_their_tasks_docs(tmp_path):
     weighted = (30 * rows["t1"].diff + 50 * rows["t2"].diff) / 80
     assert group.diff == pytest.approx(weighted) == pytest.approx(pooled.mean())
     assert group.stderr == pytest.approx(stats.sem(pooled), rel=1e-12)
-    assert group.method == "paired"
+    # Fewer than 25 of the 80 docs differ: the exact interval and McNemar's exact test.
+    assert group.method == ("paired-exact" if (pooled != 0).sum() < 25 else "paired")
 
 
 def test_an_unweighted_group_averages_its_tasks(tmp_path):
@@ -390,14 +398,14 @@ def test_lm_eval_run_folders_compare_doc_by_doc():
     pa = np.asarray(_lm_eval_values(1, "fxc_passages", "acc"))
     pb = np.asarray(_lm_eval_values(2, "fxc_passages", "acc"))
     row = rows[("fxc_passages", "acc")]
-    assert row.clusters == 6 and row.stderr == pytest.approx(_miller(pb - pa, passages))
+    assert row.clusters == 6 and row.stderr == pytest.approx(_cr2(pb - pa, passages))
     # The group pools both tasks' docs; clusters are the passages and the single yesno docs.
     group = rows[("fxc", "acc")]
     pooled = np.concatenate([pb - pa, b - a])
     labels = passages + [f"yesno{i}" for i in range(16)]
     assert group.n == 34 and group.clusters == 22
     assert group.diff == pytest.approx(pooled.mean())
-    assert group.stderr == pytest.approx(_miller(pooled, labels), rel=1e-12)
+    assert group.stderr == pytest.approx(_cr2(pooled, labels), rel=1e-12)
     # f1 is lm-eval's corpus-level f1 over (gold, pred) pairs: bootstrapped.
     f1_row = rows[("fxc_yesno", "f1")]
     fa, fb = _lm_eval_values(1, "fxc_yesno", "f1"), _lm_eval_values(2, "fxc_yesno", "f1")
@@ -458,7 +466,7 @@ def test_aggregations_named_by_results_files(tmp_path):
         ]
         (folder / "results.json").write_text(json.dumps(results))
     report = compare_runs([read_run(f) for f in folders])
-    assert [(c.metric, c.method) for c in report.comparisons] == [("acc", "paired")]
+    assert [c.metric for c in report.comparisons] == ["acc"]
     [note] = report.pairs[0].skipped
     assert (
         note

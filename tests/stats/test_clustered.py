@@ -9,7 +9,12 @@ import pytest
 import statsmodels.api as sm
 from scipy import stats
 
-from assay.stats.clustered import cluster_count, clustered_stderr, clustered_variance_of_mean
+from assay.stats.clustered import (
+    cluster_count,
+    clustered_stderr,
+    clustered_variance_of_mean,
+    cr2_variance_of_mean,
+)
 
 
 def _statsmodels_cluster_variance(values: np.ndarray, groups: np.ndarray) -> float:
@@ -61,3 +66,16 @@ def test_fewer_than_two_values_have_no_standard_error():
     assert math.isnan(clustered_stderr([1.0], ["a"]))
     with pytest.raises(ValueError, match="3 values but 2 cluster labels"):
         clustered_variance_of_mean([1.0, 2.0, 3.0], ["a", "b"])
+
+
+def test_cr2_is_the_plain_variance_for_singletons_and_scales_cr0_for_equal_clusters():
+    rng = np.random.default_rng(4)
+    values = rng.normal(size=24)
+    assert cr2_variance_of_mean(values, list(range(24))) == pytest.approx(
+        float(np.var(values, ddof=1)) / 24, rel=1e-12
+    )
+    groups = [i // 6 for i in range(24)]  # 4 clusters of 6
+    sums = np.bincount(groups, weights=values - values.mean())
+    cr0 = float(sums @ sums) / 24**2
+    assert cr2_variance_of_mean(values, groups) == pytest.approx(cr0 * 4 / 3, rel=1e-12)
+    assert math.isnan(cr2_variance_of_mean(values, [0] * 24))

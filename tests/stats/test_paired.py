@@ -10,7 +10,7 @@ from scipy import stats
 from sklearn.metrics import f1_score
 from statsmodels.stats.contingency_tables import mcnemar
 
-from assay.stats.clustered import clustered_stderr
+from assay.stats.clustered import cr2_variance_of_mean
 from assay.stats.paired import mcnemar_exact, paired_bootstrap, paired_mean
 
 
@@ -55,7 +55,13 @@ def test_identical_runs_have_no_estimated_stderr_but_an_exact_bound():
     assert math.isnan(result.stderr)
     assert result.ci_low == pytest.approx(-share) and result.ci_high == pytest.approx(share)
     assert share == pytest.approx(3 / 200, rel=0.01)  # the rule of three
-    assert result.mde == pytest.approx(2.8016 * math.sqrt(share / 200), rel=1e-4)
+    # The MDE is the larger of the bound's and the one the variance floor δ(1 - δ) of a 0/1
+    # difference allows, z²/(n + z²) with z = 2.8016: the floor is larger here.
+    z2 = 2.8016**2
+    assert result.mde == pytest.approx(
+        max(2.8016 * math.sqrt(share / 200), z2 / (200 + z2)), rel=1e-4
+    )
+    assert result.mde == pytest.approx(z2 / (200 + z2), rel=1e-4)
     assert result.method == "paired-exact-bound"
     assert "Clopper-Pearson 95% upper bound" in (result.note or "")
 
@@ -105,10 +111,10 @@ def test_clustered_form_replaces_the_standard_error():
     groups = [i // 4 for i in range(120)]
     result = paired_mean(a, b, clusters=groups)
     d = np.asarray(b) - np.asarray(a)
-    assert result.stderr == pytest.approx(clustered_stderr(d, groups), rel=1e-12)
+    assert result.stderr == pytest.approx(math.sqrt(cr2_variance_of_mean(d, groups)), rel=1e-12)
     assert result.clusters == 30 and result.method == "paired-clustered"
-    z = stats.norm.ppf(0.975)
-    assert result.ci_high - result.ci_low == pytest.approx(2 * z * result.stderr)
+    t = stats.t.ppf(0.975, 29)  # CR2 is read against t(G - 1)
+    assert result.ci_high - result.ci_low == pytest.approx(2 * t * result.stderr)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 5])

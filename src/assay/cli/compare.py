@@ -105,7 +105,9 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         path = Path(args.json)
         try:
-            path.write_text(json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n")
+            path.write_text(
+                json.dumps(report.as_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+            )
         except OSError as exc:
             raise ConfigError(f"--json {path}: cannot write ({exc.strerror}).") from None
         print(f"\ncomparisons written to {path}")

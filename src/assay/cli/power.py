@@ -62,42 +62,68 @@ class _Variance:
     """Docs of the runs it came from (0: none), for the current MDE."""
     unestimated: str | None = None
     """Why the runs do not estimate the variance, when `value` is a substitute for it."""
+    binary: bool = False
+    """Whether the scores are 0/1 (then the difference to detect floors the variance)."""
 
 
 def main(args: argparse.Namespace) -> int:
     """Print the docs needed per repeats, and the current MDE."""
-    from assay.stats.power import docs_needed, mde, with_repeats
+    from assay.stats.power import binary_mde, binary_variance_floor, docs_needed, mde, with_repeats
 
     repeats = _repeats(args.repeats)
     variance = _diff_variance(args)
-    if not 0 <= 2 * args.within_variance <= variance.value:
-        raise ConfigError(
-            f"--within-variance {args.within_variance}: must lie between 0 and half the "
-            f"variance of the per-doc differences ({variance.value:.4g})."
-        )
     if args.difference == 0:
         raise ConfigError("--difference: give the nonzero difference to detect, e.g. 0.02.")
+    if variance.binary and not abs(args.difference) < 1:
+        raise ConfigError(
+            f"--difference {args.difference:g}: 0/1 scores differ by less than 1; give a "
+            "difference between -1 and 1 (exclusive), e.g. 0.05."
+        )
+    floor = binary_variance_floor(args.difference) if variance.binary else 0.0
+    planned = max(variance.value, floor)
+    if not 0 <= 2 * args.within_variance <= planned:
+        raise ConfigError(
+            f"--within-variance {args.within_variance}: must lie between 0 and half the "
+            f"variance of the per-doc differences ({planned:.4g})."
+        )
     level = f"{args.power:.0%} power at {args.confidence:.0%} confidence (two-sided)"
     if variance.unestimated is None:
         print(f"variance of the per-doc differences: {variance.value:.6g} ({variance.source})")
     else:
         print(f"variance of the per-doc differences: not estimable: {variance.unestimated}")
         print(f"  in its place: {variance.value:.6g}, {variance.source}")
+    if planned > variance.value:
+        print(
+            f"  planned on {planned:.6g}: 0/1 scores that differ by {abs(args.difference):g} "
+            f"differ on at least that share of docs, so Var(d) >= d(1-d) = {planned:.6g}"
+        )
     print(f"docs needed to detect a difference of {args.difference:g} with {level}:")
     shown = repeats if args.within_variance > 0 else [1]
     print("  repeats per doc  docs needed")
     for k in shown:
         needed = docs_needed(
-            with_repeats(variance.value, args.within_variance, k),
+            with_repeats(planned, args.within_variance, k),
             args.difference,
             args.confidence,
             args.power,
         )
         print(f"  {k:<15}  {needed}")
     if variance.docs:
-        smallest = mde(math.sqrt(variance.value / variance.docs), args.confidence, args.power)
+        stderr = math.sqrt(variance.value / variance.docs)
+        smallest = (
+            binary_mde(stderr, variance.docs, args.confidence, args.power)
+            if variance.binary
+            else mde(stderr, args.confidence, args.power)
+        )
         basis = "" if variance.unestimated is None else " (from the variance in its place)"
-        print(f"MDE with the current {variance.docs} docs (1 sample each): {smallest:.4g}{basis}")
+        current = f"MDE with the current {variance.docs} docs (1 sample each)"
+        if variance.binary and smallest > 1:
+            print(
+                f"{current}: none: {smallest:.4g}{basis} exceeds 1, the largest difference of "
+                "0/1 scores; no difference is detected with this power from these docs"
+            )
+        else:
+            print(f"{current}: {smallest:.4g}{basis}")
     return 0
 
 
@@ -122,7 +148,7 @@ def _diff_variance(args: argparse.Namespace) -> _Variance:
                 "assay power without runs needs --accuracy (the baseline's) and --correlation "
                 "(between the two models' per-doc scores, e.g. 0.5)."
             )
-        return _Variance(*_assumed(args), 0)
+        return _Variance(*_assumed(args), 0, binary=True)
     values = [_scores(path, args) for path in args.runs]
     if len(values) == 1:
         return _one_run(args, values[0])
@@ -142,6 +168,7 @@ def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
     import numpy as np
 
     from assay.stats.exact import bernoulli_variance_bound
+    from assay.stats.paired import no_spread
     from assay.stats.power import paired_diff_variance
 
     path = args.runs[0]
@@ -155,10 +182,12 @@ def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
     correlation = _correlation(args.correlation)
     scores = np.asarray(list(values.values()), dtype=float)
     n = len(scores)
-    if n > 1 and np.ptp(scores) > 0:
+    if n > 1 and not no_spread(scores - scores[0], scores, scores):
         spread = float(scores.var(ddof=1))
         variance = paired_diff_variance(spread, spread, correlation)
-        return _Variance(variance, f"{path}, correlation {args.correlation:g}", n)
+        return _Variance(
+            variance, f"{path}, correlation {args.correlation:g}", n, binary=_binary(scores)
+        )
     seen = f"all {n} scores of {path} are {scores[0]:g}" if n > 1 else f"{path} has one doc"
     if not _binary(scores):
         raise ConfigError(
@@ -174,6 +203,7 @@ def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
         f"correlation {args.correlation:g}",
         n,
         f"{seen} (no spread)",
+        binary=True,
     )
 
 
@@ -183,13 +213,16 @@ def _two_runs(
     import numpy as np
 
     from assay.stats.exact import constant_sample_bound
+    from assay.stats.paired import no_spread
 
     shared = sorted(set(first) & set(second))
     if len(shared) < 2:
         raise ConfigError(f"the two runs share {len(shared)} doc(s) of the task: too few.")
-    d = np.asarray([second[i] - first[i] for i in shared], dtype=float)
+    scores = np.asarray([[first[i], second[i]] for i in shared], dtype=float)
+    d = scores[:, 1] - scores[:, 0]
     n = len(shared)
-    if np.ptp(d) > 0:
+    binary = _binary(scores)
+    if not no_spread(d, scores[:, 0], scores[:, 1]):
         if args.accuracy is not None or args.correlation is not None:
             flag = "--accuracy" if args.accuracy is not None else "--correlation"
             raise ConfigError(
@@ -197,8 +230,10 @@ def _two_runs(
                 "spread); the two runs measure the variance of their differences: leave "
                 f"{flag} out."
             )
-        return _Variance(float(d.var(ddof=1)), f"{n} docs paired between the two runs", n)
-    unestimated = f"all {n} paired differences are {d[0]:g} (no spread)"
+        return _Variance(
+            float(d.var(ddof=1)), f"{n} docs paired between the two runs", n, binary=binary
+        )
+    unestimated = f"all {n} paired differences are {float(np.median(d)):.6g} (no spread)"
     if args.accuracy is not None or args.correlation is not None:
         if args.accuracy is None or args.correlation is None:
             raise ConfigError(
@@ -206,9 +241,8 @@ def _two_runs(
                 "the runs' variance, or neither to use the exact bound."
             )
         value, source = _assumed(args)
-        return _Variance(value, source + " (given)", n, unestimated)
-    scores = np.asarray([[first[i], second[i]] for i in shared], dtype=float)
-    if not _binary(scores):
+        return _Variance(value, source + " (given)", n, unestimated, binary=True)
+    if not binary:
         raise ConfigError(
             f"{unestimated}: their variance cannot be estimated, and the scores are not 0/1, "
             "so no bound stands in. Score more docs, or give --accuracy P and --correlation R "
@@ -222,6 +256,7 @@ def _two_runs(
         "≈ 3/n); or give --accuracy and --correlation to plan on assumptions",
         n,
         unestimated,
+        binary=True,
     )
 
 
@@ -266,6 +301,12 @@ def _scores(path: str, args: argparse.Namespace) -> dict[int, float]:
                 f"--metric {metric!r}: doc {doc_id} of {task} in {path} holds {value!r}, not a "
                 f"per-doc number (metrics: {', '.join(first.get('metrics', []))}). Power "
                 "analysis needs a metric aggregated by mean."
+            )
+        if not math.isfinite(value):
+            raise ConfigError(
+                f"--metric {metric!r}: doc {doc_id} of {task} in {path} holds {value!r}, not a "
+                "finite number: a variance cannot be estimated with it. Choose another metric "
+                "or fix the run."
             )
         values[doc_id] = float(value)
     return values

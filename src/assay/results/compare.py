@@ -156,8 +156,16 @@ def _json_row(comparison: Comparison) -> dict[str, Any]:
 
 
 def _finite(row: dict[str, Any]) -> dict[str, Any]:
-    """NaN (undefined statistics) as null: JSON has no NaN."""
-    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+    """NaN (undefined statistics) and ±inf as null: strict JSON has neither. A value that is
+    infinite, not merely undefined, is named in the row's note."""
+    infinite = [k for k, v in row.items() if isinstance(v, float) and math.isinf(v)]
+    cleaned = {
+        k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()
+    }
+    if infinite:
+        said = f"{', '.join(f'{k} is {row[k]:g}' for k in infinite)} (null here)"
+        cleaned["note"] = said if not row.get("note") else f"{row['note']}; {said}"
+    return cleaned
 
 
 # ---------------------------------------------------------------------- pairs of runs

@@ -116,9 +116,13 @@ def _markdown_row(cells: list[str]) -> str:
 def notes(report: CompareReport) -> list[str]:
     """The lines after the table: significance legend, docs paired, flags, what differs."""
     alpha = 1 - report.confidence
+    tested = sum(1 for c in report.comparisons if c.p_value_holm is not None)
+    untested = len(report.comparisons) - tested
     lines = [
-        f"* significant: Holm-adjusted p < {alpha:.2g} over the {len(report.comparisons)} "
-        "comparisons above. Diff = B - A."
+        f"* significant: Holm-adjusted p < {alpha:.2g} over the {tested} comparisons with a "
+        "p-value above"
+        + (f" ({untested} without one left out of Holm)" if untested else "")
+        + ". Diff = B - A."
     ]
     lines += [
         f"{MARK} {c.task} {c.metric},{c.filter} ({c.a} -> {c.b}): {c.note}."

@@ -83,3 +83,52 @@ def bernoulli_variance_bound(successes: int, trials: int, confidence: float) -> 
         raise ValueError("the bound is for samples without spread: 0 or all successes")
     edge = no_event_upper_bound(trials, confidence)
     return 0.25 if edge >= 0.5 else edge * (1.0 - edge)
+
+
+@dataclass(frozen=True)
+class PairedBinaryInterval:
+    """The exact interval on the mean difference of paired 0/1 scores (`paired_binary_exact`)."""
+
+    low: float
+    high: float
+    p_value: float
+    """McNemar's exact two-sided p-value: the interval excludes 0 exactly when it is below
+    1 - confidence."""
+
+
+def clopper_pearson(events: int, trials: int, confidence: float) -> tuple[float, float]:
+    """The two-sided Clopper-Pearson interval on a proportion after `events` in `trials`."""
+    from scipy.stats import beta
+
+    check_confidence(confidence)
+    tail = (1 - confidence) / 2
+    low = float(beta.ppf(tail, events, trials - events + 1)) if events > 0 else 0.0
+    high = float(beta.ppf(1 - tail, events + 1, trials - events)) if events < trials else 1.0
+    return low, high
+
+
+def paired_binary_exact(
+    only_a: int, only_b: int, n: int, confidence: float
+) -> PairedBinaryInterval:
+    """Interval on p_b - p_a from n paired 0/1 scores of which `only_a` docs only run a got
+    right and `only_b` only run b (1 <= only_a + only_b <= n).
+
+    The difference is ψ·(2π - 1), with ψ the share of docs that differ and π the share of
+    those that favour b. Clopper-Pearson intervals on both (each at `confidence`) bound it:
+    [ψ'·(2π_L - 1), ψ''·(2π_U - 1)], taking the end of ψ's interval that makes each bound
+    extreme. π's interval is the inversion of McNemar's exact test (the binomial test of π =
+    1/2 with the doubled smaller tail), so the interval excludes 0 exactly when that test
+    rejects. Used where few docs differ and the normal interval under-covers
+    (docs/comparing-runs.md, the coverage atlas)."""
+    from scipy.stats import binom
+
+    discordant = only_a + only_b
+    if not 1 <= discordant <= n:
+        raise ValueError(f"need 1..{n} differing docs, got {discordant}")
+    share_low, share_high = clopper_pearson(discordant, n, confidence)
+    favour_low, favour_high = clopper_pearson(only_b, discordant, confidence)
+    lean_low, lean_high = 2 * favour_low - 1, 2 * favour_high - 1
+    low = lean_low * (share_low if lean_low >= 0 else share_high)
+    high = lean_high * (share_high if lean_high >= 0 else share_low)
+    p_value = min(1.0, 2 * float(binom.cdf(min(only_a, only_b), discordant, 0.5)))
+    return PairedBinaryInterval(low, high, p_value)

@@ -188,7 +188,9 @@ def wilson_interval(proportion: float, n_effective: float, z: float) -> tuple[fl
     half = (z / denom) * math.sqrt(
         proportion * (1 - proportion) / n_effective + z * z / (4 * n_effective * n_effective)
     )
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # The interval always holds the observed proportion; at 0 or 1 rounding could put the end
+    # a hair past it (2.8e-17 above 0), so each end is kept on its side of the proportion.
+    return max(0.0, min(proportion, centre - half)), min(1.0, max(proportion, centre + half))
 
 
 def hoeffding_margin(

@@ -23,21 +23,23 @@ bound it gives; the note names the substitute.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from assay.stats.clustered import cluster_count, clustered_stderr
-from assay.stats.exact import constant_sample_bound
+from assay.stats.clustered import cluster_count, cluster_degrees_of_freedom, cr2_variance_of_mean
+from assay.stats.exact import constant_sample_bound, paired_binary_exact
 from assay.stats.normal import check_confidence, two_sided_p, two_sided_z
-from assay.stats.power import mde
+from assay.stats.power import binary_mde, mde
 
 METHOD_PAIRED = "paired"
 METHOD_CLUSTERED = "paired-clustered"
 METHOD_BOOTSTRAP = "paired-bootstrap"
 METHOD_CLUSTER_BOOTSTRAP = "paired-cluster-bootstrap"
+METHOD_EXACT = "paired-exact"
 EXACT_BOUND = "-exact-bound"
 """Suffix of the method of a comparison whose interval is the exact bound of `stats.exact`."""
 
@@ -90,48 +92,167 @@ def paired_mean(
     values the interval is the exact bound of `assay.stats.exact` and the MDE comes from its
     variance bound, otherwise both are NaN; p_value is exactly 1.0 when every difference is 0,
     McNemar's exact (sign test) p-value when they are all +1 or all -1, NaN otherwise.
+    0/1 values with fewer than `SPARSE_DISCORDANT` differing docs (unclustered) get the exact
+    interval and McNemar's exact p-value (`paired_binary_exact`, method paired-exact). With
+    clusters the stderr is CR2's, read against t(G - 1). A value that is not finite leaves
+    every statistic NaN, with a note counting the docs that hold one. For 0/1 values the MDE
+    respects the variance floor δ(1 - δ) and is NaN (with a note) beyond 1.
     """
     check_confidence(confidence)
     x, y = _paired_arrays(a, b, clusters)
     n = len(x)
-    d = y - x
     method = METHOD_PAIRED if clusters is None else METHOD_CLUSTERED
     count = None if clusters is None else cluster_count(clusters)
+    unfinite = int((~(np.isfinite(x) & np.isfinite(y))).sum())
+    if unfinite:
+        return _not_finite(n, x, y, unfinite, confidence, count, method)
+    d = y - x
     mean_a, mean_b = (float(x.mean()), float(y.mean())) if n else (math.nan, math.nan)
     mcnemar_p = mcnemar_exact(a, b)
-    if n and _no_spread(d, x, y):
-        return _constant_difference(
+    binary = mcnemar_p is not None
+    if n and no_spread(d, x, y):
+        result = _constant_difference(
             n,
             mean_a,
             mean_b,
             float(d.mean()),
             confidence,
-            binary=mcnemar_p is not None,
+            binary=binary,
             mcnemar_p=mcnemar_p,
             clusters=count,
             method=method,
         )
+        return _within_range(result, binary)
+    discordant = int((d != 0).sum())
+    if binary and clusters is None and discordant < SPARSE_DISCORDANT:
+        return _within_range(_exact_binary(mean_a, mean_b, d, confidence, mcnemar_p), True)
+    df = None
+    note = None
     if clusters is not None:
-        stderr = clustered_stderr(d, clusters)
+        stderr = math.sqrt(cr2_variance_of_mean(d, clusters))
+        df = None if count is None or count < 2 else cluster_degrees_of_freedom(count)
+        if stderr == 0:
+            # Every cluster has the same mean difference: no spread between the independent
+            # units, so no clustered variance (0 would claim the difference is known).
+            stderr = math.nan
+            note = (
+                f"all {count} clusters have the same mean difference: with no spread between "
+                "clusters the clustered variance cannot be estimated, so there is no stderr, "
+                "interval or MDE"
+            )
     else:
         stderr = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    return _normal_result(
+    if math.isnan(stderr) and note is None:
+        note = _no_stderr_reason(n, count)
+    result = _normal_result(
         n,
         mean_a,
         mean_b,
         stderr,
         confidence,
-        no_difference=False,
+        no_difference=note is not None and mean_b - mean_a == 0,
         mcnemar_p=mcnemar_p,
         clusters=count,
         method=method,
-        note=_no_stderr_reason(n, count) if math.isnan(stderr) else None,
+        note=note,
+        df=df,
+    )
+    if binary and not math.isnan(stderr):
+        result = replace(result, mde=binary_mde(stderr, n, confidence))
+    elif clusters is None and result.note is None and n < SMALL_NORMAL:
+        result = replace(
+            result,
+            note=f"{n} docs: below {SMALL_NORMAL} the normal interval on values that are not "
+            "0/1 covers less than it claims (87 % at 5 docs, benchmarks/coverage_atlas.py): "
+            "the interval, p-value and MDE are optimistic",
+        )
+    return _within_range(result, binary)
+
+
+SMALL_NORMAL = 30
+"""Docs below which the normal interval of a mean of values that are not 0/1 is marked."""
+
+
+SPARSE_DISCORDANT = 25
+"""0/1 comparisons with fewer differing docs than this get the exact interval and test: the
+normal interval covers 80-93 % there (benchmarks/coverage_atlas.py)."""
+
+
+def _exact_binary(
+    mean_a: float, mean_b: float, d: np.ndarray, confidence: float, mcnemar_p: float | None
+) -> PairedResult:
+    """Few 0/1 docs differ: the exact interval and McNemar's exact test (stats.exact)."""
+    n = len(d)
+    exact = paired_binary_exact(int((d < 0).sum()), int((d > 0).sum()), n, confidence)
+    stderr = float(d.std(ddof=1) / math.sqrt(n))
+    diff = mean_b - mean_a
+    return PairedResult(
+        n=n,
+        mean_a=mean_a,
+        mean_b=mean_b,
+        diff=diff,
+        stderr=stderr,
+        ci_low=min(exact.low, diff),
+        ci_high=max(exact.high, diff),
+        confidence=confidence,
+        p_value=exact.p_value,
+        mcnemar_p=mcnemar_p,
+        mde=binary_mde(stderr, n, confidence),
+        clusters=None,
+        method=METHOD_EXACT,
     )
 
 
-def _no_spread(d: np.ndarray, x: np.ndarray, y: np.ndarray) -> bool:
+def _not_finite(
+    n: int,
+    x: np.ndarray,
+    y: np.ndarray,
+    docs: int,
+    confidence: float,
+    clusters: int | None,
+    method: str,
+) -> PairedResult:
+    """Some per-doc value is inf or NaN: no statistic of the difference is a number."""
+    kinds = sorted({str(v) for v in np.concatenate([x, y]) if not math.isfinite(v)})
+    return PairedResult(
+        n=n,
+        mean_a=float(x.mean()),
+        mean_b=float(y.mean()),
+        diff=math.nan,
+        stderr=math.nan,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        confidence=confidence,
+        p_value=math.nan,
+        mcnemar_p=None,
+        mde=math.nan,
+        clusters=clusters,
+        method=method,
+        note=f"{docs} of the {n} docs hold a value that is not a finite number "
+        f"({', '.join(kinds)}) in one run or both: no difference, stderr, interval, p-value "
+        "or MDE; a mean that is not finite is shown as null",
+    )
+
+
+def _within_range(result: PairedResult, binary: bool) -> PairedResult:
+    """A 0/1 difference never exceeds 1: an MDE beyond it detects nothing, so it is NaN."""
+    if not binary or not result.mde > 1:
+        return result
+    why = (
+        f"MDE: {result.mde:.3g} exceeds 1, the largest difference of 0/1 scores: no difference "
+        "is detected with 80 % power from these docs"
+    )
+    return replace(
+        result, mde=math.nan, note=why if result.note is None else f"{result.note}; {why}"
+    )
+
+
+def no_spread(d: np.ndarray, x: np.ndarray, y: np.ndarray) -> bool:
     """Whether the differences are all the same, up to the rounding of the subtraction
-    (0.5 - 0.2 and 0.7 - 0.4 differ in the last bit: that is not a spread)."""
+    (0.5 - 0.2 and 0.7 - 0.4 differ in the last bit: that is not a spread). The values must
+    be finite."""
+    if not len(d):
+        return False
     scale = max(1.0, float(np.abs(x).max()), float(np.abs(y).max()))
     return float(np.ptp(d)) <= 1e-12 * scale
 
@@ -201,7 +322,7 @@ def _constant_difference(
         missing,
         ci_low=min(bound.low, diff),
         ci_high=max(bound.high, diff),
-        mde=mde(stderr_bound, confidence),
+        mde=binary_mde(stderr_bound, units, confidence),
         method=method + EXACT_BOUND,
         stderr_bound=stderr_bound,
         note=f"{seen}: with no spread their variance cannot be estimated (no stderr). "
@@ -233,7 +354,7 @@ def combine_unweighted(parts: Sequence[PairedResult], confidence: float = 0.95) 
         no_difference=all(p.p_value == 1.0 and p.diff == 0 and not p.stderr > 0 for p in parts),
         mcnemar_p=None,
         clusters=None if any(c is None for c in counts) else sum(c or 0 for c in counts),
-        method=f"{parts[0].method.removesuffix(EXACT_BOUND)}-unweighted",
+        method=f"{_normal_method(parts[0].method)}-unweighted",
     )
     unestimated = sum(1 for p in parts if math.isnan(p.stderr))
     if not unestimated:
@@ -254,6 +375,12 @@ def combine_unweighted(parts: Sequence[PairedResult], confidence: float = 0.95) 
     )
 
 
+def _normal_method(method: str) -> str:
+    """The method a group's normal interval reads as, from one of its tasks' methods."""
+    method = method.removesuffix(EXACT_BOUND)
+    return METHOD_PAIRED if method == METHOD_EXACT else method
+
+
 def _normal_result(
     n: int,
     mean_a: float,
@@ -266,10 +393,12 @@ def _normal_result(
     clusters: int | None,
     method: str,
     note: str | None = None,
+    df: int | None = None,
 ) -> PairedResult:
-    """The normal-approximation statistics of a difference with this standard error."""
+    """The normal-approximation statistics of a difference with this standard error; with
+    `df`, Student's t with df degrees of freedom in place of the normal (CR2 clusters)."""
     diff = mean_b - mean_a
-    z = two_sided_z(confidence)
+    z = two_sided_z(confidence) if df is None else _t_quantile(confidence, df)
     return PairedResult(
         n=n,
         mean_a=mean_a,
@@ -279,21 +408,31 @@ def _normal_result(
         ci_low=diff - z * stderr,
         ci_high=diff + z * stderr,
         confidence=confidence,
-        p_value=_normal_p(no_difference, diff, stderr),
+        p_value=_normal_p(no_difference, diff, stderr, df),
         mcnemar_p=mcnemar_p,
-        mde=mde(stderr, confidence),
+        mde=mde(stderr, confidence, df=df),
         clusters=clusters,
         method=method,
         note=note,
     )
 
 
-def _normal_p(no_difference: bool, diff: float, stderr: float) -> float:
+def _normal_p(no_difference: bool, diff: float, stderr: float, df: int | None = None) -> float:
     if no_difference:
         return 1.0
     if math.isnan(stderr) or stderr <= 0:
         return math.nan  # no spread is no evidence of certainty
-    return two_sided_p(diff / stderr)
+    if df is None:
+        return two_sided_p(diff / stderr)
+    from scipy.stats import t
+
+    return float(2 * t.sf(abs(diff / stderr), df))
+
+
+def _t_quantile(confidence: float, df: int) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(1 - (1 - confidence) / 2, df))
 
 
 def mcnemar_exact(a: Sequence[Any], b: Sequence[Any]) -> float | None:
@@ -360,24 +499,37 @@ def paired_bootstrap(
     rng = np.random.default_rng(seed)
     replicates = np.empty(iters)
     units = len(members)
-    for r in range(iters):
-        drawn = rng.integers(0, units, units)
-        rows = np.concatenate([members[u] for u in drawn]) if units else np.asarray([], int)
-        replicates[r] = float(aggregate([b[i] for i in rows])) - float(
-            aggregate([a[i] for i in rows])
-        )
-    note = None
+    with warnings.catch_warnings(record=True) as raised:
+        # An aggregation's library (sklearn's f1 on a resample without positives) may warn on
+        # many resamples: the warnings are summarised once in the note, not printed each time.
+        warnings.simplefilter("always")
+        for r in range(iters):
+            drawn = rng.integers(0, units, units)
+            rows = np.concatenate([members[u] for u in drawn]) if units else np.asarray([], int)
+            replicates[r] = float(aggregate([b[i] for i in rows])) - float(
+                aggregate([a[i] for i in rows])
+            )
+        mean_a = float(aggregate(a)) if n else math.nan
+        mean_b = float(aggregate(b)) if n else math.nan
+    notes = []
     if n < 2 or units < 2:
         stderr = low = high = p_value = math.nan
         where = f"{n} doc(s)" if clusters is None else f"{n} doc(s) in {units} cluster(s)"
-        note = (
+        notes.append(
             f"{where}: a bootstrap needs two or more to estimate a spread, so there is no "
             "stderr, interval, p-value or MDE"
+        )
+    elif not np.isfinite(replicates).all():
+        stderr = low = high = p_value = math.nan
+        bad = int((~np.isfinite(replicates)).sum())
+        notes.append(
+            f"{bad} of the {iters} bootstrap resamples give a difference that is not a finite "
+            "number: no stderr, interval, p-value or MDE"
         )
     elif not np.ptp(replicates):
         stderr = low = high = math.nan
         p_value = 1.0 if diff == 0 and replicates[0] == 0 else math.nan
-        note = (
+        notes.append(
             f"all {iters} bootstrap resamples give the same difference ({replicates[0]:g}): the "
             "spread cannot be estimated from these docs, so there is no stderr, interval or MDE"
             + ("" if p_value == 1.0 else ", nor a p-value")
@@ -391,10 +543,20 @@ def paired_bootstrap(
         low, high = min(low, diff), max(high, diff)
         below, above = int((replicates <= 0).sum()), int((replicates >= 0).sum())
         p_value = min(1.0, 2 * (min(below, above) + 1) / (iters + 1))
+        if units < SMALL_BOOTSTRAP:
+            what = "docs" if clusters is None else "clusters"
+            notes.append(
+                f"bootstrap over {units} {what}: below {SMALL_BOOTSTRAP} the percentile "
+                "interval is narrower than its level claims (benchmarks/coverage_atlas.py), so "
+                "the interval, p-value and MDE are optimistic"
+            )
+    if raised:
+        notes.append(_warnings_summary(raised))
+    note = "; ".join(notes) if notes else None
     return PairedResult(
         n=n,
-        mean_a=float(aggregate(a)) if n else math.nan,
-        mean_b=float(aggregate(b)) if n else math.nan,
+        mean_a=mean_a,
+        mean_b=mean_b,
         diff=diff,
         stderr=stderr,
         ci_low=low,
@@ -407,6 +569,20 @@ def paired_bootstrap(
         method=method,
         note=note,
     )
+
+
+SMALL_BOOTSTRAP = 30
+"""Docs (or clusters) below which a paired bootstrap's interval is marked as optimistic."""
+
+
+def _warnings_summary(raised: list[warnings.WarningMessage]) -> str:
+    """The warnings an aggregation raised during the bootstrap, counted, each kind once."""
+    kinds: dict[str, int] = {}
+    for w in raised:
+        key = f"{w.category.__name__}: {str(w.message).splitlines()[0][:160]}"
+        kinds[key] = kinds.get(key, 0) + 1
+    shown = "; ".join(f"{text} (×{count})" for text, count in kinds.items())
+    return f"the aggregation warned {len(raised)} time(s) over the resamples: {shown}"
 
 
 def _cluster_members(clusters: Sequence[Hashable]) -> list[np.ndarray]:

@@ -13,6 +13,11 @@ needed for a target δ.
 Sampled generation adds noise within each doc: with per-sample score variance V within a doc
 (for a 0/1 metric, the mean of p_i(1 - p_i) over docs), averaging K samples per doc per model
 leaves Var(d) = Var₁(d) - 2V(1 - 1/K), where Var₁(d) is the variance with one sample each.
+
+For 0/1 scores the difference to detect bounds the variance from below: a true difference δ
+means at least |δ| of the docs differ, so Var(d) ≥ |δ|(1 - |δ|) whatever a sample showed
+(`binary_variance_floor`). Planning on a smaller variance (two all-wrong runs give an exact
+bound near 3/n) under-plans many times over.
 """
 
 from __future__ import annotations
@@ -22,20 +27,42 @@ import math
 from assay.stats.normal import check_confidence, two_sided_z, z_quantile
 
 
-def _z_sum(confidence: float, power: float) -> float:
+def _z_sum(confidence: float, power: float, df: int | None = None) -> float:
     check_confidence(confidence)
     if not 0 < power < 1:
         raise ValueError(f"power must be between 0 and 1 (exclusive), got {power!r}")
-    return two_sided_z(confidence) + z_quantile(power)
+    if df is None:
+        return two_sided_z(confidence) + z_quantile(power)
+    from scipy.stats import t
+
+    return float(t.ppf(1 - (1 - confidence) / 2, df) + t.ppf(power, df))
 
 
-def mde(stderr: float, confidence: float = 0.95, power: float = 0.8) -> float:
+def mde(
+    stderr: float, confidence: float = 0.95, power: float = 0.8, df: int | None = None
+) -> float:
     """The smallest true difference detected with probability `power` by a two-sided test at
     level 1 - confidence, for an estimate with this standard error (NaN for a NaN one: a
-    standard error that could not be estimated gives no MDE)."""
+    standard error that could not be estimated gives no MDE); with `df`, read against
+    Student's t with df degrees of freedom (a clustered comparison: G - 1)."""
     if stderr < 0:
         raise ValueError(f"a standard error must be >= 0, got {stderr!r}")
-    return _z_sum(confidence, power) * stderr
+    return _z_sum(confidence, power, df) * stderr
+
+
+def binary_variance_floor(difference: float) -> float:
+    """The least Var(d) of paired 0/1 scores whose mean difference is `difference`:
+    |δ|(1 - |δ|) (at least |δ| of the docs differ)."""
+    size = min(1.0, abs(difference))
+    return size * (1.0 - size)
+
+
+def binary_mde(stderr: float, n: int, confidence: float = 0.95, power: float = 0.8) -> float:
+    """The MDE of n paired 0/1 scores: the larger of `mde(stderr)` and the δ at which the
+    variance floor δ(1 - δ) alone gives the power, z²/(n + z²) with z the z-sum; a variance
+    measured below the floor of a difference does not hold at that difference."""
+    z = _z_sum(confidence, power)
+    return max(mde(stderr, confidence, power), z * z / (n + z * z))
 
 
 def docs_needed(

@@ -1,0 +1,76 @@
+"""The coverage atlas' own figures for the shipped methods, on its seeded fast grid: every
+interval assay shows unmarked covers at least 0.90, every test keeps its false positives at
+most 0.10, `assay power`'s plan reaches at least 0.70, and the methods assay replaced are
+measured failing where the atlas says they fail."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "coverage_atlas.py"
+
+
+@pytest.fixture(scope="module")
+def atlas():
+    spec = importlib.util.spec_from_file_location("coverage_atlas", _PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["coverage_atlas"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _shipped_hold(cells):
+    for cell in cells:
+        if "replaced" in cell.shipped or "marked" in cell.shipped:
+            continue
+        assert cell.holds(), cell
+
+
+def test_clustered_intervals_hold_with_two_clusters_and_miller_did_not(atlas):
+    cells = atlas.cluster_cells(300, 0, [2, 5])
+    _shipped_hold(cells)
+    replaced = {c.setting: c.measured for c in cells if "replaced" in c.shipped}
+    assert replaced["2 clusters of 20 docs"] < 0.75  # the issue's 0.62
+    assert replaced["5 clusters of 20 docs"] < 0.90
+
+
+def test_sparse_0_1_differences_hold_where_the_normal_interval_fails(atlas):
+    cells = atlas.sparse_cells(200, 0)
+    _shipped_hold(cells)
+    normal = [c.measured for c in cells if "replaced" in c.shipped]
+    assert min(normal[:3]) < 0.90  # 1-4 differing docs: the plain normal under-covers
+
+
+def test_paired_0_1_and_continuous_cells_hold_unless_marked(atlas):
+    _shipped_hold(atlas.paired_binary_cells(150, 0, [5, 30, 300]))
+    _shipped_hold(atlas.continuous_cells(150, 0, [5, 30, 300]))
+
+
+def test_mcnemar_live_and_anytime_cells_hold(atlas):
+    _shipped_hold(atlas.mcnemar_cells(200, 0))
+    _shipped_hold(atlas.anytime_cells(40, 0))
+    live = atlas.live_cells(200, 0)
+    # The live normal interval with a handful of events (n=200, p=0.02: about 4) is the one
+    # shipped cell below the bar; docs/comparing-runs.md states it. The others hold.
+    thin = [c for c in live if c.setting.startswith("0/1, n=200, p=0.02")]
+    assert thin and thin[0].measured < 0.93
+    _shipped_hold([c for c in live if c not in thin])
+
+
+def test_small_bootstraps_are_marked_and_larger_ones_hold(atlas):
+    [five, thirty] = atlas.bootstrap_cells(60, 0, [5, 30], iters=100)
+    assert "marked" in five.shipped and five.measured < 0.90
+    _shipped_hold([thirty])
+
+
+def test_power_reaches_its_plan_for_the_all_wrong_runs(atlas):
+    cells = atlas.power_cells(200, 0)
+    _shipped_hold(cells)
+    floor = cells[0]
+    assert "1000 docs" in floor.setting
+    assert int(floor.setting.rsplit("n=", 1)[1]) >= 140

@@ -1,0 +1,121 @@
+"""`assay compare` on thin data: the five cases of issue 38 (few clusters, few differing docs,
+values that are not finite, tiny corpus bootstraps, rows Holm leaves out)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from assay.cli.main import main
+from assay.results.compare import CompareOptions, compare_runs
+from assay.results.compare_table import notes, render_text
+from assay.results.readers import read_run
+from tests.results.test_compare import write_run
+
+
+def _compare(tmp_path, a, b, metric="acc", options=None, **kw):
+    run_a = write_run(tmp_path / "a", {"t": {metric: a}}, **kw)
+    run_b = write_run(tmp_path / "b", {"t": {metric: b}}, **kw)
+    return compare_runs([read_run(run_a), read_run(run_b)], options=options)
+
+
+def test_two_clusters_are_read_against_t_with_one_degree_of_freedom(tmp_path):
+    # Two passages of 10 docs; run b is better on both by different amounts.
+    passages = [p for p in range(2) for _ in range(10)]
+    rows = [{"question": f"q{i}", "passage": f"p{p}"} for i, p in enumerate(passages)]
+    rng = np.random.default_rng(3)
+    a = (rng.uniform(size=20) < 0.3).astype(float).tolist()
+    b = [1.0 if p == 0 else x for x, p in zip(a, passages)]
+    b[15] = 1.0
+    kw = {"docs": {"t": rows}, "cluster_keys": {"t": "passage"}}
+    row = _compare(tmp_path, a, b, **kw).comparisons[0]
+    assert row.clusters == 2 and row.method == "paired-clustered"
+    t1 = stats.t.ppf(0.975, 1)  # 12.7, not the normal's 1.96
+    assert row.ci_high - row.ci_low == pytest.approx(2 * t1 * row.stderr)
+    assert row.p_value == pytest.approx(2 * stats.t.sf(abs(row.diff / row.stderr), 1))
+    assert row.ci_low < 0 < row.ci_high and not row.significant()
+
+
+def test_four_of_a_thousand_docs_differing_are_not_significant(tmp_path):
+    a = [0.0] * 1000
+    b = [0.0] * 996 + [1.0] * 4
+    row = _compare(tmp_path, a, b).comparisons[0]
+    # The row's p-value is McNemar's exact test, the `*` and the interval follow it.
+    assert row.method == "paired-exact"
+    assert row.p_value == pytest.approx(0.125) and row.mcnemar_p == pytest.approx(0.125)
+    assert row.ci_low < 0 < row.ci_high and not row.significant()
+    text = render_text(_compare(tmp_path / "again", a, b))
+    assert not text.splitlines()[2].startswith("*")
+
+
+def test_one_differing_doc_is_wider_than_the_bound_when_none_differ(tmp_path):
+    none = _compare(tmp_path / "none", [0.0] * 1000, [0.0] * 1000).comparisons[0]
+    one = _compare(tmp_path / "one", [0.0] * 1000, [0.0] * 999 + [1.0]).comparisons[0]
+    assert one.ci_high - one.ci_low > none.ci_high - none.ci_low
+    assert one.ci_low < 0 < one.ci_high
+
+
+def test_eight_one_sided_differing_docs_agree_with_mcnemar(tmp_path):
+    row = _compare(tmp_path, [0.0] * 1000, [0.0] * 992 + [1.0] * 8).comparisons[0]
+    assert row.p_value == pytest.approx(2 * 0.5**8) and row.significant()
+    assert row.ci_low > 0
+
+
+def test_an_infinite_value_gives_strict_json_and_a_true_note(tmp_path):
+    a = [1.0, 2.0, 3.0, 4.0, 5.0]
+    b = [1.5, 2.0, math.inf, 4.5, 5.0]
+    run_a = write_run(tmp_path / "a", {"t": {"acc_norm": a}})
+    run_b = write_run(tmp_path / "b", {"t": {"acc_norm": b}})
+    out = tmp_path / "c.json"
+    assert main(["compare", str(run_a), str(run_b), "--json", str(out)]) == 0
+    text = out.read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    [row] = json.loads(text, parse_constant=lambda c: pytest.fail(c))["comparisons"]
+    assert row["mean_b"] is None and row["diff"] is None and row["stderr"] is None
+    assert "1 of the 5 docs hold a value that is not a finite number (inf)" in row["note"]
+    assert "mean_b is inf (null here)" in row["note"]
+    assert "all 5 per-doc differences" not in row["note"]
+
+
+def test_mde_never_exceeds_the_range_of_0_1_scores(tmp_path):
+    row = _compare(tmp_path, [0.0, 1.0], [1.0, 1.0]).comparisons[0]
+    assert row.mde is None or math.isnan(row.mde)
+    assert "exceeds 1, the largest difference of 0/1 scores" in (row.note or "")
+
+
+def _f1(pairs):
+    from sklearn.metrics import f1_score
+
+    return f1_score([p[0] for p in pairs], [p[1] for p in pairs])
+
+
+def test_a_three_doc_corpus_bootstrap_is_marked_and_its_warnings_summarised(tmp_path, recwarn):
+    a = [[1, 0], [0, 0], [1, 1]]
+    b = [[1, 1], [0, 0], [1, 1]]
+    run_a = write_run(tmp_path / "a", {"t": {"f1": a}})
+    run_b = write_run(tmp_path / "b", {"t": {"f1": b}})
+    options = CompareOptions(bootstrap_iters=200)
+    row = compare_runs([read_run(run_a), read_run(run_b)], options=options).comparisons[0]
+    assert row.method == "paired-bootstrap"
+    assert "bootstrap over 3 docs: below 30" in (row.note or "")
+    assert "the aggregation warned" in (row.note or "")
+    assert "UndefinedMetricWarning" in (row.note or "")
+    assert not [w for w in recwarn if "Precision" in str(w.message) or "F-score" in str(w.message)]
+
+
+def test_the_holm_footer_counts_only_the_comparisons_holm_included(tmp_path):
+    # acc: a p-value; acc_norm: all differences 0.2 (not 0/1), no p-value, left out of Holm.
+    a = {"acc": [0.0, 1.0, 0.0, 1.0], "acc_norm": [0.2, 0.5, 0.7, 0.1]}
+    b = {"acc": [1.0, 1.0, 0.0, 0.0], "acc_norm": [0.4, 0.7, 0.9, 0.3]}
+    run_a = write_run(tmp_path / "a", {"t": a})
+    run_b = write_run(tmp_path / "b", {"t": b})
+    report = compare_runs([read_run(run_a), read_run(run_b)])
+    assert len(report.comparisons) == 2
+    assert (
+        "over the 1 comparisons with a p-value above (1 without one left out of Holm)"
+        in (notes(report)[0])
+    )
