@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.requests.tools import ToolCall, Turn, conversation_record, is_conversation
 from assay.requests.types import (
+    GenerateRequest,
     Generation,
     LoglikelihoodRequest,
     LoglikelihoodResult,
@@ -58,14 +60,23 @@ def request_key(request: Request) -> str:
     elif isinstance(request, RollingRequest):
         payload = ["rolling", request.text]
     else:
-        prompt = (
-            request.prompt if isinstance(request.prompt, str) else [list(m) for m in request.prompt]
-        )
+        prompt = request.prompt
+        written: Any
+        if isinstance(prompt, str):
+            written = prompt
+        elif is_conversation(prompt):
+            written = conversation_record(prompt)
+        else:
+            written = [list(m) for m in prompt if not isinstance(m, Turn)]
         params = request.params.as_dict()
-        payload = ["gen", prompt, params, request.sample_index if request.params.do_sample else 0]
+        payload = ["gen", written, params, request.sample_index if request.params.do_sample else 0]
     if not isinstance(request, RollingRequest) and request.images:
         # Only multimodal requests carry this entry, so text-only keys are unchanged.
         payload.append(["images", [image.sha256 for image in request.images]])
+    if isinstance(request, GenerateRequest) and (request.tools or request.tool_choice is not None):
+        # Only requests that offer tools carry this entry, so other keys are unchanged.
+        tools = [spec.as_dict() for spec in request.tools]
+        payload.append(["tools", tools, request.tool_choice])
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
@@ -90,7 +101,20 @@ _GENERATION_FIELDS = tuple(f.name for f in fields(Generation))
 
 
 def _generation_fields(result: Generation) -> dict[str, Any]:
-    return {name: getattr(result, name) for name in _GENERATION_FIELDS}
+    out = {name: getattr(result, name) for name in _GENERATION_FIELDS}
+    if result.tool_calls:
+        # Every field of each call, so that a cached answer reads back equal to the one sent.
+        out["tool_calls"] = [_call_fields(call) for call in result.tool_calls]
+    else:
+        del out["tool_calls"]  # generations without calls keep their cached text unchanged
+    return out
+
+
+_CALL_FIELDS = tuple(f.name for f in fields(ToolCall))
+
+
+def _call_fields(call: ToolCall) -> dict[str, Any]:
+    return {name: getattr(call, name) for name in _CALL_FIELDS}
 
 
 def _decode(text: str) -> Result:
@@ -100,7 +124,9 @@ def _decode(text: str) -> Result:
     if kind == "rolling":
         return RollingResult(float(rest[0]), int(rest[1]))
     if kind == "generation":
-        return Generation(**rest[0])
+        values = dict(rest[0])
+        calls = values.pop("tool_calls", ())
+        return Generation(**values, tool_calls=tuple(ToolCall(**call) for call in calls))
     return str(rest[0])
 
 

@@ -26,6 +26,7 @@ from assay.models.hf.score import Scorer
 from assay.models.thinking import Thinking, thinking_args
 from assay.models.tokens import TokenizerView, rolling_windows
 from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat
+from assay.requests.tools import plain_prompt
 from assay.requests.types import (
     GenerateRequest,
     Generation,
@@ -119,7 +120,7 @@ class HuggingFaceLM(LM):
     def generate_until(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
         """Generations per request, cut at the first stop string, in request order: finish
         reason, answer token count and, for a reasoning model, its thinking apart."""
-        texts = [self._prompt_text(r.prompt) for r in requests]
+        texts = [self._prompt_text(plain_prompt(r.prompt, "hf")) for r in requests]
         groups: dict[GenParams, list[int]] = {}
         for i, request in enumerate(requests):
             groups.setdefault(request.params, []).append(i)

@@ -49,6 +49,7 @@ from assay.models.hf.model import HuggingFaceLM
 from assay.models.hf.score import Scorer
 from assay.models.tokens import TokenizerView
 from assay.prompts.chat import Message, TokenizerChatTemplate, template_sha256
+from assay.requests.tools import plain_prompt
 from assay.requests.types import (
     GenerateRequest,
     Generation,
@@ -225,7 +226,7 @@ class HFMultimodalLM(HuggingFaceLM):
 
     def generate_until(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
         """Generations per request (its images shown), cut at the first stop string."""
-        texts = [self._prompt_text(r.prompt) for r in requests]
+        texts = [self._prompt_text(plain_prompt(r.prompt, "hf-multimodal")) for r in requests]
         groups: dict[GenParams, list[int]] = {}
         for i, request in enumerate(requests):
             groups.setdefault(request.params, []).append(i)
