@@ -189,6 +189,32 @@ class ResponseCache:
             )
             self._db.commit()
 
+    def notes(self, keys: Sequence[str]) -> dict[str, Any]:
+        """Values noted beside the responses (`note`) for the keys that have one."""
+        found: dict[str, Any] = {}
+        with self._lock:
+            for key in keys:
+                row = self._db.execute(
+                    "SELECT value FROM meta WHERE key=?", (self._note_key(key),)
+                ).fetchone()
+                if row is not None:
+                    found[key] = json.loads(row[0])
+        return found
+
+    def note(self, items: Iterable[tuple[str, Any]]) -> None:
+        """Note JSON values beside the responses (an agent turn's first measured time); a
+        key noted already keeps its first value, so a resumed run reads what was measured."""
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                ((self._note_key(k), json.dumps(v)) for k, v in items),
+            )
+            self._db.commit()
+
+    def _note_key(self, key: str) -> str:
+        # In the meta table, so caches written before notes existed need no migration.
+        return f"note:{self.model}:{key}"
+
     def batch_sizes(self, task: str) -> list[int]:
         """Batch sizes the backend chose automatically while computing `task`'s responses, as
         an earlier run recorded them (empty when none did)."""
