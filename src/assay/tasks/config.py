@@ -242,6 +242,11 @@ class TaskConfig:
                     f"{self.where()}: an agent task generates; set output_type: generate_until."
                 )
             self.agent.check(self.where())
+            if self.agent.sandboxed and not self.unsafe_code:
+                raise TaskConfigError(
+                    f"{self.where()}: the agent's programs and commands run in the sandbox; set "
+                    "unsafe_code=True, so that runs need --confirm-run-unsafe-code."
+                )
         if self.validate_hook is not None:
             self.validate_hook()
 
