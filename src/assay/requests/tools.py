@@ -161,6 +161,29 @@ def conversation_record(prompt: str | Messages | Conversation) -> Any:
     return [{"role": role, "content": content} for role, content in prompt]  # type: ignore[misc]
 
 
+def template_messages(conversation: Conversation) -> list[dict[str, Any]]:
+    """A conversation as transformers chat templates take it: assistant calls as
+    `tool_calls` ({type, id, function: {name, arguments as a dict}}), results as `role: tool`
+    messages with their call id and tool name."""
+    out: list[dict[str, Any]] = []
+    for turn in conversation:
+        message: dict[str, Any] = {"role": turn.role, "content": turn.content}
+        if turn.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "type": "function",
+                    "id": call.id,
+                    "function": {"name": call.name, "arguments": call.arguments or {}},
+                }
+                for call in turn.tool_calls
+            ]
+        if turn.role == "tool":
+            message["tool_call_id"] = turn.tool_call_id
+            message["name"] = turn.name
+        out.append(message)
+    return out
+
+
 def call_from_dict(record: dict[str, Any]) -> ToolCall:
     """A `ToolCall` from its `as_dict` record (samples files, transcripts)."""
     arguments = record.get("arguments")

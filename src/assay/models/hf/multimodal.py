@@ -169,6 +169,7 @@ class HFMultimodalLM(HuggingFaceLM):
     """
 
     accepts_images = True
+    accepts_tools = False
 
     def __init__(self, args: MultimodalArgs) -> None:
         # Not HuggingFaceLM.__init__: the model and its processor load differently.
