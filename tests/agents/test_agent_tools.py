@@ -113,3 +113,53 @@ def test_sandboxed_tools_need_unsafe_code_in_python():
                         metrics=["exact_match"], agent=spec)  # fmt: skip
     with pytest.raises(TaskConfigError, match="unsafe_code=True"):
         config.validate()
+
+
+def test_a_flooding_tool_is_cut_and_says_so():
+    from assay.agents.tools import MAX_RESULT_CHARS
+
+    flood = function_tool(lambda n: "x" * n, name="flood")
+    done = flood.call(ToolCall.parsed("flood", {"n": MAX_RESULT_CHARS + 5}), {})
+    assert done.content.endswith("[... 5 more characters cut]") and not done.error
+
+
+def test_unknown_tools_are_answered_as_errors_in_the_loop(tmp_path):
+    from calc_agent import write_task
+
+    tasks = tmp_path / "tasks"
+    write_task(tasks, n_docs=1)
+
+    def calls(body):
+        if any(m.get("role") == "tool" for m in body["messages"]):
+            return None
+        return [("rm_rf", {"path": "/"})]
+
+    with FakeProviders(reply=lambda body: ("9", None), calls=calls) as fake:
+        code = main(["run", "--model", "openai-chat", "--model-args",
+                     f"model=fake,base_url={fake.openai_url}", "--tasks", "calc_agent",
+                     "--include-path", str(tasks), "--output-dir", str(tmp_path / "out"),
+                     "--log-samples", "--no-progress"])  # fmt: skip
+        assert code == 0
+        tool_message = fake.bodies[1]["messages"][2]
+    assert tool_message["role"] == "tool" and "no tool named 'rm_rf'" in tool_message["content"]
+    results = json.loads((tmp_path / "out" / "results.json").read_text())["results"]["calc_agent"]
+    assert results["agent_tool_errors"] == 1 and results["tool_call_match,none"] == 0.0
+
+
+def test_max_cost_stops_the_loops_and_a_rerun_continues(tmp_path, capsys):
+    from calc_agent import write_task
+
+    tasks = tmp_path / "tasks"
+    write_task(tasks, n_docs=3)
+    script = ScriptedCalculator()
+    with FakeProviders(reply=script.reply, calls=script.calls) as fake:
+        args = ["run", "--model", "openai-chat", "--model-args",
+                f"model=fake,base_url={fake.openai_url},price_in=10000,price_out=0,batch_size=1,num_concurrent=1",
+                "--tasks", "calc_agent", "--include-path", str(tasks),
+                "--output-dir", str(tmp_path / "out"), "--no-progress"]  # fmt: skip
+        assert main([*args, "--max-cost", "0.15"]) != 0
+        assert "--max-cost" in capsys.readouterr().err
+        sent = len(fake.bodies)
+        assert 0 < sent < 9
+        assert main([*args, "--max-cost", "100"]) == 0
+        assert len(fake.bodies) == 9  # the answers that arrived were not asked again

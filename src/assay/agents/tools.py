@@ -19,6 +19,9 @@ from assay.requests.tools import ToolCall, ToolSpec
 
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array",
                dict: "object"}  # fmt: skip
+MAX_RESULT_CHARS = 20_000
+"""A tool result longer than this is cut (and says so): a tool that floods its output must
+not flood every later turn's prompt."""
 STATE_PARAMETER = "state"
 """A function tool that takes a parameter of this name gets the sample's state (a dict the
 tools change and `end_state` scores), never shown to the model."""
@@ -58,6 +61,9 @@ class AgentTool:
             return ToolOutcome(
                 f"error: {type(exc).__name__}: {exc}", True, time.perf_counter() - started
             )
+        if len(content) > MAX_RESULT_CHARS:
+            cut = len(content) - MAX_RESULT_CHARS
+            content = content[:MAX_RESULT_CHARS] + f"\n[... {cut} more characters cut]"
         return ToolOutcome(content, False, time.perf_counter() - started)
 
 
