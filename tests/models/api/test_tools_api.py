@@ -171,3 +171,11 @@ def test_tool_fields_in_extra_body_are_refused():
     assert "parallel_tool_calls" not in OpenAIChatLM(model="m").identity()["generation_defaults"]
     tools = OpenAIChatLM(model="m", parallel_tool_calls=False).identity()
     assert tools["generation_defaults"]["parallel_tool_calls"] is False
+
+
+def test_any_backend_without_tools_refuses_requests_that_offer_them():
+    from assay.execution.local import run_requests
+    from assay.models.dummy import dummy
+
+    with pytest.raises(ModelError, match="takes no tools"):
+        run_requests(dummy(), [_first()])
