@@ -21,6 +21,7 @@ from assay.execution.stats import Answers, RunStats, TokenUnit
 from assay.models.base import LM
 from assay.requests.cache import ResponseCache, request_key
 from assay.requests.types import (
+    GenerateRequest,
     Generation,
     LoglikelihoodRequest,
     Request,
@@ -293,7 +294,22 @@ def compute_chunk(model: LM, kind: RequestKind, requests: Sequence[Request]) -> 
         return list(model.loglikelihood(requests))  # type: ignore[arg-type]
     if kind == RequestKind.LOGLIKELIHOOD_ROLLING:
         return list(model.loglikelihood_rolling(requests))  # type: ignore[arg-type]
+    if not model.accepts_tools and any(_offers_tools(r) for r in requests):
+        # A backend without tools would answer as if none were offered: refuse instead.
+        raise ModelError(
+            f"--model {getattr(model, 'name', type(model).__name__)} takes no tools, but "
+            "requests offer tools or carry tool calls; use a backend that takes them "
+            "(openai-chat, anthropic-chat, hf)."
+        )
     return list(model.generate_until(requests))  # type: ignore[arg-type]
+
+
+def _offers_tools(request: Request) -> bool:
+    from assay.requests.tools import is_conversation
+
+    return isinstance(request, GenerateRequest) and (
+        bool(request.tools) or request.tool_choice is not None or is_conversation(request.prompt)
+    )
 
 
 __all__ = [

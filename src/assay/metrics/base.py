@@ -29,6 +29,8 @@ class SampleInput:
     """multiple_choice with acc_mutual_info: log P(choice | "") per choice."""
     judgements: Mapping[str, Any] | None = None
     """Judge metrics: the judge's Judgement of this answer per metric name (judge stage)."""
+    transcript: Any = None
+    """Agent tasks: the sample's `agents.Transcript` (tool-call and end-state metrics)."""
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """What several metrics derive from this sample, computed by the first that needs it
     (`choice.choice_outcome`), by name."""
@@ -112,6 +114,7 @@ for _name, _module in {
         "assay.metrics.perplexity",
     ),
     **dict.fromkeys(["math_verify"], "assay.metrics.math"),
+    **dict.fromkeys(["tool_call_match", "end_state"], "assay.metrics.agents"),
     **dict.fromkeys(
         ["judge_score", "judge_pairwise", "judge_correct", "judge_rubric"],
         "assay.metrics.judges.grading",

@@ -13,14 +13,14 @@ from assay.errors import ConfigError, ModelError
 from assay.models.args import Arg, AutoOrCount, BatchSize, typed_args
 from assay.models.base import LM, cut_at_stops, register_model, stop_cut_reason
 from assay.models.thinking import Thinking, split_thinking, thinking_args
+from assay.requests.tools import conversation_of
 from assay.requests.types import GenerateRequest, Generation, LoglikelihoodRequest, RollingRequest
 
 
 def _prompt_text(request: GenerateRequest) -> str:
     """Plain prompts as they are; chat prompts by their last user message."""
-    if isinstance(request.prompt, str):
-        return request.prompt
-    users = [content for role, content in request.prompt if role == "user"]
+    prompt = conversation_of(request.prompt)
+    users = [turn.content for turn in prompt if turn.role == "user"]
     return users[-1] if users else ""
 
 

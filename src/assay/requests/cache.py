@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.requests.tools import ToolCall, Turn, conversation_record, is_conversation
 from assay.requests.types import (
+    GenerateRequest,
     Generation,
     LoglikelihoodRequest,
     LoglikelihoodResult,
@@ -97,14 +99,23 @@ def request_key(request: Request) -> str:
     elif isinstance(request, RollingRequest):
         payload = ["rolling", request.text]
     else:
-        prompt = (
-            request.prompt if isinstance(request.prompt, str) else [list(m) for m in request.prompt]
-        )
+        prompt = request.prompt
+        written: Any
+        if isinstance(prompt, str):
+            written = prompt
+        elif is_conversation(prompt):
+            written = conversation_record(prompt)
+        else:
+            written = [list(m) for m in prompt if not isinstance(m, Turn)]
         params = request.params.as_dict()
-        payload = ["gen", prompt, params, request.sample_index if request.params.do_sample else 0]
+        payload = ["gen", written, params, request.sample_index if request.params.do_sample else 0]
     if not isinstance(request, RollingRequest) and request.images:
         # Only multimodal requests carry this entry, so text-only keys are unchanged.
         payload.append(["images", [image.sha256 for image in request.images]])
+    if isinstance(request, GenerateRequest) and (request.tools or request.tool_choice is not None):
+        # Only requests that offer tools carry this entry, so other keys are unchanged.
+        tools = [spec.as_dict() for spec in request.tools]
+        payload.append(["tools", tools, request.tool_choice])
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
@@ -129,7 +140,20 @@ _GENERATION_FIELDS = tuple(f.name for f in fields(Generation))
 
 
 def _generation_fields(result: Generation) -> dict[str, Any]:
-    return {name: getattr(result, name) for name in _GENERATION_FIELDS}
+    out = {name: getattr(result, name) for name in _GENERATION_FIELDS}
+    if result.tool_calls:
+        # Every field of each call, so that a cached answer reads back equal to the one sent.
+        out["tool_calls"] = [_call_fields(call) for call in result.tool_calls]
+    else:
+        del out["tool_calls"]  # generations without calls keep their cached text unchanged
+    return out
+
+
+_CALL_FIELDS = tuple(f.name for f in fields(ToolCall))
+
+
+def _call_fields(call: ToolCall) -> dict[str, Any]:
+    return {name: getattr(call, name) for name in _CALL_FIELDS}
 
 
 def _decode(text: str) -> Result:
@@ -139,7 +163,9 @@ def _decode(text: str) -> Result:
     if kind == "rolling":
         return RollingResult(float(rest[0]), int(rest[1]))
     if kind == "generation":
-        return Generation(**rest[0])
+        values = dict(rest[0])
+        calls = values.pop("tool_calls", ())
+        return Generation(**values, tool_calls=tuple(ToolCall(**call) for call in calls))
     return str(rest[0])
 
 
@@ -254,6 +280,32 @@ class ResponseCache:
             self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?)", rows)
             self._db.commit()
             _kept[0] += len({key for _, key, _ in rows}) - known
+
+    def notes(self, keys: Sequence[str]) -> dict[str, Any]:
+        """Values noted beside the responses (`note`) for the keys that have one."""
+        found: dict[str, Any] = {}
+        with self._lock:
+            for key in keys:
+                row = self._db.execute(
+                    "SELECT value FROM meta WHERE key=?", (self._note_key(key),)
+                ).fetchone()
+                if row is not None:
+                    found[key] = json.loads(row[0])
+        return found
+
+    def note(self, items: Iterable[tuple[str, Any]]) -> None:
+        """Note JSON values beside the responses (an agent turn's first measured time); a
+        key noted already keeps its first value, so a resumed run reads what was measured."""
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                ((self._note_key(k), json.dumps(v)) for k, v in items),
+            )
+            self._db.commit()
+
+    def _note_key(self, key: str) -> str:
+        # In the meta table, so caches written before notes existed need no migration.
+        return f"note:{self.model}:{key}"
 
     def batch_sizes(self, task: str) -> list[int]:
         """Batch sizes the backend chose automatically while computing `task`'s responses, as

@@ -31,6 +31,8 @@ class DocResult:
     history: list[tuple[str, str]] = field(default_factory=list)
     """Docs with follow-up turns: the exchanges before the last, as (user turn, model answer);
     the last answer is the doc's response."""
+    transcript: Any = None
+    """Agent tasks: the sample's `agents.Transcript` (every turn, call and result)."""
     generations: dict[tuple[int, int], Generation] = field(default_factory=dict)
     """Per (instance, repeat) answered by a `Generation`: how it ended and what the model
     thought; `resps` holds the answer filters see."""

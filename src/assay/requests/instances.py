@@ -8,6 +8,7 @@ from typing import Any
 from assay.doc import Doc, OutputType
 from assay.errors import TaskConfigError
 from assay.images import DocImage, as_doc_images
+from assay.requests.tools import conversation_record
 from assay.requests.types import (
     GenerateRequest,
     GenParams,
@@ -39,17 +40,16 @@ class Instance:
         if isinstance(r, LoglikelihoodRequest):
             out: dict[str, Any] = {"arg_0": r.context, "arg_1": r.continuation}
         else:
-            prompt = (
-                r.prompt
-                if isinstance(r.prompt, str)
-                else [dict(role=a, content=b) for a, b in r.prompt]
-            )
             out = {
-                "arg_0": prompt,
+                "arg_0": conversation_record(r.prompt),
                 "arg_1": self.gen_kwargs if self.gen_kwargs is not None else r.params.as_dict(),
             }
         if r.images:
             out["arg_2"] = {"visual": [image.reference() for image in r.images]}
+        if isinstance(r, GenerateRequest) and (r.tools or r.tool_choice is not None):
+            # Only requests that offer tools carry these, so other samples files are unchanged.
+            out["tools"] = [spec.as_dict() for spec in r.tools]
+            out["tool_choice"] = r.tool_choice
         return out
 
 

@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from assay.requests.types import canonical_json
+from assay.errors import ModelError
+from assay.requests.types import Messages, canonical_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +123,73 @@ class Turn:
 
 Conversation = tuple[Turn, ...]
 """A chat whose turns may carry tool calls and results (see `Turn`)."""
+
+
+def is_conversation(prompt: object) -> bool:
+    """Whether a request's prompt is a `Conversation` (turns that may carry tool calls and
+    results) rather than a plain string or (role, content) messages."""
+    return isinstance(prompt, tuple) and bool(prompt) and isinstance(prompt[0], Turn)
+
+
+def conversation_of(prompt: str | Messages | Conversation) -> Conversation:
+    """Any prompt as a `Conversation`: a string is one user turn, messages become turns."""
+    if isinstance(prompt, str):
+        return (Turn("user", prompt),)
+    if is_conversation(prompt):
+        return prompt  # type: ignore[return-value]
+    return tuple(Turn(role, content) for role, content in prompt)  # type: ignore[misc]
+
+
+def plain_prompt(prompt: str | Messages | Conversation, backend: str) -> str | Messages:
+    """`prompt` for a backend that takes no tool calls; a `Conversation` is refused, naming
+    the backends that take one."""
+    if is_conversation(prompt):
+        raise ModelError(
+            f"--model {backend} does not take tool calls or tool results: a conversation with "
+            "tools needs a backend that accepts tools (openai-chat, anthropic-chat)."
+        )
+    return prompt  # type: ignore[return-value]
+
+
+def conversation_record(prompt: str | Messages | Conversation) -> Any:
+    """A prompt as samples files and cache keys write it: a string as is, messages as
+    {role, content} dicts, a conversation's turns by `Turn.as_dict`."""
+    if isinstance(prompt, str):
+        return prompt
+    if is_conversation(prompt):
+        return [turn.as_dict() for turn in prompt]  # type: ignore[union-attr]
+    return [{"role": role, "content": content} for role, content in prompt]  # type: ignore[misc]
+
+
+def template_messages(conversation: Conversation) -> list[dict[str, Any]]:
+    """A conversation as transformers chat templates take it: assistant calls as
+    `tool_calls` ({type, id, function: {name, arguments as a dict}}), results as `role: tool`
+    messages with their call id and tool name."""
+    out: list[dict[str, Any]] = []
+    for turn in conversation:
+        message: dict[str, Any] = {"role": turn.role, "content": turn.content}
+        if turn.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "type": "function",
+                    "id": call.id,
+                    "function": {"name": call.name, "arguments": call.arguments or {}},
+                }
+                for call in turn.tool_calls
+            ]
+        if turn.role == "tool":
+            message["tool_call_id"] = turn.tool_call_id
+            message["name"] = turn.name
+        out.append(message)
+    return out
+
+
+def call_from_dict(record: dict[str, Any]) -> ToolCall:
+    """A `ToolCall` from its `as_dict` record (samples files, transcripts)."""
+    arguments = record.get("arguments")
+    return ToolCall(
+        name=str(record["name"]),
+        arguments_json=canonical_json(arguments) if isinstance(arguments, dict) else None,
+        raw=str(record.get("raw") or ""),
+        id=record.get("id"),
+    )

@@ -17,7 +17,7 @@ from assay.errors import ConfigError
 from assay.images import DocImage
 
 if TYPE_CHECKING:
-    from assay.requests.tools import ToolCall, ToolSpec
+    from assay.requests.tools import Conversation, ToolCall, ToolSpec
 
 
 class RequestKind(StrEnum):
@@ -111,9 +111,11 @@ class RollingRequest:
 
 @dataclass(frozen=True, slots=True)
 class GenerateRequest:
-    """Generate from a prompt (plain text, or chat messages for chat backends)."""
+    """Generate from a prompt (plain text, chat messages for chat backends, or a
+    `requests.tools.Conversation` whose turns carry tool calls and results for backends that
+    accept tools)."""
 
-    prompt: str | Messages
+    prompt: str | Messages | Conversation
     params: GenParams = field(default_factory=GenParams)
     sample_index: int = 0
     """Which of the doc's samples this is; only matters when sampling."""
@@ -148,8 +150,9 @@ class RollingResult:
 
 
 FinishReason = str
-"""Why a generation ended: "stop" (end of sequence), "stop_sequence" (a stop string) or
-"length" (max_gen_toks, or a thinking budget, was reached first)."""
+"""Why a generation ended: "stop" (end of sequence), "stop_sequence" (a stop string),
+"length" (max_gen_toks, or a thinking budget, was reached first) or "tool_calls" (the model
+stopped to call tools)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,6 +158,10 @@ def sample_record(
             ]
             for i, resp in enumerate(result.resps)
         ]
+    if result.transcript is not None:
+        # Agent tasks: every turn, call and result of the sample's loop.
+        agent: dict[str, Any] = record  # type: ignore[assignment]
+        agent["transcript"] = result.transcript.record()
     if result.judged.get(filter_name):
         # Every judge prompt, raw verdict and parsed score, so each judged value is auditable.
         judged: dict[str, Any] = record  # type: ignore[assignment]

@@ -38,6 +38,7 @@ from assay.results.layout import OutputPlace, RunFiles, output_place
 from assay.results.samples import SamplesLog, doc_hash
 from assay.results.summary import MetricColumns, task_entry
 from assay.results.writer import OutputDir
+from assay.run.agents import AgentTally, run_agents
 from assay.run.answering import Answering
 from assay.run.backend import backend_class, build_executor, described_model
 from assay.run.deferred import DeferredBackend
@@ -301,6 +302,7 @@ class Evaluation:
             self.settings.log_samples_reasoning,
         )
         columns = MetricColumns(metrics)
+        agents = AgentTally()
         stats = RunStats()
         tally = self.answering.start_task(task.name)
         hashes: list[tuple[int, str]] = []
@@ -321,7 +323,13 @@ class Evaluation:
                     DocResult.of(doc_id, doc, build_requests(plan.requests, doc, capabilities))
                     for doc_id, doc in shard
                 ]
-                stats += self.answering.answer(task.name, results, cache, progress)
+                if task.config.agent is not None:
+                    progress.start_shard(len(results), len(results))
+                    with using_sandbox(self.sandbox):
+                        stats += run_agents(self.answering, plan, results, cache, task.config.agent)
+                    agents.add(results)
+                else:
+                    stats += self.answering.answer(task.name, results, cache, progress)
                 stats += ask_follow_ups(self.answering, plan, results, cache)
                 apply_filters(results, filters)
                 if judging is not None:
@@ -358,6 +366,8 @@ class Evaluation:
         if judging is not None:
             # Judge metrics: unparseable verdicts, the judge's noise, agreement of two judges.
             entry.update(judging.tally.entries())
+        if task.config.agent is not None:
+            entry.update(agents.entries())
         notice = tally.warning(task.name, self.executor.model.thinking_controls)
         if notice and self.executor.primary:
             print(f"warning: {terminal_safe(notice)}", file=sys.stderr)

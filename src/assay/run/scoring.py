@@ -280,7 +280,9 @@ def _sample_input(
             v[0] for inst, v in zip(result.instances, filtered, strict=True) if inst.unconditioned
         ]
         return SampleInput(result.doc, output_type, conditioned, unconditioned or None)
-    return SampleInput(result.doc, output_type, filtered[0], judgements=judgements)
+    return SampleInput(
+        result.doc, output_type, filtered[0], judgements=judgements, transcript=result.transcript
+    )
 
 
 def _user_process_results(

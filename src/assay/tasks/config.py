@@ -166,6 +166,9 @@ class TaskConfig:
     """A second judge of the task's answers (agreement is reported); needs judge_model."""
     second_judge_model_args: dict[str, Any] = field(default_factory=dict)
     """Backend arguments of the task's second judge model."""
+    agent: Any = None
+    """An agent task's tools and limits (`agents.AgentSpec`): the model is asked again with
+    its tool calls' results until it answers. YAML tasks set it under `metadata: {agent:}`."""
     unsafe_code: bool = False
     """The task executes model-written code: refused without --confirm-run-unsafe-code."""
     source: str = ""
@@ -233,6 +236,17 @@ class TaskConfig:
         if self.resolved_output_type == OutputType.GENERATE_UNTIL:
             self._check_generation_kwargs()
         self._check_judges()
+        if self.agent is not None:
+            if self.resolved_output_type != OutputType.GENERATE_UNTIL:
+                raise TaskConfigError(
+                    f"{self.where()}: an agent task generates; set output_type: generate_until."
+                )
+            self.agent.check(self.where())
+            if self.agent.sandboxed and not self.unsafe_code:
+                raise TaskConfigError(
+                    f"{self.where()}: the agent's programs and commands run in the sandbox; set "
+                    "unsafe_code=True, so that runs need --confirm-run-unsafe-code."
+                )
         if self.validate_hook is not None:
             self.validate_hook()
 
@@ -272,7 +286,7 @@ class TaskConfig:
         generative = {
             "exact_match", "bleu", "rouge", "chrf", "ter", "math_verify",
             "judge_score", "judge_pairwise", "judge_correct", "judge_rubric",
-            "judge_mt_bench", "judge_alpaca_eval",
+            "judge_mt_bench", "judge_alpaca_eval", "tool_call_match", "end_state",
         }  # fmt: skip
         names = {m.name for m in self.metrics}  # type: ignore[union-attr]
         if names & {"word_perplexity", "byte_perplexity", "bits_per_byte"}:

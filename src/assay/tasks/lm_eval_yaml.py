@@ -509,6 +509,15 @@ def _judges(metadata: dict[str, Any]) -> dict[str, Any]:
     return {name: metadata[name] for name in names if name in metadata}
 
 
+def _agent(metadata: dict[str, Any], where: str) -> Any:
+    """The task's agent loop (`metadata: {agent: {tools: [...], max_turns: ...}}`), or None."""
+    if "agent" not in metadata:
+        return None
+    from assay.agents.spec import agent_spec_from_yaml
+
+    return agent_spec_from_yaml(metadata["agent"], where)
+
+
 def _metadata(raw: dict[str, Any], where: str) -> dict[str, Any]:
     metadata = raw.get("metadata") or {}
     if not isinstance(metadata, dict):
@@ -649,10 +658,13 @@ def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
         metadata=metadata,
         cluster_key=_cluster_key(metadata, where),
         **_judges(metadata),
+        agent=_agent(metadata, where),
         unsafe_code=bool(raw.get("unsafe_code", False)),
         source=str(path),
         raw_config=raw,
     )
+    if config.agent is not None and config.agent.sandboxed:
+        config.unsafe_code = True  # its tools run programs: consent and the sandbox's notice
     if not config.unsafe_code:
         from assay.tasks.code_routes import code_route
 

@@ -29,10 +29,17 @@ from assay.models.api.anthropic_messages import (
 from assay.models.api.backend import _SHARED_ARGS, APISettings, GenerationOnly, _APIBackend
 from assay.models.api.batch_providers import ANTHROPIC_LIMITS, AnthropicBatches
 from assay.models.api.batches import BatchProvider
-from assay.models.api.payloads import image_messages
+from assay.models.api.tool_payloads import (
+    anthropic_calls,
+    anthropic_tool_choice,
+    anthropic_tools,
+    anthropic_turns,
+    openai_messages,
+)
 from assay.models.api.usage import Usage
 from assay.models.args import Arg, typed_args
 from assay.models.base import cut_at_stops, register_model
+from assay.requests.tools import is_conversation
 from assay.requests.types import (
     GenerateRequest,
     Generation,
@@ -67,10 +74,11 @@ class AnthropicChatLM(GenerationOnly, _APIBackend):
     accepts_messages = True
     accepts_images = True
     thinking_controls = ("thinking_budget",)
+    accepts_tools = True
     ARGS: ClassVar[dict[str, Arg]] = _ARGS
     per_request_fields = frozenset(
         {"model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
-         "top_k", "thinking", "stream"}
+         "top_k", "thinking", "stream", "tools", "tool_choice"}
     )  # fmt: skip
 
     no_scores_reason = (
@@ -98,8 +106,10 @@ class AnthropicChatLM(GenerationOnly, _APIBackend):
     # -- requests -------------------------------------------------------------------------
 
     def _prompt(self, request: GenerateRequest) -> list[dict[str, Any]]:
+        # OpenAI-shaped messages (what rate limits count); a conversation with tool turns is
+        # laid out in Anthropic's blocks by `_create_args`, from the request itself.
         s = self.settings
-        return image_messages(
+        return openai_messages(
             request.prompt, request.images, max_images=s.max_images, interleave=s.interleave
         )
 
@@ -107,7 +117,15 @@ class AnthropicChatLM(GenerationOnly, _APIBackend):
         self, prompt: list[dict[str, Any]], request: GenerateRequest
     ) -> dict[str, Any]:
         s = self.settings
-        system, turns = split_system(prompt)
+        if is_conversation(request.prompt):
+            system, turns = anthropic_turns(
+                request.prompt,  # type: ignore[arg-type]
+                request.images,
+                max_images=s.max_images,
+                interleave=s.interleave,
+            )
+        else:
+            system, turns = split_system(prompt)
         params = request.params
         budget = s.thinking_budget
         # max_tokens bounds thinking and answer together: the answer keeps its max_gen_toks.
@@ -118,6 +136,10 @@ class AnthropicChatLM(GenerationOnly, _APIBackend):
         }
         if system is not None:
             args["system"] = system
+        if request.tools:
+            args["tools"] = anthropic_tools(request.tools)
+        if request.tool_choice is not None:
+            args["tool_choice"] = anthropic_tool_choice(request.tool_choice)
         extra = {**(s.extra_body or {}), **dict(params.extra)}
         if params.as_given:
             # The user's fields as written (run_evals configs), with the two OpenAI names
@@ -164,7 +186,11 @@ class AnthropicChatLM(GenerationOnly, _APIBackend):
 
     def _answer(self, response: Any, request: GenerateRequest, prompt: Any) -> Generation:
         answer = read_message(response)
-        return replace(answer, text=cut_at_stops(answer.text, request.params.until))
+        return replace(
+            answer,
+            text=cut_at_stops(answer.text, request.params.until),
+            tool_calls=anthropic_calls(response),
+        )
 
     def _response(self, body: dict[str, Any]) -> Any:
         return self._sdk().types.Message.model_validate(body)

@@ -16,9 +16,14 @@ from assay.models.api.payloads import image_url
 from assay.models.api.usage import Usage
 from assay.requests.types import Generation
 
-FINISH_REASONS = {"end_turn": "stop", "max_tokens": "length", "stop_sequence": "stop_sequence"}
-"""Anthropic's stop_reason as a Generation's finish_reason; other reasons (tool_use,
-pause_turn, refusal) have no counterpart and are left unknown (None)."""
+FINISH_REASONS = {
+    "end_turn": "stop",
+    "max_tokens": "length",
+    "stop_sequence": "stop_sequence",
+    "tool_use": "tool_calls",
+}
+"""Anthropic's stop_reason as a Generation's finish_reason; other reasons (pause_turn,
+refusal) have no counterpart and are left unknown (None)."""
 
 
 def split_system(messages: Sequence[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:

@@ -186,6 +186,9 @@ class APISettings:
     """Chat: images where the text says `<image>` (True), or first with the text after."""
     image_detail: str | None = None
     """Chat: OpenAI's `detail` of every image part ("auto", "low", "high"); None omits it."""
+    parallel_tool_calls: bool | None = None
+    """OpenAI chat: sent as `parallel_tool_calls` with requests that offer tools (False: at
+    most one call per answer); None: the server's default."""
     thinking_budget: int | None = None
     """Tokens the model may think before answering (Anthropic: extended thinking; OpenAI: sent
     as `thinking_budget_field`, and a generation that reports more reasoning tokens counts as

@@ -17,12 +17,19 @@ tokens. Chat endpoints return no prompt log-probabilities, so `openai-chat` refu
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from assay.errors import ModelError
 from assay.models.api.backend import _SHARED_ARGS, APISettings, GenerationOnly, _APIBackend
-from assay.models.api.payloads import as_messages, echo_score, image_messages, with_image_urls
+from assay.models.api.payloads import as_messages, echo_score, with_image_urls
 from assay.models.api.runner import PermanentFailure
+from assay.models.api.tool_payloads import (
+    openai_calls,
+    openai_messages,
+    openai_tool_choice,
+    openai_tools,
+)
 from assay.models.args import Arg, typed_args
 from assay.models.base import ModelProvenance, TokenCounter, register_model
 from assay.models.spans import ScoredSpan, loglikelihood_spans, rolling_spans
@@ -34,8 +41,10 @@ from assay.prompts.chat import (
     render_chat,
     template_sha256,
 )
+from assay.requests.tools import plain_prompt
 from assay.requests.types import (
     GenerateRequest,
+    Generation,
     LoglikelihoodRequest,
     LoglikelihoodResult,
     RollingRequest,
@@ -126,9 +135,10 @@ class OpenAICompletionsLM(_APIBackend):
     # -- generation ---------------------------------------------------------------------------
 
     def _prompt(self, request: GenerateRequest) -> str:
-        if isinstance(request.prompt, str):
-            return request.prompt
-        text = render_chat(self._render_chat, as_messages(request.prompt))
+        prompt = plain_prompt(request.prompt, self.name)
+        if isinstance(prompt, str):
+            return prompt
+        text = render_chat(self._render_chat, as_messages(prompt))
         # The server tokenises a text prompt with the tokenizer's special tokens; when those
         # include BOS, a template that writes BOS itself would get a second one.
         bos, tok = self.tokenizer.bos_token, self.tokenizer
@@ -231,6 +241,7 @@ class OpenAIChatLM(GenerationOnly, _APIBackend):
     endpoint = "/v1/chat/completions"
     accepts_messages = True
     accepts_images = True
+    accepts_tools = True
     ARGS: ClassVar[dict[str, Arg]] = {
         **_SHARED_ARGS,
         **_REASONING_ARGS,
@@ -238,6 +249,12 @@ class OpenAIChatLM(GenerationOnly, _APIBackend):
         "max_images": Arg(int, None, nullable=True, minimum=1),
         "interleave": Arg(bool, True),
         "image_detail": Arg(str, None, nullable=True, choices=("auto", "low", "high")),
+        "parallel_tool_calls": Arg(bool, None, nullable=True),
+    }
+    per_request_fields = _APIBackend.per_request_fields | {
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
     }
 
     def __init__(self, **model_args: Any) -> None:
@@ -254,13 +271,18 @@ class OpenAIChatLM(GenerationOnly, _APIBackend):
         s = self.settings
         defaults = {**super()._generation_defaults(), "max_tokens_field": s.max_tokens_field}
         # Image settings only when changed, so that caches of text runs keep their keys.
-        images = {"max_images": None, "interleave": True, "image_detail": None}
+        images = {
+            "max_images": None,
+            "interleave": True,
+            "image_detail": None,
+            "parallel_tool_calls": None,
+        }
         defaults.update({k: getattr(s, k) for k, v in images.items() if getattr(s, k) != v})
         return defaults
 
     def _prompt(self, request: GenerateRequest) -> list[dict[str, Any]]:
         s = self.settings
-        return image_messages(
+        return openai_messages(
             request.prompt,
             request.images,
             max_images=s.max_images,
@@ -271,14 +293,28 @@ class OpenAIChatLM(GenerationOnly, _APIBackend):
     def _create_args(
         self, prompt: list[dict[str, Any]], request: GenerateRequest
     ) -> dict[str, Any]:
-        return {
+        args = {
             "model": self.settings.model,
             "messages": with_image_urls(prompt),
             **self._generation_fields(request, self.settings.max_tokens_field),
         }
+        if request.tools:
+            args["tools"] = openai_tools(request.tools)
+            if self.settings.parallel_tool_calls is not None:
+                args["parallel_tool_calls"] = self.settings.parallel_tool_calls
+        if request.tool_choice is not None:
+            args["tool_choice"] = openai_tool_choice(request.tool_choice)
+        return args
 
     async def _create(self, client: Any, args: dict[str, Any]) -> Any:
         return await client.chat.completions.create(**args)
+
+    def _answer(self, response: Any, request: GenerateRequest, prompt: Any) -> str | Generation:
+        answer = super()._answer(response, request, prompt)
+        calls = openai_calls(getattr(response.choices[0], "message", None))
+        if not calls or not isinstance(answer, Generation):
+            return answer
+        return replace(answer, tool_calls=calls)
 
     def _response(self, body: dict[str, Any]) -> Any:
         from openai.types.chat import ChatCompletion

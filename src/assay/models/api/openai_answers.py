@@ -31,9 +31,13 @@ from assay.models.base import cut_at_stops, stop_cut_reason
 from assay.models.thinking import Thinking, split_thinking
 from assay.requests.types import FinishReason, Generation
 
-FINISH_REASONS: dict[str, FinishReason] = {"stop": "stop", "length": "length"}
-"""OpenAI's finish_reason as a Generation's; the others (content_filter, tool_calls) have no
-counterpart and are left unknown (None)."""
+FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+}
+"""OpenAI's finish_reason as a Generation's ("tool_calls": the model stopped to call tools);
+the others (content_filter) have no counterpart and are left unknown (None)."""
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """Message fields servers return thinking in, in the order they are looked for."""

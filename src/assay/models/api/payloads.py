@@ -97,7 +97,7 @@ def with_image_urls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in messages:
         content = message["content"]
-        if not isinstance(content, str):
+        if isinstance(content, list):
             content = [
                 {
                     **part,
@@ -115,10 +115,10 @@ def message_texts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """The text of chat messages, content parts included (image parts have none)."""
     texts: list[str] = []
     for message in messages:
-        content = message["content"]
+        content = message.get("content")
         if isinstance(content, str):
             texts.append(content)
-        else:
+        elif content is not None:
             texts += [part["text"] for part in content if part.get("type") == "text"]
     return texts
 

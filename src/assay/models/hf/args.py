@@ -65,6 +65,9 @@ class HFArgs:
     to start in thinking once think_end_token is set, as lm-eval assumes."""
     thinking_budget: int | None = None
     """Thinking tokens allowed: a generation that thinks for more is counted as unclosed."""
+    tool_parser: str | None = None
+    """How tool calls are read from generated text (hermes, llama3, mistral); None: the one
+    the chat template's own tool format calls for."""
     enable_thinking: bool | None = None
     """Passed to chat templates that take it (Qwen3's `enable_thinking`); needs
     think_end_token when true."""
@@ -158,6 +161,7 @@ HF_ARGS: dict[str, Arg] = {
     "think_start_token": Arg(str, None, nullable=True),
     "thinking_budget": Arg(int, None, nullable=True, minimum=0),
     "enable_thinking": Arg(bool, None, nullable=True),
+    "tool_parser": Arg(str, None, nullable=True, choices=("hermes", "llama3", "mistral")),
     "prefix_cache": Arg(bool, True),
     "prefix_cache_mb": Arg(
         float, 1024.0, minimum=0, normalise=_mebibytes, expected="a number of MiB, 0 or more"

@@ -19,7 +19,7 @@ def identity_of(
 ) -> dict[str, Any]:
     """The response cache's key for the model: `dtype` as torch names it without "torch.",
     `attention` the implementation as loaded, `weights` the checkpoint fingerprint."""
-    thinking = ("think_start_token", "thinking_budget", "enable_thinking")
+    thinking = ("think_start_token", "thinking_budget", "enable_thinking", "tool_parser")
     return {
         "backend": "hf",
         "pretrained": args.pretrained,

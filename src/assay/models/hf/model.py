@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from assay.errors import ModelError
@@ -25,7 +26,9 @@ from assay.models.hf.prefix import loaded_attention
 from assay.models.hf.score import Scorer
 from assay.models.thinking import Thinking, thinking_args
 from assay.models.tokens import TokenizerView, rolling_windows
+from assay.models.tool_parsers import PARSERS, Parser, parser_for_template
 from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat
+from assay.requests.tools import conversation_of, is_conversation, plain_prompt, template_messages
 from assay.requests.types import (
     GenerateRequest,
     Generation,
@@ -49,6 +52,10 @@ class HuggingFaceLM(LM):
 
     backend_name: ClassVar[str] = "hf"
     """The --model name its messages give."""
+
+    accepts_tools = True
+    """Tools go through the chat template's own tool support; calls are read from the text by
+    `tool_parser` (see `models.tool_parsers`)."""
 
     def __init__(self, args: HFArgs) -> None:
         loaded = load(args)
@@ -145,7 +152,7 @@ class HuggingFaceLM(LM):
                 limits,
             )
             for i, text in zip(members, generated, strict=True):
-                out[i] = text
+                out[i] = self._read_calls(text) if requests[i].tools else text
         return out
 
     def _generation_groups(
@@ -153,7 +160,7 @@ class HuggingFaceLM(LM):
     ) -> tuple[list[str], dict[GenParams, list[int]]]:
         """The requests' prompt texts, and their indices grouped by generation settings, each
         group's settings checked before any compute."""
-        texts = [self._prompt_text(r.prompt) for r in requests]
+        texts = [self._request_text(r) for r in requests]
         groups: dict[GenParams, list[int]] = {}
         for i, request in enumerate(requests):
             groups.setdefault(request.params, []).append(i)
@@ -166,6 +173,49 @@ class HuggingFaceLM(LM):
                     "raise max_length."
                 )
         return texts, groups
+
+    def _request_text(self, request: GenerateRequest) -> str:
+        """The prompt text of one request: through the chat template's tool support when it
+        offers tools or carries a conversation, else as any prompt."""
+        if self.accepts_tools and (request.tools or is_conversation(request.prompt)):
+            return self._tool_prompt(request)
+        return self._prompt_text(plain_prompt(request.prompt, self.backend_name))
+
+    def _tool_prompt(self, request: GenerateRequest) -> str:
+        """A conversation with tools through the chat template's own tool support."""
+        template = self.chat_template()
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise ModelError(template.missing)
+        self._tool_parser()  # a template whose calls cannot be read fails before any compute
+        return str(
+            self.tokenizer.apply_chat_template(
+                template_messages(conversation_of(request.prompt)),
+                tools=[{"type": "function", "function": s.as_dict()} for s in request.tools]
+                or None,
+                add_generation_prompt=True,
+                tokenize=False,
+                **template.template_args,
+            )
+        )
+
+    def _tool_parser(self) -> Parser:
+        name = self.args.tool_parser or parser_for_template(
+            getattr(self.tokenizer, "chat_template", None)
+        )
+        if name is None:
+            raise ModelError(
+                "--model hf: the chat template shows no tool-call format assay can read; give "
+                "tool_parser=hermes|llama3|mistral in --model-args (the format the model "
+                "writes its calls in)."
+            )
+        return PARSERS[name]
+
+    def _read_calls(self, generation: Generation) -> Generation:
+        """The calls in a generation's answer, taken out of its text."""
+        text, calls = self._tool_parser()(generation.text)
+        if not calls:
+            return generation
+        return replace(generation, text=text, tool_calls=calls, finish_reason="tool_calls")
 
     def chat_template(self) -> TokenizerChatTemplate:
         """The tokenizer's chat template (BOS included when the template writes it)."""

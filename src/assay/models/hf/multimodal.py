@@ -168,6 +168,7 @@ class HFMultimodalLM(HuggingFaceLM):
 
     accepts_images = True
     backend_name = BACKEND
+    accepts_tools = False
 
     def __init__(self, args: MultimodalArgs) -> None:
         # Not HuggingFaceLM.__init__: the model and its processor load differently.

@@ -69,6 +69,7 @@ from assay.models.vllm.requests import (
     token_order,
 )
 from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat, template_sha256
+from assay.requests.tools import plain_prompt
 from assay.requests.types import (
     GenerateRequest,
     Generation,
@@ -158,7 +159,7 @@ class VLLMLM(LM):
         """A Generation per request: the text cut at its stop strings, a reasoning model's
         thinking apart, how it ended and its token counts (two engine calls: one prompt per
         shared prefix, then the rest)."""
-        texts = [self._prompt_text(r.prompt) for r in requests]
+        texts = [self._prompt_text(plain_prompt(r.prompt, "vllm")) for r in requests]
         prompts: list[list[int]] = []
         thinks = self._thinking is not None
         params = [generation_params(r, self.args.seed, send_stops=not thinks) for r in requests]

@@ -1,0 +1,206 @@
+"""The agent stage: docs of a task with tools (`TaskConfig.agent`) are asked turn by turn, the
+whole shard at once, until each answers without calling a tool or reaches a limit.
+
+Each round asks every unfinished doc's conversation so far through the executor and the
+response cache, runs the tools each answer calls (in the order called) and appends their
+results. A round's wall time is noted in the cache beside its answers the first time they are
+computed, so a resumed run (kill -9, then the same command) reads every answer and timing
+back and writes the same transcripts, and no turn is asked twice. Tools run again on a resumed
+run: they must be deterministic functions of their arguments and the sample's state.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+from assay.agents.spec import AgentSpec
+from assay.agents.transcript import Transcript
+from assay.errors import DataError, FailedRequests, ModelError
+from assay.execution.stats import RunStats
+from assay.requests.cache import ResponseCache, request_key
+from assay.requests.doc_result import DocResult
+from assay.requests.tools import Turn, conversation_of
+from assay.requests.types import GenerateRequest, Generation
+from assay.run.answering import Answering, name_failed_docs
+from assay.run.plan import TaskPlan
+
+
+class _Loop:
+    """One doc's loop: its conversation, state and transcript."""
+
+    def __init__(self, result: DocResult, first: GenerateRequest, spec: AgentSpec) -> None:
+        self.result, self.first, self.spec = result, first, spec
+        self.conversation = conversation_of(first.prompt)
+        row = result.doc.row or {}
+        initial = row.get(spec.state_field) if spec.state_field else None
+        self.state: dict[str, Any] = copy.deepcopy(initial) if isinstance(initial, dict) else {}
+        self.transcript = Transcript()
+        self.transcript.turns.append({"role": "prompt", "messages": _prompt_record(first)})
+        self.final = ""
+        self.last: Generation | None = None
+
+    def request(self) -> GenerateRequest:
+        return GenerateRequest(
+            self.conversation,
+            self.first.params,
+            self.first.sample_index,
+            self.first.images,
+            tools=self.spec.specs,
+            tool_choice=self.spec.tool_choice,
+        )
+
+    def take(self, answer: Generation, seconds: float, clock: _Clock, key: str) -> None:
+        """The model's turn (asked under cache key `key`): record it, run its calls (their
+        times as first noted under `key`); sets `stopped_by` when the loop ends."""
+        spec, transcript = self.spec, self.transcript
+        transcript.add_answer(answer, seconds)
+        self.conversation = (*self.conversation, Turn("assistant", answer.text, answer.tool_calls))
+        self.final, self.last = answer.text, answer
+        if not answer.tool_calls:
+            transcript.stopped_by = "answer"
+            return
+        tools = {tool.spec.name: tool for tool in spec.tools}
+        turn = transcript.model_turns
+        for k, call in enumerate(answer.tool_calls):
+            call_id = call.id or f"call_{turn}_{k}"
+            tool = tools.get(call.name)
+            if tool is None:
+                content, error, took = (
+                    f"error: there is no tool named {call.name!r}; the tools are "
+                    f"{', '.join(sorted(tools))}",
+                    True,
+                    0.0,
+                )
+            else:
+                outcome = tool.call(call, self.state)
+                content, error = outcome.content, outcome.error
+                took = clock.seconds(f"{key}:tool:{k}", outcome.seconds)
+            transcript.add_result(call, call_id, content, error, took)
+            self.conversation = (*self.conversation, Turn("tool", content, (), call_id, call.name))
+        if transcript.model_turns >= spec.max_turns:
+            transcript.stopped_by = "max_turns"
+        elif spec.max_tokens is not None and transcript.tokens >= spec.max_tokens:
+            transcript.stopped_by = "max_tokens"
+        elif spec.max_seconds is not None and transcript.seconds >= spec.max_seconds:
+            transcript.stopped_by = "max_seconds"
+
+
+def _prompt_record(request: GenerateRequest) -> Any:
+    from assay.requests.tools import conversation_record
+
+    return conversation_record(request.prompt)
+
+
+def run_agents(
+    answering: Answering,
+    plan: TaskPlan,
+    results: list[DocResult],
+    cache: ResponseCache | None,
+    spec: AgentSpec,
+) -> RunStats:
+    """Run the loop of every doc of the shard (asked nothing before); each doc's response is
+    its final answer (the last turn's text) and its transcript is kept on the doc result."""
+    stats = RunStats()
+    model = answering.executor.model
+    if not model.accepts_tools:
+        raise ModelError(
+            f"task {plan.name} is an agent task (it offers tools), but --model "
+            f"{getattr(model, 'name', type(model).__name__)} takes no tools; use a backend "
+            "that does (openai-chat, anthropic-chat)."
+        )
+    loops: list[_Loop] = []
+    for result in results:
+        first = result.instances[0].request if len(result.instances) == 1 else None
+        if not isinstance(first, GenerateRequest) or (result.doc.num_samples or 1) != 1:
+            raise DataError(
+                f"task {plan.name}: doc {result.doc_id}: an agent task needs exactly one "
+                "generation per doc (output_type generate_until, no repeats)."
+            )
+        loops.append(_Loop(result, first, spec))
+    clock = _Clock(cache)
+    round_number = 0
+    while active := [loop for loop in loops if loop.transcript.stopped_by is None]:
+        requests = [loop.request() for loop in active]
+        keys = [request_key(r) for r in requests]
+        started = time.perf_counter()
+        try:
+            answers = answering.executor.run(requests, cache=cache)
+        except FailedRequests as exc:
+            owners = [(loop.result.doc_id, round_number) for loop in active]
+            raise name_failed_docs(plan.name, exc, owners) from None
+        took = time.perf_counter() - started
+        stats += answers.stats
+        for loop, answer, request, key in zip(active, answers, requests, keys, strict=True):
+            generation = answer if isinstance(answer, Generation) else Generation(str(answer))
+            answering.filed(plan.name, loop.result, (0, 0), generation, request)
+            loop.take(generation, clock.seconds(key, took), clock, key)
+        round_number += 1
+    for loop in loops:
+        result = loop.result
+        if loop.last is not None and not loop.last.has_metadata:
+            result.generations.pop((0, 0), None)
+        seen = loop.final if loop.last is None else _seen(answering, loop.last)
+        result.resps[0] = [seen]
+        loop.transcript.end_state = loop.state
+        result.transcript = loop.transcript
+    answering.refuse_unclosed(plan.name, results)
+    return stats
+
+
+def _seen(answering: Answering, generation: Generation) -> str:
+    from assay.results.generations import answer_seen
+
+    return answer_seen(generation, answering.unclosed_thinking)
+
+
+class _Clock:
+    """Times as first measured: noted in the response cache beside the answers, so that a
+    resumed run writes the transcript the first run would have (without a cache, as measured)."""
+
+    def __init__(self, cache: ResponseCache | None) -> None:
+        self.cache = cache
+
+    def seconds(self, key: str, measured: float) -> float:
+        if self.cache is None:
+            return measured
+        noted = self.cache.notes([key])
+        if key not in noted:
+            self.cache.note([(key, round(measured, 6))])
+            noted = self.cache.notes([key])  # another process may have noted it first
+        return float(noted[key])
+
+
+class AgentTally:
+    """A task's agent loops counted for results.json: turns, tool calls, tool errors, and how
+    the loops ended."""
+
+    def __init__(self) -> None:
+        self.samples = self.turns = self.calls = self.errors = 0
+        self.stopped: dict[str, int] = {}
+
+    def add(self, results: list[DocResult]) -> None:
+        for result in results:
+            transcript: Transcript = result.transcript
+            self.samples += 1
+            self.turns += transcript.model_turns
+            self.calls += transcript.tool_calls
+            self.errors += transcript.tool_errors
+            reason = transcript.stopped_by or "answer"
+            self.stopped[reason] = self.stopped.get(reason, 0) + 1
+
+    def entries(self) -> dict[str, Any]:
+        """The task entry's keys (means are None for a task with no samples)."""
+        n = self.samples
+        out: dict[str, Any] = {
+            "agent_samples": n,
+            "agent_model_turns": self.turns,
+            "agent_model_turns_mean": self.turns / n if n else None,
+            "agent_tool_calls": self.calls,
+            "agent_tool_calls_mean": self.calls / n if n else None,
+            "agent_tool_errors": self.errors,
+        }
+        for reason in ("answer", "max_turns", "max_tokens", "max_seconds"):
+            out[f"agent_stopped_by_{reason}"] = self.stopped.get(reason, 0)
+        return out
