@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from assay.doc import Doc, OutputType
 from assay.registry import ComponentRegistry
+from assay.requests.tools import ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,8 @@ class SampleInput:
     """multiple_choice with acc_mutual_info: log P(choice | "") per choice."""
     judgements: Mapping[str, Any] | None = None
     """Judge metrics: the judge's Judgement of this answer per metric name (judge stage)."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """generate_until: the tools the model called in its (first) answer, in order."""
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """What several metrics derive from this sample, computed by the first that needs it
     (`choice.choice_outcome`), by name."""

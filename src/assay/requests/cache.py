@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.requests.tools import ToolCall, Turn
 from assay.requests.types import (
     Generation,
     LoglikelihoodRequest,
@@ -59,10 +60,15 @@ def request_key(request: Request) -> str:
         payload = ["rolling", request.text]
     else:
         prompt = (
-            request.prompt if isinstance(request.prompt, str) else [list(m) for m in request.prompt]
+            request.prompt
+            if isinstance(request.prompt, str)
+            else [m.as_dict() if isinstance(m, Turn) else list(m) for m in request.prompt]
         )
         params = request.params.as_dict()
         payload = ["gen", prompt, params, request.sample_index if request.params.do_sample else 0]
+        if request.tools or request.tool_choice is not None:
+            # Only requests that offer tools carry this entry, so other keys are unchanged.
+            payload.append(["tools", [t.as_dict() for t in request.tools], request.tool_choice])
     if not isinstance(request, RollingRequest) and request.images:
         # Only multimodal requests carry this entry, so text-only keys are unchanged.
         payload.append(["images", [image.sha256 for image in request.images]])
@@ -90,7 +96,22 @@ _GENERATION_FIELDS = tuple(f.name for f in fields(Generation))
 
 
 def _generation_fields(result: Generation) -> dict[str, Any]:
-    return {name: getattr(result, name) for name in _GENERATION_FIELDS}
+    out = {name: getattr(result, name) for name in _GENERATION_FIELDS}
+    out["tool_calls"] = [call.as_dict() for call in result.tool_calls]
+    if not out["tool_calls"]:
+        del out["tool_calls"]  # entries written before tool calls existed read the same
+    return out
+
+
+def _tool_call(entry: dict[str, Any]) -> ToolCall:
+    """A tool call as `ToolCall.as_dict` wrote it (arguments None: they did not parse)."""
+    arguments = entry["arguments"]
+    return ToolCall(
+        entry["name"],
+        canonical_json(arguments) if arguments is not None else None,
+        entry["raw"],
+        entry["id"],
+    )
 
 
 def _decode(text: str) -> Result:
@@ -100,7 +121,8 @@ def _decode(text: str) -> Result:
     if kind == "rolling":
         return RollingResult(float(rest[0]), int(rest[1]))
     if kind == "generation":
-        return Generation(**rest[0])
+        calls = tuple(_tool_call(entry) for entry in rest[0].pop("tool_calls", ()))
+        return Generation(**rest[0], tool_calls=calls)
     return str(rest[0])
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from assay.doc import Doc, OutputType
 from assay.errors import TaskConfigError
 from assay.images import DocImage, as_doc_images
+from assay.requests.tools import Turn
 from assay.requests.types import (
     GenerateRequest,
     GenParams,
@@ -39,18 +40,27 @@ class Instance:
         if isinstance(r, LoglikelihoodRequest):
             out: dict[str, Any] = {"arg_0": r.context, "arg_1": r.continuation}
         else:
-            prompt = (
-                r.prompt
-                if isinstance(r.prompt, str)
-                else [dict(role=a, content=b) for a, b in r.prompt]
-            )
             out = {
-                "arg_0": prompt,
+                "arg_0": prompt_arguments(r),
                 "arg_1": self.gen_kwargs if self.gen_kwargs is not None else r.params.as_dict(),
             }
+            if r.tools:
+                # Only requests that offer tools carry this entry: other samples are unchanged.
+                out["tools"] = [tool.as_dict() for tool in r.tools]
         if r.images:
             out["arg_2"] = {"visual": [image.reference() for image in r.images]}
         return out
+
+
+def prompt_arguments(request: GenerateRequest) -> str | list[dict[str, Any]]:
+    """A generation's prompt as samples files write it: the text, or its messages (a
+    conversation's turns with their tool calls and results)."""
+    if isinstance(request.prompt, str):
+        return request.prompt
+    return [
+        turn.as_dict() if isinstance(turn, Turn) else {"role": turn[0], "content": turn[1]}
+        for turn in request.prompt
+    ]
 
 
 def doc_instances(

@@ -280,7 +280,11 @@ def _sample_input(
             v[0] for inst, v in zip(result.instances, filtered, strict=True) if inst.unconditioned
         ]
         return SampleInput(result.doc, output_type, conditioned, unconditioned or None)
-    return SampleInput(result.doc, output_type, filtered[0], judgements=judgements)
+    first = result.generations.get((0, 0))
+    calls = first.tool_calls if first is not None else ()
+    return SampleInput(
+        result.doc, output_type, filtered[0], judgements=judgements, tool_calls=calls
+    )
 
 
 def _user_process_results(
