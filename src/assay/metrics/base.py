@@ -115,6 +115,7 @@ for _name, _module in {
         "assay.metrics.perplexity",
     ),
     **dict.fromkeys(["math_verify"], "assay.metrics.math"),
+    **dict.fromkeys(["bfcl_accuracy"], "assay.metrics.bfcl"),
     **dict.fromkeys(
         ["judge_score", "judge_pairwise", "judge_correct", "judge_rubric"],
         "assay.metrics.judges.grading",
