@@ -59,7 +59,7 @@ def calls_of(truth: list[dict[str, Any]] | None, functions: list[dict[str, Any]]
     """The right calls: each ground-truth call with its first accepted values (relevance
     entries, which have none, call their first function with no arguments)."""
     if truth is None:
-        return [(functions[0]["name"], {})]
+        return [(functions[0]["name"] if functions else "unknown_function", {})]
     out = []
     for call in truth:
         name, params = next(iter(call.items()))
@@ -164,7 +164,8 @@ def answers(
             # Two entries asked the same conversation: one recorded answer serves both.
             results.append({"id": entry["id"], "result": seen[key]})
             continue
-        variant = VARIANTS[i % len(VARIANTS)]
+        # An entry offering no functions offers no tools: a model can only answer in text.
+        variant = VARIANTS[i % len(VARIANTS)] if entry["function"] else "no_call"
         calls = bent(
             calls_of(entry["ground_truth"], entry["checker_function"]),
             variant,
@@ -223,6 +224,51 @@ def bfcl_verdicts(mode: str, category: str, results: list[dict], root: Path) -> 
     return {r["id"]: r["id"] not in failed for r in results}, table
 
 
+CSV_COLUMNS = {
+    "overall": "Overall Acc",
+    "non_live": "Non-Live AST Acc",
+    "non_live_simple": "Non-Live Simple AST",
+    "live": "Live Acc",
+    "irrelevance": "Irrelevance Detection",
+    "relevance": "Relevance Detection",
+}
+"""assay's leaderboard scores and the columns of bfcl-eval's data_overall.csv that hold them."""
+
+
+def compare_scores(
+    mode: str, categories: list[str], ours: dict[str, dict[str, float]], table: dict, root: Path
+) -> int:
+    """assay's leaderboard scores against bfcl-eval's data_overall.csv, as that file shows
+    them (percent, two decimals); the number that differ. bfcl-eval shows "N/A" for a part
+    with a category not run (--categories): nothing to compare there, and it says so."""
+    import csv
+
+    from bfcl_eval.eval_checker.eval_runner_helper import generate_leaderboard_csv
+
+    model = MODEL_OF_MODE[mode]
+    score_dir = root / "leaderboard"
+    score_dir.mkdir()
+    with contextlib.redirect_stdout(io.StringIO()):
+        generate_leaderboard_csv({model.replace("/", "_"): table}, score_dir)
+    with (score_dir / "data_overall.csv").open(encoding="utf-8") as handle:
+        (row,) = list(csv.DictReader(handle))
+    mine = bfcl.leaderboard_scores(
+        {
+            c: (sum(ours[f"bfcl_{mode}_{c}"].values()) / len(ours[f"bfcl_{mode}_{c}"]),
+                len(ours[f"bfcl_{mode}_{c}"]))
+            for c in categories
+        }
+    )  # fmt: skip
+    differ = 0
+    for name, column in CSV_COLUMNS.items():
+        shown = f"{mine[name] * 100:.2f}%"
+        theirs = row[column]
+        verdict = "not shown" if theirs == "N/A" else "same" if shown == theirs else "DIFFERENT"
+        print(f"{mode:6s} {name:24s} assay {shown:>8s}  bfcl {theirs:>8s}  {verdict}")
+        differ += verdict == "DIFFERENT"
+    return differ
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=None, help="entries per category")
@@ -247,14 +293,15 @@ def main() -> int:
             tasks = [f"bfcl_{mode}_{c}" for c in categories]
             with contextlib.redirect_stdout(io.StringIO()):
                 ours = assay_verdicts(tasks, docs, replay, root / "assay")
-            table: dict[str, Any] = {}
+            table: dict[str, Any] = {"cost": {"input_data": [], "output_data": []}}
+            table["latency"] = {"data": []}
             print(f"{mode:6s} {'category':24s} {'n':>5s} {'agree':>7s} {'assay':>7s} {'bfcl':>7s}")
             for category in categories:
                 theirs, entry = bfcl_verdicts(
                     mode, category, per_category[category], root / category
                 )
                 for model_table in entry.values():
-                    table.update(model_table)
+                    table.update({k: v for k, v in model_table.items() if k == category})
                 mine = ours[f"bfcl_{mode}_{category}"]
                 differ = [i for i in theirs if bool(mine[i]) != theirs[i]]
                 n = len(theirs)
@@ -268,24 +315,7 @@ def main() -> int:
                     print(f"    differs: {i} assay={mine[i]} bfcl={theirs[i]}")
                 if agree < 0.995 or acc_ours != acc_theirs:
                     failures += 1
-            ours_scores = bfcl.leaderboard_scores(
-                {
-                    c: (
-                        sum(ours[f"bfcl_{mode}_{c}"].values()) / len(ours[f"bfcl_{mode}_{c}"]),
-                        len(ours[f"bfcl_{mode}_{c}"]),
-                    )
-                    for c in categories
-                }
-            )
-            theirs_scores = bfcl.leaderboard_scores(
-                {c: (v["accuracy"], v["total_count"]) for c, v in table.items() if c in categories}
-            )
-            for name, value in ours_scores.items():
-                same = "same" if value == theirs_scores[name] else "DIFFERENT"
-                print(
-                    f"{mode:6s} {name:24s} assay {value:.4f}  bfcl {theirs_scores[name]:.4f}  {same}"
-                )
-                failures += value != theirs_scores[name]
+            failures += compare_scores(mode, categories, ours, table, root)
     print("parity: ok" if not failures else f"parity: {failures} difference(s)")
     return 1 if failures else 0
 

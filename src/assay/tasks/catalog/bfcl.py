@@ -237,13 +237,19 @@ OVERALL_WEIGHTS = {"non_live": 10, "live": 10, "irrelevance": 10, "multi_turn": 
 """bfcl-eval 2026.3.23's weights of the overall score (eval_runner_helper)."""
 
 
-def leaderboard_scores(accuracy: dict[str, tuple[float, int]]) -> dict[str, float]:
-    """BFCL's leaderboard aggregates from per-category (accuracy, entries), as bfcl-eval
-    computes them: a category not run counts as accuracy 0 with no entries, so the overall
-    score of the offline categories alone weighs multi-turn and agentic (70 %) as 0."""
+def leaderboard_scores(
+    accuracy: dict[str, tuple[float, int]], sizes: dict[str, int] | None = None
+) -> dict[str, float]:
+    """BFCL's leaderboard aggregates from per-category (accuracy, entries scored), as bfcl-eval
+    computes them: a category not run counts as accuracy 0 over all its entries (`sizes`, by
+    default read from bfcl-eval), so the overall score of the offline categories alone weighs
+    multi-turn and agentic (70 %) as 0, as bfcl-eval's own overall does."""
 
     def score(category: str) -> tuple[float, int]:
-        return accuracy.get(category, (0.0, 0))
+        if category in accuracy:
+            return accuracy[category]
+        size = sizes[category] if sizes is not None else len(_entries(category))
+        return 0.0, size
 
     def unweighted(*parts: tuple[float, int]) -> tuple[float, int]:
         return sum(a for a, _ in parts) / len(parts), sum(n for _, n in parts)
@@ -253,9 +259,7 @@ def leaderboard_scores(accuracy: dict[str, tuple[float, int]]) -> dict[str, floa
         return (sum(a * n for a, n in parts) / total if total else 0.0), total
 
     simple = unweighted(*(score(c) for c in NON_LIVE_SIMPLE))
-    non_live = unweighted(
-        simple, *(score(c) for c in ("multiple", "parallel", "parallel_multiple"))
-    )
+    non_live = unweighted(simple, *(score(c) for c in NON_LIVE_AST[3:]))
     live = weighted(*(score(c) for c in LIVE_AST))
     irrelevance = unweighted(score("irrelevance"), score("live_irrelevance"))
     parts = {"non_live": non_live[0], "live": live[0], "irrelevance": irrelevance[0]}
