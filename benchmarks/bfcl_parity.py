@@ -147,21 +147,23 @@ def picked(total: int, sample: int | None) -> list[int]:
 
 
 def answers(
-    category: str, mode: str, sample: int | None
+    category: str, mode: str, sample: int | None, seen: dict[str, Any]
 ) -> tuple[list[dict], list[dict], list[int]]:
     """bfcl-eval's result entries for the category's entries (maybe a sample), the replay
-    lines of the same answers, and the doc indices answered."""
+    lines of the same answers, and the doc indices answered; `seen` holds the answers given
+    so far, by what was asked."""
     everything = bfcl._entries(category)
     indices = picked(len(everything), sample)
     entries = [everything[i] for i in indices]
     prompt_of = bfcl._prompt(mode, category)
-    results, lines, seen = [], [], {}
+    results, lines = [], []
     for i, entry in enumerate(entries):
         doc = prompt_of(entry, "parity")
         messages = [{"role": t.role, "content": t.content} for t in doc.conversation or ()]
-        key = json.dumps(messages)
+        tools = [tool.name for tool in doc.tools]
+        key = json.dumps([messages, tools])
         if key in seen:
-            # Two entries asked the same conversation: one recorded answer serves both.
+            # Two entries (of any category) ask the same: a model answers both alike.
             results.append({"id": entry["id"], "result": seen[key]})
             continue
         # An entry offering no functions offers no tools: a model can only answer in text.
@@ -174,7 +176,7 @@ def answers(
         result, line = fc_answer(calls) if mode == "fc" else prompt_answer(calls)
         seen[key] = result
         results.append({"id": entry["id"], "result": result})
-        lines.append({"prompt": messages, **line})
+        lines.append({"prompt": messages, "tools": tools, **line})
     return results, lines, indices
 
 
@@ -282,11 +284,11 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             replay = root / "replay.jsonl"
-            per_category, docs = {}, {}
+            per_category, docs, seen = {}, {}, {}
             with replay.open("w", encoding="utf-8") as handle:
                 for category in categories:
                     results, lines, docs[f"bfcl_{mode}_{category}"] = answers(
-                        category, mode, args.sample
+                        category, mode, args.sample, seen
                     )
                     per_category[category] = results
                     handle.writelines(json.dumps(line) + "\n" for line in lines)

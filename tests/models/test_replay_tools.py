@@ -102,3 +102,21 @@ def test_the_cache_keeps_tool_calls_and_keys_on_the_tools(tmp_path):
     assert request_key(other_tools) != key
     assert request_key(GenerateRequest("Q")) == request_key(GenerateRequest("Q", tools=()))
     cache.close()
+
+
+def test_a_line_naming_its_tools_answers_only_requests_offering_them(tmp_path):
+    messages = [{"role": "user", "content": "Q"}]
+    lm = replay(
+        tmp_path,
+        {"prompt": messages, "tools": ["get_weather"], "response": "with weather"},
+        {"prompt": messages, "response": "any tools"},
+    )
+    prompt = conversation(("user", "Q"))
+    asked = [
+        GenerateRequest(prompt, tools=(WEATHER,)),
+        GenerateRequest(prompt, tools=(ToolSpec.of("other"),)),
+        GenerateRequest(prompt),
+    ]
+    assert [str(a) for a in lm.generate_until(asked)] == ["with weather", "any tools", "any tools"]
+    with pytest.raises(ConfigError, match=r"r\.jsonl:1.*'tools'"):
+        replay(tmp_path, {"prompt": "Q", "tools": "get_weather", "response": "x"})

@@ -37,14 +37,23 @@ def _messages_key(turns: Sequence[tuple[str, str]]) -> str:
     return canonical_json([list(turn) for turn in turns])
 
 
+def _with_tools(key: str, names: Sequence[str]) -> str:
+    """A prompt's key narrowed to requests offering exactly these tools (a line's "tools")."""
+    return canonical_json([key, list(names)])
+
+
 def _prompt_keys(request: GenerateRequest) -> list[str]:
-    """The keys a request is looked up by, in order: a plain prompt's text; a chat's whole
-    conversation (recorded as a list of messages), then its last user message."""
+    """The keys a request is looked up by, in order: with the tools it offers, then without;
+    a plain prompt's text, or a chat's whole conversation (recorded as a list of messages),
+    then its last user message."""
     if isinstance(request.prompt, str):
-        return [request.prompt]
-    turns = _turns(request)
-    users = [content for role, content in turns if role == "user"]
-    return [_messages_key(turns), users[-1] if users else ""]
+        keys = [request.prompt]
+    else:
+        turns = _turns(request)
+        users = [content for role, content in turns if role == "user"]
+        keys = [_messages_key(turns), users[-1] if users else ""]
+    names = [tool.name for tool in request.tools]
+    return [_with_tools(key, names) for key in keys] + keys
 
 
 def _prompt_text(request: GenerateRequest) -> str:
@@ -91,7 +100,9 @@ class ReplayLM(LM):
     {"name", "arguments"} (arguments an object, or the text the model wrote, kept unparsed when
     it is not a JSON object; "id" and "raw" optional), and "response" may then be "" or left
     out. A chat or a conversation matches a line whose "prompt" is its list of {"role",
-    "content"} messages exactly, or else a line whose "prompt" is its last user message.
+    "content"} messages exactly, or else a line whose "prompt" is its last user message; a
+    line that gives "tools" (the names of the tools offered, in order) matches only requests
+    offering exactly those, before any line without.
     """
 
     accepts_tools = True
@@ -122,6 +133,13 @@ class ReplayLM(LM):
                 try:
                     record = json.loads(line)
                     prompt = _recorded_prompt(record["prompt"])
+                    if "tools" in record:
+                        tools = record["tools"]
+                        if not isinstance(tools, list) or not all(
+                            isinstance(t, str) for t in tools
+                        ):
+                            raise ValueError("tools")
+                        prompt = _with_tools(prompt, tools)
                     answers = record.get("responses", [record])
                 except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                     answers = None
@@ -131,8 +149,9 @@ class ReplayLM(LM):
                 if answers is None or None in recorded:
                     raise ConfigError(
                         f"{self.path}:{number}: each line must be a JSON object with 'prompt' (a "
-                        "string, or a list of {'role', 'content'} messages) and 'response' (a "
-                        "string) and/or 'tool_calls', or 'responses' (a list of strings or objects, one per sample)."
+                        "string, or a list of {'role', 'content'} messages; optionally 'tools', the "
+                        "names of the tools offered) and 'response' (a string) and/or "
+                        "'tool_calls', or 'responses' (a list of strings or objects, one per sample)."
                     ) from None
                 self.responses[prompt] = recorded  # type: ignore[assignment]
         self.digest = digest.hexdigest()
