@@ -71,3 +71,50 @@ def test_a_hostile_prompt_mode_answer_is_judged_without_running(tmp_path):
     assert not marker.exists()
     assert "valid=False" in hostile and "decoder_failed" in hostile and "not evaluated" in hostile
     assert arithmetic.startswith("Verdict(valid=True")
+
+
+GROUPS_CHECK = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, "benchmarks")
+import bfcl_parity as b
+from assay import evaluate
+from assay.tasks.catalog import bfcl
+tmp = Path(sys.argv[1])
+lines = []
+counts = {c: 2 + len(c) % 4 for c in bfcl.OFFLINE}  # unequal sizes: weighting shows
+for c in bfcl.OFFLINE:
+    for i, entry in enumerate(bfcl._entries(c)[: counts[c]]):
+        doc = bfcl._prompt("fc", c)(entry, "x")
+        variant = b.VARIANTS[(2 * i + len(c)) % 9] if entry["function"] else "no_call"
+        truth = b.calls_of(entry["ground_truth"], entry["checker_function"])
+        line = b.fc_answer(b.bent(truth, variant, entry["checker_function"]))[1]
+        messages = [{"role": t.role, "content": t.content} for t in doc.conversation]
+        lines.append({"prompt": messages, "tools": [t.name for t in doc.tools], **line})
+replay = tmp / "replay.jsonl"
+replay.write_text("".join(json.dumps(line) + "\\n" for line in lines))
+groups = ["bfcl_fc_non_live_simple", "bfcl_fc_live", "bfcl_fc_irrelevance_total"]
+rest = ["multiple", "parallel", "parallel_multiple", "live_relevance"]
+samples = {f"bfcl_fc_{c}": list(range(n)) for c, n in counts.items()}
+evaluate("replay", groups + [f"bfcl_fc_{c}" for c in rest], model_args={"path": str(replay)},
+         samples=samples, output_dir=tmp / "out", cache=False, show_progress=False)
+(path,) = (tmp / "out").rglob("results.json")
+r = json.loads(path.read_text())["results"]
+accuracy = {c: (r[f"bfcl_fc_{c}"]["bfcl_accuracy,none"], counts[c]) for c in bfcl.OFFLINE}
+print("counts", *sorted(set(counts[c] for c in bfcl.LIVE_AST)))
+scores = bfcl.leaderboard_scores(accuracy)
+for group, part in zip(groups, ["non_live_simple", "live", "irrelevance"]):
+    print(group, r[group]["bfcl_accuracy,none"], scores[part])
+"""
+
+
+def test_groups_aggregate_as_bfcls_leaderboard(tmp_path):
+    done = _run(["-c", GROUPS_CHECK, str(tmp_path)], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line.split() for line in done.stdout.splitlines() if line.startswith("bfcl_fc_")]
+    assert len(done.stdout.split("counts", 1)[1].splitlines()[0].split()) > 1, done.stdout
+    assert len(rows) == 3, done.stdout
+    for name, group, expected in rows:
+        assert abs(float(group) - float(expected)) < 1e-12, (name, group, expected)
+    # The parts differ from one another here, so a plain mean would not pass for all three.
+    assert len({row[1] for row in rows}) > 1, rows

@@ -198,35 +198,27 @@ TASKS_TABLE = [_task(mode, category) for mode in MODES for category in (*OFFLINE
 
 
 def _groups(mode: str) -> list[GroupConfig]:
-    """BFCL's leaderboard aggregation: non-live simple is the unweighted mean of its three
-    languages, non-live AST the unweighted mean of simple, multiple, parallel and parallel
-    multiple; live AST weighs its four categories by size; irrelevance is the unweighted mean
-    of the non-live and live ones."""
+    """BFCL's leaderboard parts that a group computes as bfcl-eval does: non-live simple, the
+    unweighted mean of its three languages; live AST, its four categories weighted by size;
+    irrelevance, the unweighted mean of the non-live and live ones. Non-live AST (a mean over
+    non-live simple and three categories) and the overall score are `leaderboard_scores`'s:
+    a group of groups averages the tasks beneath, not its parts."""
     name = f"bfcl_{mode}"
 
-    def unweighted(group: str, tasks: list[str]) -> GroupConfig:
+    def group(group: str, tasks: list[str], by_size: bool) -> GroupConfig:
         return GroupConfig(
             name=group,
             tasks=tasks,
-            aggregate_metric_list=[{"metric": "bfcl_accuracy", "weight_by_size": False}],
+            aggregate_metric_list=[{"metric": "bfcl_accuracy", "weight_by_size": by_size}],
         )
 
     return [
-        unweighted(f"{name}_non_live_simple", [f"{name}_{c}" for c in NON_LIVE_SIMPLE]),
-        unweighted(
-            f"{name}_non_live",
-            [
-                f"{name}_non_live_simple",
-                *(f"{name}_{c}" for c in ("multiple", "parallel", "parallel_multiple")),
-            ],
-        ),
-        GroupConfig(
-            name=f"{name}_live",
-            tasks=[f"{name}_{c}" for c in LIVE_AST],
-            aggregate_metric_list=[{"metric": "bfcl_accuracy", "weight_by_size": True}],
-        ),
-        unweighted(
-            f"{name}_irrelevance_total", [f"{name}_irrelevance", f"{name}_live_irrelevance"]
+        group(f"{name}_non_live_simple", [f"{name}_{c}" for c in NON_LIVE_SIMPLE], False),
+        group(f"{name}_live", [f"{name}_{c}" for c in LIVE_AST], True),
+        group(
+            f"{name}_irrelevance_total",
+            [f"{name}_irrelevance", f"{name}_live_irrelevance"],
+            False,
         ),
     ]
 
