@@ -120,3 +120,11 @@ def test_a_line_naming_its_tools_answers_only_requests_offering_them(tmp_path):
     assert [str(a) for a in lm.generate_until(asked)] == ["with weather", "any tools", "any tools"]
     with pytest.raises(ConfigError, match=r"r\.jsonl:1.*'tools'"):
         replay(tmp_path, {"prompt": "Q", "tools": "get_weather", "response": "x"})
+
+
+def test_arguments_nested_past_the_parsers_depth_are_kept_unparsed(tmp_path):
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    lm = replay(tmp_path, {"prompt": "Q", "tool_calls": [{"name": "f", "arguments": deep}]})
+    (out,) = lm.generate_until([GenerateRequest(conversation(("user", "Q")), tools=(WEATHER,))])
+    (call,) = out.tool_calls
+    assert call.arguments is None and call.raw == deep

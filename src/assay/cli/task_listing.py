@@ -195,7 +195,9 @@ def _readable(index: int, request: Any, previous_context: str | None = None) -> 
         lines = [_rule(f"request {index}: prompt"), request.prompt]
     else:
         lines = []
-        for message in prompt_arguments(request):
+        messages = prompt_arguments(request)
+        assert not isinstance(messages, str)
+        for message in messages:
             lines += [_rule(f"request {index}: {message['role']}"), str(message["content"])]
     for tool in request.tools:
         lines += [_rule(f"request {index}: tool"), json.dumps(tool.as_dict(), ensure_ascii=False)]
