@@ -53,7 +53,7 @@ def _prompt_keys(request: GenerateRequest) -> list[str]:
         users = [content for role, content in turns if role == "user"]
         keys = [_messages_key(turns), users[-1] if users else ""]
     names = [tool.name for tool in request.tools]
-    return [_with_tools(key, names) for key in keys] + keys
+    return [_with_tools(key, names) for key in keys] + keys if names else keys
 
 
 def _prompt_text(request: GenerateRequest) -> str:
@@ -139,7 +139,8 @@ class ReplayLM(LM):
                             isinstance(t, str) for t in tools
                         ):
                             raise ValueError("tools")
-                        prompt = _with_tools(prompt, tools)
+                        # No tools offered is a request like any other without tools.
+                        prompt = _with_tools(prompt, tools) if tools else prompt
                     answers = record.get("responses", [record])
                 except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                     answers = None
