@@ -15,7 +15,14 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 LIGHTEVAL_VENV ?= .venv-lighteval
 LIGHTEVAL_STAMP := $(LIGHTEVAL_VENV)/.installed
 
-.PHONY: test lint typecheck docs quickstart install clean vllm-venv vllm-check lighteval-venv gpu-wheels
+# bfcl-eval (BFCL's official checker and data) pins numpy==1.26.4, networkx==3.3 and
+# filelock==3.20.0, which clash with assay's environment: it and an assay that imports it get a
+# side virtualenv, which the tests use to score BFCL against bfcl-eval's own runner
+# (tests/tasks/test_bfcl_parity.py). torch first: sentence-transformers would pull the CUDA build.
+BFCL_VENV ?= .venv-bfcl
+BFCL_STAMP := $(BFCL_VENV)/.installed
+
+.PHONY: test lint typecheck docs quickstart install clean vllm-venv vllm-check lighteval-venv bfcl-venv bfcl-parity gpu-wheels
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -41,9 +48,10 @@ $(CHROMIUM):
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-test: lint typecheck docs $(VLLM_STAMP) $(LIGHTEVAL_STAMP) $(CHROMIUM)
+test: lint typecheck docs $(VLLM_STAMP) $(LIGHTEVAL_STAMP) $(BFCL_STAMP) $(CHROMIUM)
 	ASSAY_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python \
 	ASSAY_LIGHTEVAL_PYTHON=$(abspath $(LIGHTEVAL_VENV))/bin/python \
+	ASSAY_BFCL_PYTHON=$(abspath $(BFCL_VENV))/bin/python \
 	$(VENV)/bin/pytest -n 2 --dist loadfile
 
 # The documentation site (mkdocs.yml): --strict fails on a broken link or anchor, and --check on a
@@ -82,6 +90,19 @@ $(LIGHTEVAL_STAMP): pyproject.toml
 
 lighteval-venv: $(LIGHTEVAL_STAMP)
 
+$(BFCL_STAMP): pyproject.toml
+	test -x $(BFCL_VENV)/bin/python || python3 -m venv $(BFCL_VENV)
+	$(BFCL_VENV)/bin/pip install --quiet --upgrade pip
+	$(BFCL_VENV)/bin/pip install --quiet torch==2.13.0
+	$(BFCL_VENV)/bin/pip install --quiet "bfcl-eval==2026.3.23" soundfile "pytest>=8" "hypothesis>=6.100" -e .
+	touch $(BFCL_STAMP)
+
+bfcl-venv: $(BFCL_STAMP)
+
+# Every entry of every offline BFCL category, both modes: assay's verdicts against bfcl-eval's.
+bfcl-parity: $(BFCL_STAMP)
+	PYTHONPATH=src $(BFCL_VENV)/bin/python benchmarks/bfcl_parity.py
+
 vllm-check: $(STAMP) $(VLLM_STAMP)
 	$(PY) benchmarks/vllm_cpu_check.py --vllm-python $(VLLM_VENV)/bin/python
 
@@ -97,4 +118,4 @@ gpu-wheels:
 	du -sh .whl
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) $(LIGHTEVAL_VENV) out .pytest_cache
+	rm -rf $(VENV) $(VLLM_VENV) $(LIGHTEVAL_VENV) $(BFCL_VENV) out .pytest_cache

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.requests.tools import ToolSpec, Turn
 
 
 class OutputType(StrEnum):
@@ -78,6 +81,11 @@ class Doc:
     """Multi-turn chat (MT-Bench's second turn): user turns asked one after another once the
     model has answered `query`, each in the conversation so far; the doc's response is the
     answer to the last one, and the earlier exchanges are kept (DocResult.history)."""
+    conversation: tuple[Turn, ...] | None = None
+    """A doc whose prompt is a conversation of its own (BFCL's system and user turns): it is
+    sent as these turns, never rendered from `query` and few-shot examples."""
+    tools: tuple[ToolSpec, ...] = ()
+    """Functions the model may call when answering this doc (backends with `accepts_tools`)."""
 
     def get_golds(self) -> list[str]:
         """The gold strings (the continuation for multiple-input docs)."""

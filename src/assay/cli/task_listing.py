@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import AssayError, ConfigError
+from assay.requests.tools import conversation_record
 from assay.results.samples import target_of
 from assay.tasks.config import TaskConfig
 from assay.tasks.data_at_hand import data_at_hand
@@ -194,8 +195,12 @@ def _readable(index: int, request: Any, previous_context: str | None = None) -> 
         lines = [_rule(f"request {index}: prompt"), request.prompt]
     else:
         lines = []
-        for role, content in request.prompt:
-            lines += [_rule(f"request {index}: {role}"), str(content)]
+        messages = conversation_record(request.prompt)
+        assert not isinstance(messages, str)
+        for message in messages:
+            lines += [_rule(f"request {index}: {message['role']}"), str(message["content"])]
+    for tool in request.tools:
+        lines += [_rule(f"request {index}: tool"), json.dumps(tool.as_dict(), ensure_ascii=False)]
     settings = json.dumps(request.params.as_dict(), ensure_ascii=False)
     return [*lines, _rule(f"request {index}: generation settings"), settings]
 

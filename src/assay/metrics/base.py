@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from assay.doc import Doc, OutputType
 from assay.registry import ComponentRegistry
+from assay.requests.tools import ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,8 @@ class SampleInput:
     """Judge metrics: the judge's Judgement of this answer per metric name (judge stage)."""
     transcript: Any = None
     """Agent tasks: the sample's `agents.Transcript` (tool-call and end-state metrics)."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """generate_until: the tools the model called in its (first) answer, in order."""
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """What several metrics derive from this sample, computed by the first that needs it
     (`choice.choice_outcome`), by name."""
@@ -115,6 +118,7 @@ for _name, _module in {
     ),
     **dict.fromkeys(["math_verify"], "assay.metrics.math"),
     **dict.fromkeys(["tool_call_match", "end_state"], "assay.metrics.agents"),
+    **dict.fromkeys(["bfcl_accuracy"], "assay.metrics.bfcl"),
     **dict.fromkeys(
         ["judge_score", "judge_pairwise", "judge_correct", "judge_rubric"],
         "assay.metrics.judges.grading",

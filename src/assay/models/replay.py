@@ -13,15 +13,52 @@ from assay.errors import ConfigError, ModelError
 from assay.models.args import Arg, AutoOrCount, BatchSize, typed_args
 from assay.models.base import LM, cut_at_stops, register_model, stop_cut_reason
 from assay.models.thinking import Thinking, split_thinking, thinking_args
-from assay.requests.tools import conversation_of
-from assay.requests.types import GenerateRequest, Generation, LoglikelihoodRequest, RollingRequest
+from assay.requests.tools import ToolCall, Turn
+from assay.requests.types import (
+    GenerateRequest,
+    Generation,
+    LoglikelihoodRequest,
+    RollingRequest,
+    canonical_json,
+)
+
+
+def _turns(request: GenerateRequest) -> list[tuple[str, str]]:
+    """A chat prompt's turns as (role, content), a conversation's tool turns included."""
+    assert not isinstance(request.prompt, str)
+    return [
+        (turn.role, turn.content) if isinstance(turn, Turn) else (turn[0], turn[1])
+        for turn in request.prompt
+    ]
+
+
+def _messages_key(turns: Sequence[tuple[str, str]]) -> str:
+    """What a recorded chat prompt (a list of {"role", "content"}) is matched by."""
+    return canonical_json([list(turn) for turn in turns])
+
+
+def _with_tools(key: str, names: Sequence[str]) -> str:
+    """A prompt's key narrowed to requests offering exactly these tools (a line's "tools")."""
+    return canonical_json([key, list(names)])
+
+
+def _prompt_keys(request: GenerateRequest) -> list[str]:
+    """The keys a request is looked up by, in order: with the tools it offers, then without;
+    a plain prompt's text, or a chat's whole conversation (recorded as a list of messages),
+    then its last user message."""
+    if isinstance(request.prompt, str):
+        keys = [request.prompt]
+    else:
+        turns = _turns(request)
+        users = [content for role, content in turns if role == "user"]
+        keys = [_messages_key(turns), users[-1] if users else ""]
+    names = [tool.name for tool in request.tools]
+    return [_with_tools(key, names) for key in keys] + keys if names else keys
 
 
 def _prompt_text(request: GenerateRequest) -> str:
-    """Plain prompts as they are; chat prompts by their last user message."""
-    prompt = conversation_of(request.prompt)
-    users = [turn.content for turn in prompt if turn.role == "user"]
-    return users[-1] if users else ""
+    """How a request is named in messages: its text, or its last user message."""
+    return _prompt_keys(request)[-1]
 
 
 _ENDINGS = {
@@ -42,6 +79,8 @@ class Recorded:
     response: str
     ending: dict[str, Any] = field(default_factory=dict)
     """The keys of `_ENDINGS` the line gave."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The tools the model called (a line's "tool_calls")."""
 
 
 class ReplayLM(LM):
@@ -56,7 +95,17 @@ class ReplayLM(LM):
     "finish_reason" (stop, stop_sequence or length), "thinking_closed", "reasoning_tokens"
     and "answer_tokens"; with `thinking` (think_end_token ...), "response" is the raw
     generation and its thinking is split off as `hf` splits it.
+
+    Tool calls are replayed too (the backend accepts tools): "tool_calls" is a list of
+    {"name", "arguments"} (arguments an object, or the text the model wrote, kept unparsed when
+    it is not a JSON object; "id" and "raw" optional), and "response" may then be "" or left
+    out. A chat or a conversation matches a line whose "prompt" is its list of {"role",
+    "content"} messages exactly, or else a line whose "prompt" is its last user message; a
+    line that gives "tools" (the names of the tools offered, in order) matches only requests
+    offering exactly those, before any line without.
     """
+
+    accepts_tools = True
 
     def __init__(
         self,
@@ -83,28 +132,45 @@ class ReplayLM(LM):
                     continue
                 try:
                     record = json.loads(line)
-                    prompt = record["prompt"]
+                    prompt = _recorded_prompt(record["prompt"])
+                    if "tools" in record:
+                        tools = record["tools"]
+                        if not isinstance(tools, list) or not all(
+                            isinstance(t, str) for t in tools
+                        ):
+                            raise ValueError("tools")
+                        # No tools offered is a request like any other without tools.
+                        prompt = _with_tools(prompt, tools) if tools else prompt
                     answers = record.get("responses", [record])
-                except (json.JSONDecodeError, KeyError, TypeError):
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                     answers = None
                 if not isinstance(answers, list):
                     answers = None
                 recorded = [_recorded(a, f"{self.path}:{number}") for a in answers or []]
                 if answers is None or None in recorded:
                     raise ConfigError(
-                        f"{self.path}:{number}: each line must be a JSON object with 'prompt' and "
-                        "'response' (a string), or 'responses' (a list of strings, one per sample)."
+                        f"{self.path}:{number}: each line must be a JSON object with 'prompt' (a "
+                        "string, or a list of {'role', 'content'} messages; optionally 'tools', the "
+                        "names of the tools offered) and 'response' (a string) and/or "
+                        "'tool_calls', or 'responses' (a list of strings or objects, one per sample)."
                     ) from None
                 self.responses[prompt] = recorded  # type: ignore[assignment]
         self.digest = digest.hexdigest()
 
+    def _lookup(self, request: GenerateRequest) -> list[Recorded] | None:
+        """The recorded answers of a request's prompt, by the first of its keys recorded."""
+        for key in _prompt_keys(request):
+            if key in self.responses:
+                return self.responses[key]
+        return None
+
     def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str | Generation]:
-        missing = [_prompt_text(r) for r in requests if _prompt_text(r) not in self.responses]
+        found = [self._lookup(r) for r in requests]
+        missing = [_prompt_text(r) for r, f in zip(requests, found) if f is None]
         short = [
             (r.sample_index, _prompt_text(r))
-            for r in requests
-            if _prompt_text(r) in self.responses
-            and 1 < len(self.responses[_prompt_text(r)]) <= r.sample_index
+            for r, f in zip(requests, found)
+            if f is not None and 1 < len(f) <= r.sample_index
         ]
         if short:
             index, prompt = short[0]
@@ -120,12 +186,30 @@ class ReplayLM(LM):
                 f"replay: {len(missing)} prompt(s) have no recorded response in {self.path}:\n{listing}{more}\n"
                 "Record responses for exactly these prompts (the prompts in a samples file's arguments)."
             )
+        untooled = [
+            _prompt_text(r) for r, f in zip(requests, found) if not r.tools and _calls_tools(f)
+        ]
+        if untooled:
+            raise ModelError(
+                f"replay: {len(untooled)} request(s) offer no tools, but {self.path} records "
+                f"tool calls for them, e.g. {untooled[0][:120]!r}; a model cannot call a tool "
+                "it was not offered. Record a text response for these prompts."
+            )
         out: list[str | Generation] = []
-        for r in requests:
-            answers = self.responses[_prompt_text(r)]
+        for r, answers in zip(requests, found):
+            assert answers is not None
             answer = answers[r.sample_index] if len(answers) > 1 else answers[0]
-            out.append(self._replayed(answer, r))
+            out.append(self._with_calls(self._replayed(answer, r), answer))
         return out
+
+    @staticmethod
+    def _with_calls(result: str | Generation, answer: Recorded) -> str | Generation:
+        """A replayed result with the answer's recorded tool calls."""
+        if not answer.tool_calls:
+            return result
+        if isinstance(result, str):
+            return Generation(result, tool_calls=answer.tool_calls)
+        return replace(result, tool_calls=answer.tool_calls)
 
     def _replayed(self, answer: Recorded, request: GenerateRequest) -> str | Generation:
         """A recorded answer as the backend that produced it would have returned it."""
@@ -180,12 +264,57 @@ class ReplayLM(LM):
         return identity
 
 
+def _calls_tools(answers: list[Recorded] | None) -> bool:
+    return any(answer.tool_calls for answer in answers or ())
+
+
+def _recorded_prompt(prompt: Any) -> str:
+    """A line's "prompt" as the key it is looked up by: a string as it is, a list of messages
+    as `_messages_key`; ValueError for anything else."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list) and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+        for m in prompt
+    ):
+        return _messages_key([(m["role"], m["content"]) for m in prompt])
+    raise ValueError("prompt")
+
+
+def _recorded_calls(calls: Any, where: str) -> tuple[ToolCall, ...]:
+    """A line's "tool_calls" as ToolCalls, each refused by position when it is not
+    {"name": str, "arguments": object or str} (with optional string "id" and "raw")."""
+    if not isinstance(calls, list):
+        raise ConfigError(f"{where}: 'tool_calls' must be a list, got {calls!r:.80}.")
+    out = []
+    for i, call in enumerate(calls):
+        ok = (
+            isinstance(call, dict)
+            and isinstance(call.get("name"), str)
+            and isinstance(call.get("arguments"), dict | str)
+            and all(isinstance(call.get(k), str | None) for k in ("id", "raw"))
+        )
+        if not ok:
+            raise ConfigError(
+                f"{where}: tool_calls[{i}] must be an object with 'name' (a string) and "
+                f"'arguments' (an object, or the text the model wrote), got {call!r:.120}."
+            )
+        out.append(
+            ToolCall.parsed(call["name"], call["arguments"], raw=call.get("raw"), id=call.get("id"))
+        )
+    return tuple(out)
+
+
 def _recorded(item: Any, where: str) -> Recorded | None:
     """A "responses" item or a whole line as a Recorded; None when it is neither a string nor
-    an object with a string "response" (a bad ending key is refused by name)."""
+    an object with a string "response" or "tool_calls" (a bad ending key or tool call is
+    refused by name)."""
     if isinstance(item, str):
         return Recorded(item)
-    if not isinstance(item, dict) or not isinstance(item.get("response"), str):
+    if not isinstance(item, dict):
+        return None
+    calls = _recorded_calls(item["tool_calls"], where) if "tool_calls" in item else ()
+    if not isinstance(item.get("response", "" if calls else None), str):
         return None
     ending = {k: v for k, v in item.items() if k in _ENDINGS}
     for key, value in ending.items():
@@ -199,7 +328,7 @@ def _recorded(item: Any, where: str) -> Recorded | None:
         raise ConfigError(
             f"{where}: finish_reason {reason!r}: give one of {', '.join(FINISH_REASONS)}."
         )
-    return Recorded(item["response"], ending)
+    return Recorded(item.get("response", ""), ending, calls)
 
 
 @register_model("replay")

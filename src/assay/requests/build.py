@@ -13,6 +13,7 @@ from typing import Any
 
 from assay.doc import Doc, OutputType
 from assay.errors import ConfigError, DataError
+from assay.prompts.chat import render_chat
 from assay.requests.instances import Instance, doc_instances
 from assay.requests.plan import Capabilities, RequestPlan
 from assay.requests.types import GenerateRequest, Request
@@ -39,6 +40,8 @@ def build_requests(
     """
     caps = capabilities or Capabilities()
     check_images_accepted(plan.task, doc, caps.backend, caps.accepts_images)
+    if doc.conversation is not None:
+        return _conversation_instances(plan, doc, caps)
     generative = plan.output_type == OutputType.GENERATE_UNTIL
     gen_kwargs = plan.generation.gen_kwargs(doc) if generative else None
     params = plan.generation.params(gen_kwargs) if gen_kwargs is not None else None
@@ -62,6 +65,45 @@ def build_requests(
         with_unconditioned=plan.with_unconditioned,
         gen_kwargs=gen_kwargs,
     )
+
+
+def _conversation_instances(plan: RequestPlan, doc: Doc, caps: Capabilities) -> list[Instance]:
+    """The one generation of a doc that brings its own conversation (and maybe tools).
+
+    A backend that accepts tools gets the turns themselves; otherwise, when the doc offers no
+    tools, a chat API gets them as messages and a model with a chat template (applied) gets
+    them rendered. Anything else would change the prompt, and is refused.
+    """
+    assert doc.conversation is not None
+    where = f"{plan.task}: doc {doc.id}"
+    if plan.output_type != OutputType.GENERATE_UNTIL:
+        raise ConfigError(f"{where} gives a conversation, which only generate_until can ask.")
+    if doc.tools and not caps.accepts_tools:
+        raise ConfigError(
+            f"{where} offers {len(doc.tools)} tool(s), but the {caps.backend} backend does not "
+            "take tools. Run it with a backend that does (replay, or a chat backend with tool "
+            "support), or the task's prompt-mode variant."
+        )
+    prompt: Any
+    if caps.accepts_tools:
+        prompt = doc.conversation
+    elif plan.prompts.api_messages:
+        prompt = tuple((turn.role, turn.content) for turn in doc.conversation)
+    elif plan.prompts.chat_template is not None:
+        prompt = render_chat(
+            plan.prompts.chat_template,
+            [{"role": turn.role, "content": turn.content} for turn in doc.conversation],
+        )
+    else:
+        raise ConfigError(
+            f"{where} is a chat conversation (system and user turns), which {caps.backend} "
+            "cannot take as plain text without changing it. Add --apply-chat-template (a model "
+            "with a chat template, or a chat API)."
+        )
+    gen_kwargs = plan.generation.gen_kwargs(doc)
+    params = plan.generation.params(gen_kwargs)
+    request = GenerateRequest(prompt, params, 0, tools=doc.tools)
+    return [Instance(0, request, gen_kwargs=gen_kwargs)]
 
 
 def _fit_fewshots(

@@ -45,6 +45,9 @@ class Capabilities:
     accepts_images: bool = True
     """The backend takes doc images (a doc with images is refused otherwise). Without a model
     (`assay tasks show`) nothing is refused."""
+    accepts_tools: bool = True
+    """The backend takes tools and conversations with tool turns (a doc offering tools is
+    refused otherwise). Without a model nothing is refused."""
 
     @classmethod
     def of(cls, model: LM) -> Capabilities:
@@ -56,6 +59,7 @@ class Capabilities:
             token_counter=model.token_counter(),
             max_length=model.max_length,
             accepts_images=model.accepts_images,
+            accepts_tools=model.accepts_tools,
         )
 
 

@@ -77,7 +77,7 @@ class ToolCall:
             return cls(name, canonical_json(raw_arguments), text, id)
         try:
             value = json.loads(raw_arguments) if raw_arguments.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the parser's depth: unparseable too
             value = None
         arguments = canonical_json(value) if isinstance(value, dict) else None
         return cls(name, arguments, raw if raw is not None else raw_arguments, id)

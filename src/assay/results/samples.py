@@ -88,7 +88,7 @@ def doc_hash(row: dict[str, Any]) -> str:
 def generation_record(generation: Generation, reasoning: str = "full") -> dict[str, Any]:
     """A generation's line in a samples record: its thinking (the text with `reasoning`
     "full", its length in characters with "length", nothing with "none"), finish reason,
-    whether the thinking closed, and token counts."""
+    whether the thinking closed, token counts, and the tools it called (when it called any)."""
     out: dict[str, Any] = {}
     if reasoning == "full":
         out["reasoning"] = generation.reasoning
@@ -100,6 +100,8 @@ def generation_record(generation: Generation, reasoning: str = "full") -> dict[s
     out["thinking_closed"] = generation.thinking_closed
     out["reasoning_tokens"] = generation.reasoning_tokens
     out["answer_tokens"] = generation.answer_tokens
+    if generation.tool_calls:
+        out["tool_calls"] = [call.as_dict() for call in generation.tool_calls]
     return out
 
 

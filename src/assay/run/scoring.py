@@ -280,8 +280,15 @@ def _sample_input(
             v[0] for inst, v in zip(result.instances, filtered, strict=True) if inst.unconditioned
         ]
         return SampleInput(result.doc, output_type, conditioned, unconditioned or None)
+    first = result.generations.get((0, 0))
+    calls = first.tool_calls if first is not None else ()
     return SampleInput(
-        result.doc, output_type, filtered[0], judgements=judgements, transcript=result.transcript
+        result.doc,
+        output_type,
+        filtered[0],
+        judgements=judgements,
+        transcript=result.transcript,
+        tool_calls=calls,
     )
 
 

@@ -1,0 +1,220 @@
+"""BFCL's verdict on one answer, by the official `bfcl-eval` package's own checker.
+
+An answer is what a model returned for one BFCL entry: tool calls (function-calling mode) or
+text (prompt mode). It is decoded as bfcl-eval decodes an OpenAI model's answer (each call's
+arguments text through `json.loads`; text through `default_decode_ast_prompting`), then judged
+as bfcl-eval's evaluation runner judges it: relevance and irrelevance by whether a function
+call decodes, every other category by `ast_checker` (type coercion, possible-answer matching)
+against the entry's functions and ground truth. Nothing of the checker is rewritten here.
+
+bfcl-eval pins numpy 1.26.4 and other packages that clash with assay's environment: it lives
+in an environment of its own (`make bfcl-venv`), and this module imports it only when a BFCL
+answer is scored.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.metrics.base import Metric, SampleInput, register_metric
+from assay.requests.tools import ToolCall
+
+FC_CHECKER_MODEL = "gpt-5-mini-2025-08-07-FC"
+"""The bfcl-eval model whose configuration the function-calling checker runs under: an OpenAI
+function-calling model, whose tools are sent with "." in names written "_" (as assay sends
+them), so the checker reads the model's "_" back as "."."""
+PROMPT_CHECKER_MODEL = "gpt-5-mini-2025-08-07"
+"""The bfcl-eval model whose configuration the prompt-mode checker runs under (names kept)."""
+
+INSTALL_HINT = (
+    "BFCL is scored by the official bfcl-eval package, which pins numpy 1.26.4 and so lives in "
+    "an environment of its own: `make bfcl-venv` builds .venv-bfcl (bfcl-eval==2026.3.23 with "
+    "assay), then run assay with .venv-bfcl/bin/python -m assay."
+)
+
+
+def bfcl_eval_module(name: str) -> Any:
+    """A module of bfcl-eval, or a ConfigError that says how to install it."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise ConfigError(f"{INSTALL_HINT} (import {name} failed: {exc})") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """bfcl-eval's verdict on one answer: valid, and when not, its error type and messages."""
+
+    valid: bool
+    error_type: str = ""
+    errors: tuple[str, ...] = ()
+
+
+def fc_model_result(calls: Sequence[ToolCall], text: str) -> list[dict[str, str]] | str:
+    """An answer as bfcl-eval's OpenAI handler records a function-calling model's: one
+    {name: arguments text} per call, or the text when the model called nothing. A call's
+    arguments text is what the model wrote (`raw`), or its parsed arguments when no text
+    was kept."""
+    if not calls:
+        return text
+    return [{call.name: call.raw or (call.arguments_json or "")} for call in calls]
+
+
+class UnsafeAnswer(ValueError):
+    """A prompt-mode answer that bfcl-eval's decoder would run as Python code."""
+
+
+_SAFE_IN_ARITHMETIC = (ast.BinOp, ast.UnaryOp, ast.Constant, ast.operator, ast.unaryop)
+_LARGEST = 10.0**100
+"""The largest value an evaluated argument may reach."""
+_LONGEST_TEXT = 10.0**6
+"""The longest text an evaluated argument may reach ("ab" * 3)."""
+
+
+def refuse_evaluated_code(text: str) -> None:
+    """Raise UnsafeAnswer when bfcl-eval's Python decoder would `eval` more than bounded
+    arithmetic on constants.
+
+    Its decoder evaluates every binary operation of an argument (`a=60*60*24`) with `eval`, so
+    a model could run any code through it (`a=__import__("os").system(...)+1`) or exhaust the
+    machine (`a=9**9**9`, `a="x"*10**12`). Such an answer is judged as one that does not decode
+    (see docs/bfcl.md); arithmetic on constants whose values stay below 10**100 (texts below a
+    million characters) decodes as bfcl-eval decodes it."""
+    cleaned = text.strip("`\n ")
+    cleaned = ("" if cleaned.startswith("[") else "[") + cleaned
+    cleaned += "" if cleaned.endswith("]") else "]"
+    try:
+        tree = ast.parse(cleaned.strip().strip("'"), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return  # bfcl-eval cannot parse it either: nothing is evaluated
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.BinOp):
+            continue
+        if not all(isinstance(part, _SAFE_IN_ARITHMETIC) for part in ast.walk(node)):
+            raise UnsafeAnswer(f"not evaluated: model-written code {ast.unparse(node)[:80]!r}")
+        texts = any(
+            isinstance(part, ast.Constant) and isinstance(part.value, str | bytes)
+            for part in ast.walk(node)
+        )
+        if _bound(node) > (_LONGEST_TEXT if texts else _LARGEST):
+            raise UnsafeAnswer(f"not evaluated: a huge value {ast.unparse(node)[:80]!r}")
+
+
+def _bound(node: ast.AST) -> float:
+    """An upper bound of an arithmetic expression's magnitude (a text's length), computed
+    without evaluating it: inf when it may be huge."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, bool | int | float | complex):
+            return float(abs(value)) if abs(value) < _LARGEST else float("inf")
+        return float(len(value)) if isinstance(value, str | bytes) else float("inf")
+    if isinstance(node, ast.UnaryOp):
+        return _bound(node.operand) + 1  # ~x is -x-1
+    if not isinstance(node, ast.BinOp):
+        return float("inf")
+    left, right = _bound(node.left), _bound(node.right)
+    if max(left, right) > _LARGEST:
+        return float("inf")
+    if isinstance(node.op, ast.Add | ast.Sub | ast.BitOr | ast.BitXor | ast.BitAnd):
+        return left + right
+    if isinstance(node.op, ast.Mult | ast.MatMult):
+        return max(left, 1.0) * max(right, 1.0)
+    if isinstance(node.op, ast.Pow):
+        return max(left, 2.0) ** right if right <= 400 else float("inf")
+    if isinstance(node.op, ast.LShift):
+        return left * 2.0**right if right <= 400 else float("inf")
+    return max(left, right, 1.0)  # / // % >>: no larger than the dividend (or 1/divisor)
+
+
+def _decode(model_result: Any, mode: str, language: Any) -> Any:
+    """bfcl-eval's OpenAI handler's `decode_ast`, for `mode` "fc" or "prompt"."""
+    if mode == "prompt":
+        utils = bfcl_eval_module("bfcl_eval.model_handler.utils")
+        if language.value == "python":
+            refuse_evaluated_code(model_result)
+        return utils.default_decode_ast_prompting(model_result, language, False)
+    decoded = []
+    for invoked in model_result:
+        name = next(iter(invoked.keys()))
+        decoded.append({name: json.loads(invoked[name])})
+    return decoded
+
+
+def verdict(
+    category: str,
+    mode: str,
+    model_result: Any,
+    functions: list[dict[str, Any]],
+    ground_truth: list[Any] | None,
+) -> Verdict:
+    """bfcl-eval's verdict on `model_result` (see `fc_model_result`; prompt mode: the text) for
+    an entry of `category` offering `functions` (without language hints, as bfcl-eval's
+    evaluation loads them), with its `ground_truth` (None for relevance and irrelevance)."""
+    enums = bfcl_eval_module("bfcl_eval.constants.enums")
+    checker_utils = bfcl_eval_module("bfcl_eval.utils")
+    if "relevance" in category:
+        try:
+            decoded = _decode(model_result, mode, enums.ReturnFormat.PYTHON)
+            called = not checker_utils.is_empty_output(decoded)
+        except Exception:
+            called = False
+        if ("irrelevance" in category) != called:
+            return Verdict(True)
+        if "irrelevance" in category:
+            return Verdict(False, "irrelevance_error:decoder_success")
+        return Verdict(False, "relevance_error:decoder_failed")
+    language, return_format = _language(category, enums)
+    try:
+        decoded = _decode(model_result, mode, return_format)
+    except Exception as exc:
+        return Verdict(False, "ast_decoder:decoder_failed", (f"{type(exc).__name__}: {exc}",))
+    if not checker_utils.is_function_calling_format_output(decoded):
+        return Verdict(False, "ast_decoder:decoder_wrong_output_format")
+    ast_checker = bfcl_eval_module("bfcl_eval.eval_checker.ast_eval.ast_checker").ast_checker
+    model = FC_CHECKER_MODEL if mode == "fc" else PROMPT_CHECKER_MODEL
+    # The checker may change what it is given; the doc's copies stay as the dataset has them.
+    result = ast_checker(
+        copy.deepcopy(functions), decoded, copy.deepcopy(ground_truth), language, category, model
+    )
+    if result["valid"]:
+        return Verdict(True)
+    return Verdict(False, result["error_type"], tuple(str(e) for e in result["error"]))
+
+
+def _language(category: str, enums: Any) -> tuple[Any, Any]:
+    """The checker's language and decoding format of a category (bfcl-eval's ast_file_runner)."""
+    if category.endswith("java"):
+        return enums.Language.JAVA, enums.ReturnFormat.JAVA
+    if category.endswith("javascript"):
+        return enums.Language.JAVASCRIPT, enums.ReturnFormat.JAVASCRIPT
+    return enums.Language.PYTHON, enums.ReturnFormat.PYTHON
+
+
+@register_metric("bfcl_accuracy")
+def bfcl_accuracy(**unknown: Any) -> Metric:
+    """BFCL accuracy: 1.0 when bfcl-eval's checker accepts the answer, else 0.0.
+
+    Reads the doc's `specific` as the BFCL tasks write it: `category`, `mode` ("fc" or
+    "prompt"), `functions` and `ground_truth`."""
+    if unknown:
+        raise ConfigError(f"bfcl_accuracy takes no arguments, got {sorted(unknown)}.")
+
+    def sample_fn(sample: SampleInput) -> float:
+        spec = sample.doc.specific or {}
+        mode = spec["mode"]
+        text = sample.response if isinstance(sample.response, str) else ""
+        model_result = fc_model_result(sample.tool_calls, text) if mode == "fc" else text
+        judged = verdict(
+            spec["category"], mode, model_result, spec["functions"], spec["ground_truth"]
+        )
+        return 1.0 if judged.valid else 0.0
+
+    return Metric("bfcl_accuracy", sample_fn, "mean", True)

@@ -1,0 +1,147 @@
+"""BFCL tasks without bfcl-eval at hand: refusals, the leaderboard formulas, the answer
+conversion, the guard on bfcl-eval's evaluating decoder, and conversation docs. Verdicts
+against bfcl-eval itself: test_bfcl_parity.py (in its own environment)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import pytest
+
+from assay.doc import Doc, OutputType
+from assay.errors import ConfigError
+from assay.metrics.bfcl import (
+    UnsafeAnswer,
+    bfcl_eval_module,
+    fc_model_result,
+    refuse_evaluated_code,
+)
+from assay.prompts.manager import PromptManager
+from assay.requests.build import build_requests
+from assay.requests.plan import Capabilities, GenerationPolicy, RequestPlan
+from assay.requests.tools import ToolCall, ToolSpec, Turn
+from assay.tasks.catalog import bfcl
+from assay.tasks.registry import Registry
+
+
+def test_a_missing_bfcl_eval_is_refused_with_the_way_to_install_it():
+    with pytest.raises(ConfigError, match=r"make bfcl-venv.*bfcl_eval_not_here"):
+        bfcl_eval_module("bfcl_eval_not_here.utils")
+
+
+@pytest.mark.parametrize("category", ["web_search_base", "memory_kv", "multi_turn_base"])
+def test_categories_assay_does_not_run_are_refused_with_the_reason(category):
+    config = Registry().get(f"bfcl_fc_{category}")
+    with pytest.raises(ConfigError, match=rf"BFCL's {category} is not run by assay: (it|its)"):
+        config.validate()
+
+
+def test_every_offline_category_has_both_modes():
+    names = set(Registry().python_configs())
+    for category in bfcl.OFFLINE:
+        assert {f"bfcl_fc_{category}", f"bfcl_prompt_{category}"} <= names
+
+
+def test_function_calling_answers_take_bfcl_evals_shape():
+    calls = (
+        ToolCall.parsed("math_factorial", '{"n": 5}'),
+        ToolCall.parsed("f", '{"broken"'),
+        ToolCall("g", '{"x":1}', raw=""),
+    )
+    assert fc_model_result(calls, "ignored") == [
+        {"math_factorial": '{"n": 5}'},
+        {"f": '{"broken"'},
+        {"g": '{"x":1}'},
+    ]
+    assert fc_model_result((), "no call") == "no call"
+
+
+def test_leaderboard_scores_follow_bfcls_formulas():
+    accuracy = {
+        "simple_python": (0.9, 400),
+        "simple_java": (0.6, 100),
+        "simple_javascript": (0.3, 50),
+        "multiple": (0.8, 200),
+        "parallel": (0.7, 200),
+        "parallel_multiple": (0.5, 200),
+        "irrelevance": (1.0, 240),
+        "live_simple": (0.5, 200),
+        "live_multiple": (1.0, 600),
+        "live_parallel": (0.0, 100),
+        # live_parallel_multiple not run: 0 over its 100 entries
+        "live_irrelevance": (0.5, 800),
+        "live_relevance": (0.25, 16),
+    }
+    sizes = {"live_parallel_multiple": 100}
+    scores = bfcl.leaderboard_scores(accuracy, sizes)
+    assert scores["non_live_simple"] == pytest.approx(0.6)
+    assert scores["non_live"] == pytest.approx((0.6 + 0.8 + 0.7 + 0.5) / 4)
+    assert scores["live"] == pytest.approx((100 + 600) / 1000)
+    assert scores["irrelevance"] == pytest.approx(0.75)
+    assert scores["relevance"] == 0.25
+    expected = (0.1 * scores["non_live"] + 0.1 * scores["live"] + 0.1 * 0.75) / 1.0
+    assert scores["overall"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[f(a=60*60*24, b=-3+4.5, c='ab'*3)]",
+        "f(a=2**10)",
+        "[f(a=1/0)]",
+        "not python ((",
+    ],
+)
+def test_arithmetic_on_constants_is_left_to_bfcl_evals_decoder(text):
+    refuse_evaluated_code(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[f(a=__import__('os').system('touch /tmp/assay-bfcl-pwned')+1)]",
+        "[f(a=open('/etc/passwd').read()+'')]",
+        "[f(a=9**9**9)]",
+        "[f(a=2**100000)]",
+        "[f(a='x'*10**12)]",
+        "[f(a=(1<<10**9))]",
+        "[f(a=[1]*3+[2])]",
+    ],
+)
+def test_code_and_huge_values_are_never_evaluated(text):
+    started = time.monotonic()
+    with pytest.raises(UnsafeAnswer, match="not evaluated"):
+        refuse_evaluated_code(text)
+    assert time.monotonic() - started < 1.0
+
+
+def _conversation_doc(tools=()):
+    return Doc(
+        query="Q",
+        conversation=(Turn("system", "S"), Turn("user", "Q")),
+        tools=tools,
+        id="0",
+        task_name="t",
+    )
+
+
+def test_a_conversation_doc_is_refused_where_it_would_be_changed():
+    plan = RequestPlan(
+        "task t",
+        OutputType.GENERATE_UNTIL,
+        PromptManager(),
+        GenerationPolicy({"until": []}, "\n\n"),
+    )
+    plain = Capabilities(backend="Plain", accepts_tools=False)
+    with pytest.raises(ConfigError, match="--apply-chat-template"):
+        build_requests(plan, _conversation_doc(), plain)
+    tool = ToolSpec.of("f")
+    with pytest.raises(ConfigError, match=r"offers 1 tool\(s\), but the Plain backend"):
+        build_requests(plan, _conversation_doc((tool,)), plain)
+    (instance,) = build_requests(
+        plan, _conversation_doc((tool,)), replace(plain, accepts_tools=True)
+    )
+    assert instance.request.prompt == _conversation_doc().conversation
+    assert instance.request.tools == (tool,)
+    assert instance.arguments()["tools"] == [tool.as_dict()]
