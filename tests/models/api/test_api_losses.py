@@ -4,6 +4,7 @@ beyond max_wait fails at once."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -13,6 +14,10 @@ import time
 
 import pytest
 from fixtures.limited_server import LimitedServer
+
+from assay.cli.main import main
+from assay.models.api.pacing import Pacer, ProviderSignals
+from assay.models.api.runner import RetryPolicy, TransientFailure, run_calls
 
 YAML = """\
 task: paid_gen
@@ -32,6 +37,14 @@ metric_list:
 """
 
 DOCS = 40
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @pytest.fixture
@@ -98,3 +111,37 @@ def test_ctrl_c_keeps_every_answer_that_arrived_and_says_how_many(tasks, tmp_pat
         _, err = rerun.communicate(timeout=120)
         assert rerun.returncode == 0, err[-2000:]
         assert server.requests - before == DOCS - 16  # only what was not answered before
+
+
+# -- a provider's hold beyond max_wait ------------------------------------------------------------
+
+
+def test_a_retry_after_beyond_max_wait_fails_at_once_and_nothing_more_is_sent():
+    clock = FakeClock()
+    sent: list[int] = []
+    hold = ProviderSignals(retry_after=30.0)
+
+    async def attempt(i: int) -> str:
+        sent.append(i)
+        raise TransientFailure("HTTP 429: slow down", 30.0, kind="rate_limited", signals=hold)
+
+    pacer = Pacer(2, clock=clock)
+    policy = RetryPolicy(max_retries=0, max_wait=10.0)
+    # The clock never moves: a run that waited for the hold would never end (hence the guard).
+    run = run_calls(6, attempt, pacer=pacer, retry=policy, clock=clock)
+    outcome = asyncio.run(asyncio.wait_for(run, 10))
+    assert sent == [0]  # nothing after the hold was asked
+    assert "the provider asks for 30 s more" in outcome.failures[0]
+    assert "max_wait=10 s allows no more" in outcome.failures[0]
+    assert outcome.abandoned == [1, 2, 3, 4, 5]
+    assert pacer.status().endswith("waiting 30 s more (429 retry-after)")
+
+
+def test_assay_run_exits_2_on_a_hold_beyond_max_wait_having_sent_one_request(
+    tasks, tmp_path, capsys
+):
+    with LimitedServer(storm=10**6, storm_headers={"retry-after": "30"}, max_seconds=60) as server:
+        code = main(_argv(server, tasks, tmp_path / "out", ",max_wait=10"))
+        assert code == 2 and server.requests == 1
+    err = capsys.readouterr().err
+    assert "the provider asks for 30 s more" in err and "Traceback" not in err

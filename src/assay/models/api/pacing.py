@@ -252,6 +252,8 @@ class Pacer:
         self.in_flight = 0
         self.hold_until = 0.0
         """No new call starts before this time (a provider's retry-after)."""
+        self.hold_reason = ""
+        """What asked for the hold: the provider's `retry-after`, or its limit's reset."""
         self.rate_limited = 0
         """429 and 529 answers so far."""
         self.retries = 0
@@ -324,8 +326,11 @@ class Pacer:
         if signals is None:
             return 0.0
         wait = signals.wait_hint() if kind == "rate_limited" else signals.retry_after
-        if wait:
-            self.hold_until = max(self.hold_until, self._clock() + wait)
+        if wait and self._clock() + wait > self.hold_until:
+            self.hold_until = self._clock() + wait
+            self.hold_reason = f"{'429' if kind == 'rate_limited' else '529'} " + (
+                "retry-after" if signals.retry_after is not None else "limit reset"
+            )
         return wait or 0.0
 
     def observe(self, signals: ProviderSignals) -> None:
@@ -362,7 +367,8 @@ class Pacer:
         return len(recent) / span
 
     def status(self) -> str:
-        """`conc 12/32 · 9.8 req/s · 429 ×3 · retries 5`, with a hold when one is on."""
+        """`conc 12/32 · 9.8 req/s · 429 ×3 · retries 5`, with a hold when one is on
+        (`waiting 25 s more (429 retry-after)`: what asked for it, and the time left)."""
         parts = [f"conc {self.allowed()}/{self.ceiling}", f"{self.answers_per_second():.1f} req/s"]
         if self.rate_limited:
             parts.append(f"429 ×{self.rate_limited}")
@@ -370,5 +376,5 @@ class Pacer:
             parts.append(f"retries {self.retries}")
         hold = self.hold_remaining()
         if hold > 0:
-            parts.append(f"waiting {hold:.0f} s")
+            parts.append(f"waiting {hold:.0f} s more ({self.hold_reason})")
         return " · ".join(parts)

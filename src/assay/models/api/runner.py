@@ -9,6 +9,7 @@ its behaviour is tested without a server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -138,20 +139,36 @@ async def run_calls(
     outcome: CallOutcome[R] = CallOutcome([None] * n_calls)
     pending = iter(range(n_calls))
     slot_freed: list[asyncio.Event] = []
+    stop = asyncio.Event()
+    """Set when a call failed for good or was refused: every wait ends, nothing more is sent."""
 
     def stopped() -> bool:
         return bool(outcome.failures or outcome.unsent)
 
-    async def take_slot() -> Ticket:
+    def check_stop() -> None:
+        if stopped():
+            stop.set()
+            free_slot()
+
+    async def pause(seconds: float) -> None:
+        """Sleep `seconds`, or less if the run stops meanwhile."""
+        if seconds > 0 and not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), seconds)
+
+    async def take_slot() -> Ticket | None:
+        """A slot to send in, or None once the run has stopped."""
         while not pacer.may_start():
+            if stop.is_set():
+                return None
             hold = pacer.hold_remaining()
             if hold > 0:
-                await asyncio.sleep(hold)
+                await pause(hold)
                 continue
             freed = asyncio.Event()
             slot_freed.append(freed)
             await freed.wait()
-        return pacer.start()
+        return None if stop.is_set() else pacer.start()
 
     def free_slot() -> None:
         for event in slot_freed:
@@ -162,17 +179,19 @@ async def run_calls(
         retries = waits = 0
         first_attempt: float | None = None
         while True:
-            if stopped():
+            if not stopped():
+                await pause(pacer.reserve(*cost(i)))
+            ticket = await take_slot() if not stopped() else None
+            if ticket is None:
                 outcome.abandoned.append(i)
                 return
-            await asyncio.sleep(pacer.reserve(*cost(i)))
-            ticket = await take_slot()
             if first_attempt is None:
                 # Asked only now, so that estimates held against a limit are those in flight.
                 if admit is not None and not admit(i):
                     pacer.unused(ticket)
                     free_slot()
                     outcome.unsent.append(i)
+                    check_stop()
                     return
                 first_attempt = clock()
             try:
@@ -185,6 +204,7 @@ async def run_calls(
             except PermanentFailure as exc:
                 pacer.failed(ticket, "error", None)
                 outcome.failures[i] = exc.reason
+                check_stop()
                 return
             finally:
                 free_slot()
@@ -194,12 +214,18 @@ async def run_calls(
                 delay = retry.rate_limited_wait(waits, given)
                 waits += 1
                 waited = clock() - first_attempt
-                if waited + delay > retry.max_wait:
+                left = retry.max_wait - waited
+                if given is not None:
+                    delay = min(delay, max(given, left))  # jitter never breaks the budget
+                if delay > left:
+                    # A wait the run cannot afford is not started: fail now, naming the hold.
+                    asked = f"; the provider asks for {given:.3g} s more" if given else ""
                     outcome.failures[i] = (
-                        f"{last.reason} (still refused after waiting {waited:.3g} s, and "
+                        f"{last.reason} (still refused after waiting {waited:.3g} s{asked}, and "
                         f"max_wait={retry.max_wait:g} s allows no more: raise max_wait in "
                         "--model-args, or set rpm=/tpm= to the provider's limits)"
                     )
+                    check_stop()
                     return
             else:
                 if retries >= retry.max_retries:
@@ -208,12 +234,13 @@ async def run_calls(
                     outcome.failures[i] = (
                         f"{last.reason} (gave up after {tries} attempt{'s' * (tries > 1)}{refused})"
                     )
+                    check_stop()
                     return
                 delay = retry.backoff(retries, last.retry_after)
                 retries += 1
             outcome.retries += 1
             pacer.retries += 1
-            await asyncio.sleep(delay)
+            await pause(delay)
 
     async def worker() -> None:
         # Workers share one iterator, so each call is taken exactly once. There are more workers
