@@ -146,6 +146,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "assay.requests",
             "assay.filters",
             "assay.sandbox",
+            "assay.agents",
         ),
     ),
     ("models", ("assay.models",)),

@@ -70,7 +70,7 @@ def test_python_refuses_what_the_command_line_refuses_with_the_same_message(
 def test_every_flag_that_can_be_typed_wrong_has_a_case_above():
     any_text = {  # a flag whose every text is a value (a name, a path, an address)
         "model", "device", "system_instruction", "judge_model", "second_judge_model",
-        "sandbox_image", "output_dir", "cache", "ray_address", "log_to",
+        "sandbox_image", "output_path", "output_dir", "cache", "ray_address", "log_to",
     }  # fmt: skip
     valued = {
         name

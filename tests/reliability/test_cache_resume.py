@@ -444,11 +444,11 @@ def _changed_digits(value: str) -> str:
 )
 def test_a_corrupted_entry_is_computed_again_and_said(task_dir, tmp_path, caplog, change):
     args = ["--tasks", "toy_mc,toy_gen", "--include-path", str(task_dir)]
-    assert run_cli(*args, "-o", str(tmp_path / "a")) == 0
+    assert run_cli(*args, "--output-dir", str(tmp_path / "a")) == 0
     cache = tmp_path / "a" / "cache.sqlite"
     stored = _tamper(cache, change)
     caplog.clear()
-    assert run_cli(*args, "-o", str(tmp_path / "b"), "--cache", str(cache)) == 0
+    assert run_cli(*args, "--output-dir", str(tmp_path / "b"), "--cache", str(cache)) == 0
     # Nothing changed was used: the answers are the first run's, byte for byte.
     assert output_files(tmp_path / "a") == output_files(tmp_path / "b")
     assert f"--cache {cache}: " in caplog.text
@@ -456,14 +456,14 @@ def test_a_corrupted_entry_is_computed_again_and_said(task_dir, tmp_path, caplog
     assert "computed again" in caplog.text
     # The recomputed answers replaced the corrupted ones: a third run finds no damage.
     caplog.clear()
-    assert run_cli(*args, "-o", str(tmp_path / "c"), "--cache", str(cache)) == 0
+    assert run_cli(*args, "--output-dir", str(tmp_path / "c"), "--cache", str(cache)) == 0
     assert "checksum" not in caplog.text
     assert cached_rows(cache) == stored
 
 
 def test_a_damaged_cache_file_is_refused_naming_it(task_dir, tmp_path, capsys):
     args = ["--tasks", "toy_mc", "--include-path", str(task_dir)]
-    assert run_cli(*args, "-o", str(tmp_path / "a")) == 0
+    assert run_cli(*args, "--output-dir", str(tmp_path / "a")) == 0
     cache = tmp_path / "a" / "cache.sqlite"
     with closing(sqlite3.connect(cache)) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -473,7 +473,7 @@ def test_a_damaged_cache_file_is_refused_naming_it(task_dir, tmp_path, capsys):
         data[offset] ^= 0x5A
     cache.write_bytes(bytes(data))
     capsys.readouterr()
-    code = run_cli(*args, "-o", str(tmp_path / "b"), "--cache", str(cache))
+    code = run_cli(*args, "--output-dir", str(tmp_path / "b"), "--cache", str(cache))
     err = capsys.readouterr().err
     assert code == 2
     assert f"--cache {cache}" in err and "Traceback" not in err

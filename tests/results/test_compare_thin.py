@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from test_compare import write_run
 
 from assay.cli.main import main
 from assay.results.compare import CompareOptions, compare_runs
 from assay.results.compare_table import notes, render_text
 from assay.results.readers import read_run
-from tests.results.test_compare import write_run
 
 
 def _compare(tmp_path, a, b, metric="acc", options=None, **kw):
