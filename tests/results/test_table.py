@@ -5,7 +5,7 @@ The expected tables were printed once by lm-eval's own make_table on RESULTS.
 
 from __future__ import annotations
 
-from assay.results.table import make_table, results_tables
+from assay.results.table import UNMEASURED_NOTE, make_table, results_tables
 
 RESULTS = {
     "results": {
@@ -30,11 +30,22 @@ LM_EVAL_RESULTS_TABLE = "|  Tasks   |Version|   Filter   |n-shot|    Metric     
 
 LM_EVAL_GROUPS_TABLE = "|Groups|Version|Filter|n-shot|Metric|   |Value|   |Stderr|\n|------|------:|------|------|------|---|----:|---|-----:|\n|mmlu  |    2.5|none  |      |acc   |↑  | 0.75|±  |  0.05|\n"
 
+# Ours differs from lm-eval's only where the stderr is 0 (no spread measured): `n/a†`, not `± 0`.
+RESULTS_TABLE = LM_EVAL_RESULTS_TABLE.replace("|±  |     0|", "|±  |n/a†  |")
 
-def test_results_table_is_lm_evals():
+
+def test_results_table_is_lm_evals_but_for_unmeasured_spreads():
     # Groups first with their subtasks indented (alphabetically), metrics alphabetically,
     # N/A stderr, no arrow without a direction, numbers right-aligned.
-    assert make_table(RESULTS) == LM_EVAL_RESULTS_TABLE
+    assert RESULTS_TABLE.count("n/a†") == 2
+    assert make_table(RESULTS) == RESULTS_TABLE
+
+
+def test_table_without_zero_stderr_is_byte_identical_to_lm_evals():
+    measured = {**RESULTS, "results": {k: v for k, v in RESULTS["results"].items() if k == "zeta"}}
+    table = make_table(measured)
+    assert "n/a†" not in table and "0.1235" in table
+    assert UNMEASURED_NOTE not in results_tables({**measured, "groups": {}})
 
 
 def test_groups_table_is_lm_evals():
@@ -43,7 +54,8 @@ def test_groups_table_is_lm_evals():
 
 def test_printed_tables_are_the_two_tables_one_blank_line_apart():
     printed = results_tables(RESULTS)
-    assert printed == LM_EVAL_RESULTS_TABLE.rstrip("\n") + "\n\n" + LM_EVAL_GROUPS_TABLE.rstrip(
-        "\n"
+    tables = RESULTS_TABLE.rstrip("\n") + "\n\n" + LM_EVAL_GROUPS_TABLE.rstrip("\n")
+    assert printed == tables + "\n" + UNMEASURED_NOTE
+    assert results_tables({**RESULTS, "groups": {}}) == (
+        RESULTS_TABLE.rstrip("\n") + "\n" + UNMEASURED_NOTE
     )
-    assert results_tables({**RESULTS, "groups": {}}) == LM_EVAL_RESULTS_TABLE.rstrip("\n")

@@ -111,3 +111,26 @@ def test_samples_log_task_hash_is_the_hash_of_the_written_lines(tmp_path, filter
         digest.update((record["doc_hash"] + record["prompt_hash"] + record["target_hash"]).encode())
     assert task_hash == digest.hexdigest()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["samples_t.jsonl"]
+
+
+def test_results_file_is_strict_json_with_non_finite_values_as_null_and_noted(tmp_path):
+    out = OutputDir(RunFiles.one_run_folder(tmp_path))
+    results = {
+        "results": {
+            "t": {"acc,none": float("inf"), "acc_stderr,none": float("nan"), "f1,none": 0.5}
+        }
+    }
+    text = out.write_results(results).read_text(encoding="utf-8")
+    assert "Infinity" not in text and "NaN" not in text
+    data = json.loads(text)
+    assert data["results"]["t"] == {"acc,none": None, "acc_stderr,none": None, "f1,none": 0.5}
+    assert data["non_finite_values"] == {
+        "results/t/acc,none": "inf",
+        "results/t/acc_stderr,none": "nan",
+    }
+
+
+def test_results_file_without_non_finite_values_has_no_note(tmp_path):
+    out = OutputDir(RunFiles.one_run_folder(tmp_path))
+    data = json.loads(out.write_results({"results": {"t": {"acc,none": 1.0}}}).read_text())
+    assert data == {"results": {"t": {"acc,none": 1.0}}}

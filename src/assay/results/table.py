@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 _ARROWS = {True: "↑", False: "↓"}
+UNMEASURED = "n/a†"
+UNMEASURED_NOTE = (
+    "† stderr 0 in results.json: no spread was measured (every doc scored the same),"
+    " so no interval is shown"
+)
 
 
 def _display_order(
@@ -57,7 +62,12 @@ def table_rows(results: dict[str, Any], section: str = "results") -> list[list[A
             stderr_key = f"{metric}_stderr,{flt}"
             if stderr_key in entry:
                 stderr = entry[stderr_key]
-                stderr = "   N/A" if stderr == "N/A" else f"{stderr:.4f}"
+                if stderr == "N/A":
+                    stderr = "   N/A"
+                elif stderr == 0:  # lm-eval prints "± 0"; nothing was measured
+                    stderr = UNMEASURED
+                else:
+                    stderr = f"{stderr:.4f}"
                 rows.append([label, version, flt, shots, metric, arrow, shown, "±", stderr])
             else:
                 rows.append([label, version, flt, shots, metric, arrow, shown, "", ""])
@@ -86,8 +96,10 @@ def make_table(results: dict[str, Any], section: str = "results") -> str:
 
 
 def results_tables(results: dict[str, Any]) -> str:
-    """The printed tables: tasks, then groups when there are any."""
+    """The printed tables: tasks, then groups when there are any, then the note on `n/a†`
+    when a row has a spread that was not measured."""
     tables = [make_table(results, "results")]
     if results.get("groups"):
         tables.append(make_table(results, "groups"))
-    return "\n\n".join(table.rstrip("\n") for table in tables)
+    text = "\n\n".join(table.rstrip("\n") for table in tables)
+    return text + "\n" + UNMEASURED_NOTE if UNMEASURED in text else text

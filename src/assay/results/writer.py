@@ -12,6 +12,7 @@ from typing import Any
 
 from assay.errors import ConfigError
 from assay.results.layout import RunFiles, safe_name
+from assay.results.strict_json import strict_results
 
 __all__ = ["OutputDir", "safe_name"]
 
@@ -64,9 +65,16 @@ class OutputDir:
             ) from None
 
     def write_results(self, results: Mapping[str, Any]) -> Path:
-        """Replace the results file atomically."""
+        """Replace the results file atomically; strict JSON (non-finite numbers as null, noted)."""
         target = self.files.results
-        _atomic_write(target, [json.dumps(results, indent=2, ensure_ascii=False, default=str)])
+        text = json.dumps(
+            strict_results(dict(results)),
+            indent=2,
+            ensure_ascii=False,
+            default=str,
+            allow_nan=False,
+        )
+        _atomic_write(target, [text])
         return target
 
     def samples_path(self, task: str) -> Path:
