@@ -27,9 +27,10 @@ import numpy as np
 
 from assay.stats import online
 from assay.stats.anytime import paired_confidence_sequence
+from assay.stats.binary_power import binary_docs_needed, discordance
 from assay.stats.exact import constant_sample_bound
 from assay.stats.paired import mcnemar_exact, paired_bootstrap, paired_mean
-from assay.stats.power import binary_variance_floor, docs_needed
+from assay.stats.power import binary_variance_floor
 
 LEVEL = 0.95
 
@@ -356,37 +357,33 @@ def anytime_cells(reps: int, seed: int, population: int = 200) -> list[Cell]:
 
 
 def power_cells(reps: int, seed: int) -> list[Cell]:
-    """`assay power`'s plan, then assay's own test at the planned n: achieved power."""
+    """`assay power`'s plan for 0/1 scores (`binary_docs_needed`, one sample per doc), then
+    assay's own test at the planned n on draws whose shares of differing docs match the planned
+    variance: achieved power."""
     scenarios = [
-        (
-            "two all-wrong runs of 1000 docs, detect 0.05",
-            0.05,
-            0.0,
-            constant_sample_bound(0.0, 1000, LEVEL).variance,
-        ),
-        (
-            "two all-wrong runs of 300 docs, detect 0.05",
-            0.05,
-            0.0,
-            constant_sample_bound(0.0, 300, LEVEL).variance,
-        ),
-        ("measured variance 0.15, detect 0.05", 0.10, 0.05, 0.15),
-        ("measured variance 0.05, detect 0.02", 0.035, 0.015, 0.05),
+        ("two all-wrong runs of 1000 docs", constant_sample_bound(0.0, 1000, LEVEL).variance, 0.05),
+        ("two all-wrong runs of 300 docs", constant_sample_bound(0.0, 300, LEVEL).variance, 0.05),
+        ("measured variance 0.15", 0.15, 0.05),
+        ("measured variance 0.05", 0.05, 0.02),
+        ("--accuracy 0.9 --correlation 0.5", 0.09, 0.1),
+        ("measured variance 0.01", 0.01, -0.01),
     ]
     cells = []
-    for name, only_b, only_a, variance in scenarios:
-        delta = only_b - only_a
-        n = docs_needed(max(variance, binary_variance_floor(delta)), delta)
+    for name, variance, delta in scenarios:
+        n = binary_docs_needed(variance, delta)
+        share, favour = discordance(max(variance, binary_variance_floor(delta)), delta)
+        toward, away = share * favour, share * (1 - favour)
+        only_b, only_a = (toward, away) if delta > 0 else (away, toward)
         rng = np.random.default_rng(seed)
         detected = []
         for _ in range(reps):
             a, b = _binary_pair(rng, n, only_b, only_a)
             r = paired_mean(a.tolist(), b.tolist())
-            detected.append(r.p_value < 1 - LEVEL and r.diff > 0)
+            detected.append(r.p_value < 1 - LEVEL and r.diff * delta > 0)
         cells.append(
             Cell(
                 "assay power",
-                f"{name}: planned n={n}",
+                f"{name}, detect {delta:g}: planned n={n}",
                 "power",
                 0.8,
                 float(np.mean(detected)),

@@ -71,6 +71,9 @@ def test_small_bootstraps_are_marked_and_larger_ones_hold(atlas):
 def test_power_reaches_its_plan_for_the_all_wrong_runs(atlas):
     cells = atlas.power_cells(200, 0)
     _shipped_hold(cells)
+    # Planned with the power of the exact test compare runs: near the nominal 0.80 everywhere
+    # (200 draws: a standard error of about 0.03), not the 0.69 of the normal formula's plan.
+    assert min(c.measured for c in cells) >= 0.74
     floor = cells[0]
     assert "1000 docs" in floor.setting
-    assert int(floor.setting.rsplit("n=", 1)[1]) >= 140
+    assert int(floor.setting.rsplit("n=", 1)[1]) >= 150

@@ -11,6 +11,7 @@ import numpy as np
 from statsmodels.stats.power import NormalIndPower
 
 from assay.cli.main import main
+from assay.stats.binary_power import binary_docs_needed, exact_power
 
 
 def _run(folder: Path, values: list[float]) -> Path:
@@ -97,7 +98,9 @@ def test_two_runs_without_spread_take_accuracy_and_correlation_in_its_place(tmp_
     out = capsys.readouterr().out
     variance = 2 * 0.09 * 0.5
     assert f"in its place: {variance:.6g}, accuracy 0.9 for both models, correlation 0.5" in out
-    assert re.search(rf"^  1 +{_needed(variance, 0.1)}$", out, re.M)
+    # One 0/1 sample per doc: planned with the power of compare's own test (stats.binary_power).
+    assert re.search(rf"^  1 +{binary_docs_needed(variance, 0.1)}$", out, re.M)
+    assert binary_docs_needed(variance, 0.1) >= _needed(variance, 0.1)
 
 
 def test_one_run_without_spread_bounds_its_accuracy(tmp_path, capsys):
@@ -131,13 +134,17 @@ def test_assumptions_beside_runs_that_measure_the_variance_are_refused(tmp_path,
 
 def test_all_wrong_runs_plan_on_the_variance_floor_the_difference_implies(tmp_path, capsys):
     # 1,000 all-wrong docs bound the variance near 0.003, but a true difference of 0.05 between
-    # 0/1 scores means 5 % of docs differ: Var(d) >= 0.05 * 0.95, about 149 docs, not 10.
+    # 0/1 scores means 5 % of docs differ: Var(d) >= 0.05 * 0.95, about 150 docs by the normal
+    # formula, not 10; McNemar's exact test, which compare runs on so few differing docs, needs
+    # 157 for its 80 % power.
     paths = [str(_run(tmp_path / n, [0.0] * 1000)) for n in ("a", "b")]
     assert main(["power", *paths, "--difference", "0.05"]) == 0
     out = capsys.readouterr().out
     assert "planned on 0.0475: 0/1 scores that differ by 0.05" in out
     needed = int(re.search(r"^  1 +(\d+)$", out, re.M).group(1))  # type: ignore[union-attr]
-    assert needed == _needed(0.05 * 0.95, 0.05) and needed >= 140
+    assert needed == binary_docs_needed(0.05 * 0.95, 0.05) == 157
+    assert exact_power(needed, 0.05 * 0.95, 0.05) >= 0.8 > exact_power(150, 0.05 * 0.95, 0.05)
+    assert "McNemar's exact test below 25 differing docs, computed exactly" in out
 
 
 def test_differences_equal_up_to_rounding_are_no_spread_not_one_doc(tmp_path, capsys):

@@ -68,6 +68,7 @@ class _Variance:
 
 def main(args: argparse.Namespace) -> int:
     """Print the docs needed per repeats, and the current MDE."""
+    from assay.stats.binary_power import binary_docs_needed
     from assay.stats.power import binary_mde, binary_variance_floor, docs_needed, mde, with_repeats
 
     repeats = _repeats(args.repeats)
@@ -101,13 +102,19 @@ def main(args: argparse.Namespace) -> int:
     shown = repeats if args.within_variance > 0 else [1]
     print("  repeats per doc  docs needed")
     for k in shown:
-        needed = docs_needed(
-            with_repeats(planned, args.within_variance, k),
-            args.difference,
-            args.confidence,
-            args.power,
-        )
+        variance_k = with_repeats(planned, args.within_variance, k)
+        if variance.binary and k == 1:
+            # One 0/1 sample per doc: planned with the test `assay compare` runs on them
+            # (McNemar's exact test below 25 differing docs), whose power is computed exactly.
+            needed = binary_docs_needed(variance_k, args.difference, args.confidence, args.power)
+        else:
+            needed = docs_needed(variance_k, args.difference, args.confidence, args.power)
         print(f"  {k:<15}  {needed}")
+    if variance.binary:
+        print(
+            "  (1 sample per doc: the power of assay compare's own test on 0/1 scores, "
+            "McNemar's exact test below 25 differing docs, computed exactly)"
+        )
     if variance.docs:
         stderr = math.sqrt(variance.value / variance.docs)
         smallest = (
