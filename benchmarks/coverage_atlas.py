@@ -301,23 +301,43 @@ def bootstrap_cells(reps: int, seed: int, sizes: list[int], iters: int = 200) ->
 
 
 def live_cells(reps: int, seed: int) -> list[Cell]:
-    """The live interval of `assay run` / run_evals (stats.online.mean_interval, normal with
-    the observed variance) at one look, floors included."""
+    """The live interval of `assay run` / run_evals (stats.online.mean_interval with the
+    observed variance; the exact interval below FEW_EVENTS rows at one end) at one look,
+    floors and ceilings included, and run_evals' wilson and hoeffding strategies; "partial"
+    rows score 0.5 where a 0/1 row would score 1 (values that are not 0/1)."""
+    grid = [
+        ("normal", 5, 0.5, False),
+        ("normal", 30, 0.5, False),
+        ("normal", 30, 0.02, False),
+        ("normal", 200, 0.02, False),
+        ("normal", 500, 0.02, False),
+        ("normal", 1000, 0.01, False),
+        ("normal", 200, 0.98, False),
+        ("normal", 1000, 0.5, False),
+        ("normal", 200, 0.04, True),
+        ("normal", 2000, 0.04, True),
+        ("wilson", 30, 0.02, False),
+        ("wilson", 200, 0.02, False),
+        ("hoeffding", 200, 0.02, False),
+    ]
     cells = []
-    for n, p in [(5, 0.5), (30, 0.5), (30, 0.02), (200, 0.02), (1000, 0.5)]:
+    for strategy, n, p, partial in grid:
         rng = np.random.default_rng(seed + n)
+        settings = online.OnlineSettings(strategy=strategy, use_fpc=False)  # type: ignore[arg-type]
+        truth = p / 2 if partial else p
         covered, methods = [], []
         for _ in range(reps):
-            x = (rng.uniform(size=n) < p).astype(float)
+            x = (rng.uniform(size=n) < p).astype(float) * (0.5 if partial else 1.0)
             variance = float(x.var(ddof=1)) if n > 1 else None
-            e = online.mean_interval(float(x.mean()), n, variance=variance)
-            methods.append(e.method)
-            covered.append(e.lower - 1e-12 <= p <= e.upper + 1e-12)
+            e = online.mean_interval(float(x.mean()), n, variance=variance, settings=settings)
+            methods.append(e.method + (" (marked †)" if e.note else ""))
+            covered.append(e.lower - 1e-12 <= truth <= e.upper + 1e-12)
         method = max(set(methods), key=methods.count)
+        values = "0/0.5" if partial else "0/1"
         cells.append(
             Cell(
                 "live interval",
-                f"0/1, n={n}, p={p:g}, one look",
+                f"{strategy}, {values}, n={n}, p={p:g}, one look",
                 "coverage",
                 LEVEL,
                 float(np.mean(covered)),

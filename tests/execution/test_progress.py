@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from scipy import stats
 
 from assay.cli.main import main
 from assay.execution import progress as live
@@ -36,21 +37,47 @@ def expected_interval(scores: list[float]) -> tuple[str, str, str]:
     return f"{mean:.4f}", f"{max(0.0, mean - half):.4f}", f"{min(1.0, mean + half):.4f}"
 
 
+def clopper_pearson(scores: list[float]) -> tuple[str, str, str]:
+    """scipy's exact interval on the count of 1s."""
+    ci = stats.binomtest(int(sum(scores)), len(scores)).proportion_ci(0.95, method="exact")
+    return f"{sum(scores) / len(scores):.4f}", f"{ci.low:.4f}", f"{ci.high:.4f}"
+
+
 def test_a_limit_subset_is_not_the_population():
     # 4 docs of a 541-doc task (ifeval --limit 4): the interval is the sampling interval,
-    # never the zero-width one a population of 4 would give.
+    # never the zero-width one a population of 4 would give; with one right answer it is the
+    # exact one (the normal [0, 0.74] covers far less than 95 % on so few events).
     scores = [1.0, 0.0, 0.0, 0.0]
-    shown = INTERVAL.search(scored(scores, total_docs=4).estimate()).groups()
-    assert shown == expected_interval(scores) == ("0.2500", "0.0000", "0.7400")
+    line = scored(scores, total_docs=4).estimate()
+    assert INTERVAL.search(line).groups() == clopper_pearson(scores)
+    assert clopper_pearson(scores) == ("0.2500", "0.0063", "0.8059")
+    assert line.endswith("exact (few events)")
 
 
 def test_a_whole_run_ends_on_the_interval_of_its_stderr():
-    # Every doc scored: the interval keeps the width results.json's stderr gives it.
-    scores = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+    # Every doc scored, 20 right and 20 wrong: the interval keeps the width results.json's
+    # stderr gives it.
+    scores = [1.0, 0.0] * 20
     progress = scored(scores, total_docs=len(scores))
     low, high = (float(x) for x in INTERVAL.search(progress.estimate()).groups()[1:])
-    assert high - low > 0.5
+    assert high - low > 0.25
     assert INTERVAL.search(progress.estimate()).groups() == expected_interval(scores)
+
+
+def test_few_events_among_many_docs_get_the_exact_interval_and_others_a_mark():
+    # 4 right of 200: the normal interval covered 0.89 there (benchmarks/coverage_atlas.py).
+    scores = [1.0] * 4 + [0.0] * 196
+    line = scored(scores, total_docs=1000).estimate()
+    assert INTERVAL.search(line).groups() == clopper_pearson(scores)
+    assert line.endswith("exact (few events)")
+    # 10 right of 200: the normal interval again.
+    scores = [1.0] * 10 + [0.0] * 190
+    assert INTERVAL.search(scored(scores, 1000).estimate()).groups() == expected_interval(scores)
+    # Values that are not 0/1, as close to 0: the normal interval, marked as unreliable.
+    partial = [0.5] * 8 + [0.0] * 192
+    line = scored(partial, total_docs=1000).estimate()
+    assert INTERVAL.search(line).groups() == expected_interval(partial)
+    assert "† (few docs away from 0: may cover less than 95 %)" in line
 
 
 def test_one_doc_and_equal_values_give_no_interval():
@@ -211,17 +238,18 @@ def run(tmp_path: Path, *flags: str) -> int:
     )
 
 
-def test_a_run_ends_on_the_interval_results_json_gives(tmp_path, capsys):
+def test_a_run_ends_on_the_exact_interval_of_its_count(tmp_path, capsys):
     assert run(tmp_path) == 0
     err = capsys.readouterr().err
     line = re.search(r"parity_mc_same_split: 7/7 docs, .*", err)
     assert line, err
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     entry = results["results"]["parity_mc_same_split"]
-    mean, stderr = entry["acc,none"], entry["acc_stderr,none"]
-    half = two_sided_z(0.95) * stderr
-    low, high = max(0.0, mean - half), min(1.0, mean + half)
-    assert f"acc {mean:.4f} [{low:.4f}, {high:.4f}]" in line.group(0)
+    mean = entry["acc,none"]
+    # 4 of 7 right: fewer than 10 on each side, so the exact interval on the count of 4.
+    scores = [1.0] * round(mean * 7) + [0.0] * (7 - round(mean * 7))
+    shown = clopper_pearson(scores)
+    assert f"acc {shown[0]} [{shown[1]}, {shown[2]}] exact (few events)" in line.group(0)
 
 
 def test_a_rerun_from_the_cache_says_so(tmp_path, capsys):

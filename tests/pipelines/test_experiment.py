@@ -237,8 +237,11 @@ def test_per_row_scores_give_observed_variance_and_paired_comparison(tmp_path: P
     results = exp.run_evals(GridSearch(config), rows, num_shards=3, seed=5)
     assert results[1][1]["Accuracy"]["value"] == pytest.approx(15 / 30)
     history = exp.metrics_history(1)
-    first = history[0]["metrics"]["Accuracy"]
+    # The second look (20 rows, 10 right): the first, 5 of 10 right, has fewer than 10 on each
+    # side and gets the exact interval (stats.online.FEW_EVENTS).
+    first = history[1]["metrics"]["Accuracy"]
     n = first["n"]
+    assert n == 20 and history[0]["metrics"]["Accuracy"]["ci_method"].startswith("exact")
     scores = [r["score:Accuracy"] for r in exp.results_table() if r["config_id"] == 1][:n]
     mean = sum(scores) / n
     var = sum((s - mean) ** 2 for s in scores) / (n - 1)
@@ -506,7 +509,7 @@ def test_per_row_metric_names_the_scores_behind_an_interval(tmp_path: Path) -> N
     config["pipeline"] = config["pipeline"].replace(sampling_params={})
     exp = experiment(tmp_path)
     exp.run_evals(config, rows, num_shards=3, seed=5)
-    first = exp.metrics_history(1)[0]["metrics"]["Accuracy"]
+    first = exp.metrics_history(1)[1]["metrics"]["Accuracy"]  # 20 rows (see above)
     n = first["n"]
     scores = [r["score:Correct"] for r in exp.results_table()][:n]
     mean = sum(scores) / n

@@ -13,7 +13,10 @@ sample of the questions it stands for, so neither a `--limit` subset nor a whole
 population: at the end of a run the interval is the table's value ± 1.96 × its stderr. It is
 a fixed-sample interval read at each shard, meant for watching a run, not for stopping it early
 (that is what run_evals' `anytime` strategy is for). With one doc, or docs that all scored the
-same, the spread is unknown and no interval is shown.
+same, the spread is unknown and no interval is shown. A 0/1 metric with fewer than 10 docs on
+its rarer side (`stats.online.FEW_EVENTS`) gets the exact Clopper-Pearson interval instead
+("exact (few events)": the normal one covered 89 % at 4 events), and other values that close
+to an end of [0, 1] are marked † as unreliable.
 """
 
 from __future__ import annotations
@@ -223,7 +226,15 @@ class LiveProgress:
             variance=variance,
             settings=OnlineSettings(use_fpc=False),
         )
-        return f"{value} [{interval.lower:.4f}, {interval.upper:.4f}]"
+        shown = f"{value} [{interval.lower:.4f}, {interval.upper:.4f}]"
+        if interval.method.startswith("exact"):
+            return f"{shown} exact (few events)"
+        if interval.note is not None:
+            return f"{shown}† (few docs away from {self._end()}: may cover less than 95 %)"
+        return shown
+
+    def _end(self) -> str:
+        return "0" if self.scores.mean < 0.5 else "1"
 
     def time_left(self) -> str:
         """Time left at the pace so far ("" until there is a pace)."""

@@ -17,7 +17,11 @@ Three strategies:
   which is the Bernoulli variance on [0, 1] and never understates the spread on other ranges.
   Where that variance is 0 (every row seen scored alike, before the last row) the interval is
   instead the exact bound of `assay.stats.exact`, method "exact bound (no spread in the rows
-  seen)": a zero-width interval would claim the unseen rows score alike too.
+  seen)": a zero-width interval would claim the unseen rows score alike too. With the observed
+  variance of a bounded metric and fewer than `FEW_EVENTS` rows at the rarer end (a 0/1 metric
+  with a handful of right, or wrong, answers) the normal interval under-covers: 0/1 rows get
+  the exact Clopper-Pearson interval instead, other values keep the normal one with a `note`
+  saying it is unreliable.
 - ``wilson``: the Wilson score interval on the mean rescaled to [0, 1], with the effective sample
   size n / FPC²; the point value stays the observed mean. Meant for proportions.
 - ``hoeffding``: a distribution-free bound, (b - a)·sqrt(ln(2/α)·ρ / 2n), where ρ = 1 - (n-1)/N is
@@ -105,6 +109,8 @@ class Estimate:
     """What produced the interval, e.g. "normal (observed variance)"."""
     observed: float | None = None
     """Distributive metrics: the total over the n rows actually scored."""
+    note: str | None = None
+    """Why the interval is not to be trusted at its level, when it is not (shown with †)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The metric fields RapidFire users read (value, lower_bound, upper_bound, ...)."""
@@ -120,6 +126,8 @@ class Estimate:
         }
         if self.observed is not None:
             out["observed_value"] = self.observed
+        if self.note is not None:
+            out["ci_note"] = self.note
         return out
 
 
@@ -231,6 +239,7 @@ def mean_interval(
     pop = population if settings.use_fpc else None
     fpc = finite_population_factor(n, pop)
     z = two_sided_z(level)
+    note = None
     if settings.strategy == "hoeffding":
         margin = hoeffding_margin(high - low, n, level, pop)
         lower, upper, method = mean - margin, mean + margin, "hoeffding"
@@ -250,6 +259,16 @@ def mean_interval(
             var, method = bound_variance(mean, low, high), "normal (bound variance)"
         margin = z * math.sqrt(var / n) * fpc
         lower, upper = mean - margin, mean + margin
+        rarer = _rarer_side(mean, n, (low, high))
+        # (the tolerance keeps 10 events, 200·0.05 up to rounding, on the normal side)
+        if variance is not None and margin > 0 and rarer < FEW_EVENTS - 1e-9:
+            if _zero_one(mean, n, variance, (low, high)):
+                return _few_events_interval(mean, n, (low, high), population, level)
+            note = (
+                f"only {rarer:.3g} of {n} rows' worth of score away from the range's end "
+                f"(below {FEW_EVENTS}): the normal interval covers less than it claims there "
+                "(benchmarks/coverage_atlas.py)"
+            )
     if margin == 0 and fpc > 0:
         # Rows that all scored alike (a floor or a ceiling) are no evidence that the rows not
         # yet seen match them: a zero-width interval would claim the mean is known.
@@ -265,6 +284,58 @@ def mean_interval(
         population=population,
         confidence_level=level,
         method=method,
+        note=note,
+    )
+
+
+FEW_EVENTS = 10
+"""Rows on the rarer side of a 0/1 metric (or, for other values in a bounded range, rows'
+worth of score between the mean and the nearer end) below which the normal interval gives way:
+the observed variance of a handful of events is too noisy (0.89 coverage at 4 events,
+benchmarks/coverage_atlas.py)."""
+
+
+def _rarer_side(mean: float, n: int, value_range: tuple[float, float]) -> float:
+    """n·min(p, 1 - p) for the mean rescaled to p in [0, 1]; inf on an unbounded range."""
+    low, high = value_range
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return math.inf
+    p = min(1.0, max(0.0, (mean - low) / (high - low)))
+    return n * min(p, 1.0 - p)
+
+
+def _zero_one(mean: float, n: int, variance: float, value_range: tuple[float, float]) -> bool:
+    """Whether n rows in [low, high] with this mean and sample variance all lie at the ends:
+    only then does the variance reach n·p(1 - p)/(n - 1) (scaled), its largest possible."""
+    low, high = value_range
+    if n < 2:
+        return False
+    p = (mean - low) / (high - low)
+    largest = n * p * (1 - p) / (n - 1)
+    return abs(variance / (high - low) ** 2 - largest) <= 1e-9 * max(largest, 1e-12)
+
+
+def _few_events_interval(
+    mean: float, n: int, value_range: tuple[float, float], population: int | None, level: float
+) -> Estimate:
+    """Rows that are all at one end of the range or the other, with fewer than FEW_EVENTS at
+    the rarer end: the Clopper-Pearson interval on that count (exact; without the finite
+    population correction, which sampling without replacement only makes more conservative)."""
+    from assay.stats.exact import clopper_pearson
+
+    low, high = value_range
+    events = round(n * (mean - low) / (high - low))
+    p_low, p_high = clopper_pearson(events, n, level)
+    lower, upper = low + p_low * (high - low), low + p_high * (high - low)
+    return Estimate(
+        value=mean,
+        lower=min(lower, mean),
+        upper=max(upper, mean),
+        margin=(upper - lower) / 2,
+        n=n,
+        population=population,
+        confidence_level=level,
+        method=f"exact (Clopper-Pearson: fewer than {FEW_EVENTS} rows at one end)",
     )
 
 
@@ -321,6 +392,7 @@ def total_interval(
         confidence_level=per_row.confidence_level,
         method=per_row.method,
         observed=total,
+        note=per_row.note,
     )
 
 
