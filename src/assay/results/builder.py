@@ -20,6 +20,7 @@ from assay.models.api.usage_totals import api_usage_entry, usage_sum
 from assay.results.generations import GenerationTally, generation_entries
 from assay.results.provenance import task_provenance
 from assay.results.schema import Provenance, ResultsFile, RunConfig, TaskEntry, TaskProvenance
+from assay.results.stderr_notes import NOTES_KEY, stderr_notes
 from assay.results.summary import add_groups
 from assay.results.task_config import config_dump
 from assay.tasks.registry import GroupNode
@@ -169,4 +170,7 @@ class ResultsBuilder:
         if generations:  # only runs whose backend said how its generations ended
             final["assay"]["generations"] = generations
         final["total_evaluation_time_seconds"] = str(time.perf_counter() - info.started)
+        notes = stderr_notes(final)
+        if notes:  # stderrs of 0 or "N/A": why (results.stderr_notes); files without are as before
+            final[NOTES_KEY] = notes
         return final  # type: ignore[return-value]

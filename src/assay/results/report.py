@@ -42,6 +42,7 @@ from assay.results.schema import (
     sample_metric_values,
     stderr_key,
 )
+from assay.results.stderr_notes import NOTES_KEY
 
 LENGTH_BINS = 10
 """Prompt-length bins of the "score by prompt length" plot (deciles of the prompt lengths)."""
@@ -61,6 +62,8 @@ class SummaryRow:
     stderrs: dict[str, float | None]
     clustered: dict[str, float | None]
     n: dict[str, int | None]
+    stderr_notes: dict[str, str | None]
+    """Per run, why its stderr is 0 or "N/A" (results.json's stderr_notes), or None."""
 
 
 def build_report(runs: Sequence[Run], options: CompareOptions | None = None) -> str:
@@ -105,12 +108,15 @@ def summary_rows(runs: Sequence[Run]) -> list[SummaryRow]:
             for metric, flt in metric_columns(entry):
                 key = (name, metric, flt)
                 row = seen.setdefault(
-                    key, SummaryRow(name, name in groups, metric, flt, {}, {}, {}, {})
+                    key, SummaryRow(name, name in groups, metric, flt, {}, {}, {}, {}, {})
                 )
                 row.values[run.label] = _number(entry.get(metric_key(metric, flt)))
                 row.stderrs[run.label] = _number(entry.get(stderr_key(metric, flt)))
                 row.clustered[run.label] = _number(entry.get(clustered_stderr_key(metric, flt)))
                 row.n[run.label] = _docs(run, name)
+                every: Any = run.results.get(NOTES_KEY, {})
+                notes: dict[str, Any] = every.get(name, {})
+                row.stderr_notes[run.label] = notes.get(stderr_key(metric, flt))
     return sorted(seen.values(), key=lambda r: not r.is_group)
 
 

@@ -223,6 +223,9 @@ class ResultsFile(TypedDict, total=False):
     when the backend said how its generations ended, `generations`: per task and group,
     truncated_rate, unclosed_thinking_rate, reasoning token mean and p95, answer token mean,
     with their counts (results/generations.py)."""
+    stderr_notes: dict[str, dict[str, str]]
+    """assay only, present when a stderr is 0 or "N/A": per task or group, per stderr key, why
+    no spread was measured (results/stderr_notes.py)."""
     total_evaluation_time_seconds: str
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.results.stderr_notes import NOTES_KEY
+
 _ARROWS = {True: "↑", False: "↓"}
 UNMEASURED = "n/a†"
 UNMEASURED_NOTE = (
@@ -41,6 +43,7 @@ def _display_order(
 def table_rows(results: dict[str, Any], section: str = "results") -> list[list[Any]]:
     """The table's rows: one per (task or group, metric, filter), metrics alphabetically."""
     entries = results.get(section, {})
+    notes = results.get(NOTES_KEY, {})
     depth, order = _display_order(results.get("group_subtasks", {}), set(entries))
     rows: list[list[Any]] = []
     for name in order:
@@ -63,7 +66,7 @@ def table_rows(results: dict[str, Any], section: str = "results") -> list[list[A
             if stderr_key in entry:
                 stderr = entry[stderr_key]
                 if stderr == "N/A":
-                    stderr = "   N/A"
+                    stderr = "   N/A" + ("†" if stderr_key in notes.get(name, {}) else "")
                 elif stderr == 0:  # lm-eval prints "± 0"; nothing was measured
                     stderr = UNMEASURED
                 else:
@@ -102,4 +105,23 @@ def results_tables(results: dict[str, Any]) -> str:
     if results.get("groups"):
         tables.append(make_table(results, "groups"))
     text = "\n\n".join(table.rstrip("\n") for table in tables)
-    return text + "\n" + UNMEASURED_NOTE if UNMEASURED in text else text
+    footnotes = _footnotes(results)
+    if not footnotes and UNMEASURED in text:  # a file written before stderr_notes existed
+        footnotes = [UNMEASURED_NOTE]
+    return "\n".join([text, *footnotes])
+
+
+def _footnotes(results: dict[str, Any]) -> list[str]:
+    """One line per reason in results.json's stderr_notes, naming the cells it marks (the
+    table's stderrs only: clustered ones are not shown)."""
+    cells: dict[str, list[str]] = {}
+    for name, notes in results.get(NOTES_KEY, {}).items():
+        for key, why in notes.items():
+            metric, _, flt = key.partition(",")
+            if metric.endswith("_stderr"):
+                cells.setdefault(why, []).append(f"{name} {metric.removesuffix('_stderr')},{flt}")
+    lines = []
+    for why, where in cells.items():
+        shown = ", ".join(where[:6]) + (f" and {len(where) - 6} more" if len(where) > 6 else "")
+        lines.append(f"† {why} ({shown})")
+    return lines
