@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from assay.errors import AssayError
+from assay.results.strict_json import finite_only
 
 ACTIONS = ("stop", "resume", "delete", "clone")
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
@@ -143,7 +144,8 @@ def _handler(server: ControlServer) -> type[BaseHTTPRequestHandler]:
                 self._send(400, {"error": str(exc)})
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload, default=str).encode()
+            # Strict JSON (a browser's JSON.parse refuses NaN): non-finite metrics as null.
+            data = json.dumps(finite_only(payload), default=str, allow_nan=False).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))

@@ -23,6 +23,7 @@ from typing import Any, Literal, cast
 
 from assay.errors import ResultsError
 from assay.results.schema import ResultsFile, SampleRecord, docs_fingerprint
+from assay.results.strict_json import restore_non_finite
 from assay.results.writer import safe_name
 from assay.seeds import SEED_KEYS
 
@@ -237,7 +238,7 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 ) from None
             if not isinstance(record, dict):
                 raise ResultsError(f"{path}, line {number}: expected a JSON object per line.")
-            yield number, record
+            yield number, restore_non_finite(record)
 
 
 def read_run(path: str | Path, label: str | None = None) -> Run:
@@ -253,6 +254,8 @@ def read_run(path: str | Path, label: str | None = None) -> Run:
             f"{results_path}: not valid JSON ({exc.msg}, line {exc.lineno}). Was the run "
             "interrupted while writing it?"
         ) from None
+    if isinstance(results, dict):
+        results = restore_non_finite(results)
     if not isinstance(results, dict) or not isinstance(results.get("results"), dict):
         raise ResultsError(
             f"{results_path}: not a results file (no 'results' object). Give a folder written "

@@ -43,6 +43,7 @@ from assay.results.schema import (
     stderr_key,
 )
 from assay.results.stderr_notes import NOTES_KEY
+from assay.results.strict_json import finite_only
 
 LENGTH_BINS = 10
 """Prompt-length bins of the "score by prompt length" plot (deciles of the prompt lengths)."""
@@ -297,7 +298,11 @@ def _endings(record: SampleRecord) -> dict[str, bool]:
 
 
 def _compressed(samples: list[dict[str, Any]]) -> str:
-    text = json.dumps(samples, ensure_ascii=False, separators=(",", ":"), default=str)
+    # Strict JSON for the browser's JSON.parse: a value that is not finite is shown as null.
+    plain = finite_only(samples)
+    text = json.dumps(
+        plain, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False
+    )
     # Level 6: a third of level 9's time at 100k samples, for a page a few percent larger.
     data = gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
     return base64.b64encode(data).decode("ascii")

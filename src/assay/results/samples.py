@@ -19,6 +19,7 @@ from assay.requests.doc_result import DocResult
 from assay.requests.types import Generation, LoglikelihoodResult, RollingResult
 from assay.results._indented_json import NotPlain, indented
 from assay.results.schema import SampleRecord
+from assay.results.strict_json import NOTE_KEY, finite_only
 from assay.results.writer import OutputDir
 
 
@@ -51,6 +52,31 @@ def _sha(text: str) -> str:
 def dumps(value: Any) -> str:
     """JSON as lm-eval writes it (non-ASCII kept, unknown types as strings)."""
     return json.dumps(value, ensure_ascii=False, default=_fallback)
+
+
+def record_line(record: Mapping[str, Any]) -> str:
+    """A samples-file line: lm-eval's JSON (`dumps`), but strict: a value that is not a finite
+    number is written as null and the record gains a `non_finite_values` note mapping its path
+    (keys joined by "/") to what it was, as results.json does. Lines without one are as before."""
+    try:
+        return json.dumps(record, ensure_ascii=False, default=_fallback, allow_nan=False)
+    except ValueError:
+        pass
+    found: dict[str, str] = {}
+    clean = finite_only(_plain_scalars(dict(record)), "", found)
+    clean[NOTE_KEY] = found
+    return json.dumps(clean, ensure_ascii=False, default=_fallback, allow_nan=False)
+
+
+def _plain_scalars(value: Any) -> Any:
+    """Library scalars (numpy's) as Python numbers, so that a non-finite one is found by path."""
+    if isinstance(value, dict):
+        return {k: _plain_scalars(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain_scalars(v) for v in value]
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        return value.item()
+    return value
 
 
 def _fallback(value: Any) -> Any:
@@ -227,7 +253,7 @@ class SamplesLog:
                     row_hash=row_hashes[k] if row_hashes is not None else None,
                     reasoning=self.reasoning,
                 )
-                handle.write(dumps(record) + "\n")
+                handle.write(record_line(record) + "\n")
                 if part == 0:
                     hashed.append(
                         record["doc_hash"] + record["prompt_hash"] + record["target_hash"]

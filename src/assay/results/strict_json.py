@@ -34,3 +34,32 @@ def strict_results(results: dict[str, Any]) -> dict[str, Any]:
     if found:
         clean[NOTE_KEY] = found
     return clean
+
+
+def restore_non_finite(value: dict[str, Any]) -> dict[str, Any]:
+    """A dict read back from strict JSON with its `non_finite_values` note applied: each noted
+    null is the float it was (inf, -inf, nan) again, and the note is removed. A path that no
+    longer leads to a null is left alone."""
+    found = value.pop(NOTE_KEY, None)
+    if not isinstance(found, dict):
+        return value
+    for path, what in found.items():
+        try:
+            number = float(what)
+        except (TypeError, ValueError):
+            continue
+        *parents, last = str(path).split("/")
+        node: Any = value
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else _item(node, part)
+        if isinstance(node, dict) and node.get(last, 0) is None:
+            node[last] = number
+        elif isinstance(node, list) and _item(node, last, missing=0) is None:
+            node[int(last)] = number
+    return value
+
+
+def _item(node: Any, part: str, missing: Any = None) -> Any:
+    if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        return node[int(part)]
+    return missing

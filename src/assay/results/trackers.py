@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol
 
 from assay.errors import ConfigError, TrackerError
 from assay.results.layout import RunFiles, safe_name
+from assay.results.strict_json import strict_results
 from assay.util.redact import find_secrets, redact, scrub
 
 
@@ -304,7 +305,13 @@ def _staged(
         staging = Path(tmp) / safe_name(name)
         staging.mkdir()
         results_file = staging / "results.json"
-        text = json.dumps(redact(dict(results)), indent=2, ensure_ascii=False, default=str)
+        text = json.dumps(
+            strict_results(redact(dict(results))),
+            indent=2,
+            ensure_ascii=False,
+            default=str,
+            allow_nan=False,
+        )
         results_file.write_text(scrub(text, secrets), encoding="utf-8")
         samples: dict[str, Path] = {}
         for task in results.get("n-samples") or {}:
