@@ -20,6 +20,7 @@ from assay.requests.types import Generation, LoglikelihoodResult, RollingResult
 from assay.results._indented_json import NotPlain, indented
 from assay.results.schema import SampleRecord
 from assay.results.writer import OutputDir
+from assay.util.redact import clean_text
 
 
 def _jsonable(value: Any) -> Any:
@@ -227,7 +228,8 @@ class SamplesLog:
                     row_hash=row_hashes[k] if row_hashes is not None else None,
                     reasoning=self.reasoning,
                 )
-                handle.write(dumps(record) + "\n")
+                # A secret the model or server echoed (a key, a URL's password) is hidden.
+                handle.write(clean_text(dumps(record)) + "\n")
                 if part == 0:
                     hashed.append(
                         record["doc_hash"] + record["prompt_hash"] + record["target_hash"]

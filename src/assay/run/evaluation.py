@@ -68,6 +68,7 @@ from assay.tasks.code_routes import code_route
 from assay.tasks.code_routes import describe as describe_code_route
 from assay.tasks.registry import Resolved
 from assay.tasks.task import Task, fewshot_count
+from assay.util.redact import remember_in
 from assay.util.terminal import terminal_safe
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,11 @@ class Evaluation:
     def __init__(self, resolved: Resolved, settings: RunSettings) -> None:
         check_settings(settings)
         self.resolved, self.settings = resolved, settings
+        # Secrets in model args are hidden from every file and line from the start (the run's
+        # lock records its command before any backend is built).
+        remember_in(
+            [settings.model_args, settings.judge_model_args, settings.second_judge_model_args]
+        )
         self.tracked: list[str] = []
         """Where the finished run was logged (one line per --log-to tracker)."""
         self.files: RunFiles | None = None
