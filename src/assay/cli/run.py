@@ -126,6 +126,11 @@ def main(args: argparse.Namespace) -> int:
         for name, config in results["configs"].items():
             text = json.dumps(clean(config), indent=2, ensure_ascii=False, default=str)
             print(f"\n{name}:\n{text}")
+    from assay.run.bill import bill_line
+
+    line = bill_line(evaluation.bill or {})
+    if line:
+        print(f"\n{terminal_safe(line)}")
     if evaluation.files is not None:
         print(f"\nresults written to {evaluation.files.results}")
     for where in evaluation.tracked:

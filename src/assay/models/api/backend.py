@@ -760,10 +760,17 @@ class _APIBackend(LM):
             usage = response.json().get("usage")
         except ValueError:
             usage = None
-        cost = self._meter.record(self._usage(usage))
+        read = self._usage(usage)
+        cost = self._meter.record(read)
         spending, j = active_limit(), _CALL.get()
         if spending is not None and j is not None and j in self._estimates:
-            spending.settle(self._estimates.pop(j), cost or 0.0)
+            unknown = (
+                "the server's answers report no token usage"
+                if read.input_tokens is None or read.output_tokens is None
+                else "the price of some of the tokens an answer used is unknown (cached input "
+                "tokens without price_cached_in=)"
+            )
+            spending.settle(self._estimates.pop(j), cost, unknown)
 
     async def _classified(self, pending: Awaitable[R]) -> R:
         """Await one API call, turning client errors into transient or permanent failures."""
@@ -831,6 +838,9 @@ class _APIBackend(LM):
     ) -> list[R]:
         """Per request, `combine` of its calls' answers; an APIRequestError if any is missing
         (CostLimitReached when --max-cost kept them from being sent)."""
+        spending = active_limit()
+        if spending is not None and spending.unknown:
+            self._refuse_unknown_cost(spending, outcome, owners, combine, what)
         if outcome.ok:
             return [combine([outcome.answers[j] for j in calls]) for calls in owners]
         abandoned = set(outcome.abandoned) | set(outcome.unsent)
@@ -845,11 +855,10 @@ class _APIBackend(LM):
                 missing.append(i)
             complete = not reasons and not any(j in abandoned for j in calls)
             partial.append(combine([outcome.answers[j] for j in calls]) if complete else None)
-        spending = active_limit()
         if not failures and outcome.unsent and spending is not None:
             raise CostLimitReached(
-                f"--max-cost {spending.max_usd:g} USD reached: this run's API requests cost "
-                f"{spending.spent:.6f} USD so far, and {len(missing)} of {len(owners)} "
+                f"--max-cost {spending.max_usd:g} USD reached: this invocation's API requests "
+                f"cost {spending.spent:.6f} USD, and {len(missing)} of {len(owners)} "
                 f"{what} request(s) of --model {self.name} were not sent (each was estimated "
                 "at the dearest answer so far). The answers that arrived are in the response "
                 "cache: re-run with a larger --max-cost to continue from there.",
@@ -860,6 +869,33 @@ class _APIBackend(LM):
             f"{redact_url(self.settings.base_url)} failed"
         )
         raise APIRequestError(summary, failures, missing, partial, hint)
+
+    def _refuse_unknown_cost(
+        self,
+        spending: SpendingLimit,
+        outcome: CallOutcome[Any],
+        owners: list[list[int]],
+        combine: Callable[[list[Any]], Any],
+        what: str,
+    ) -> None:
+        """Stop the run under --max-cost once an answer's cost is unknown: the budget cannot
+        be kept. The answers that arrived are kept (CostLimitReached's `partial`)."""
+        lost = set(outcome.failures) | set(outcome.abandoned) | set(outcome.unsent)
+        partial = [
+            combine([outcome.answers[j] for j in calls])
+            if not any(j in lost for j in calls)
+            else None
+            for calls in owners
+        ]
+        unsent = sum(1 for p in partial if p is None)
+        raise CostLimitReached(
+            f"--max-cost {spending.max_usd:g} USD cannot be kept: {spending.unknown}, so what "
+            f"the requests of --model {self.name} cost is unknown; the run stopped "
+            f"({unsent} of {len(owners)} {what} request(s) not answered). Re-run without "
+            "--max-cost to go on without a budget, or use a server that reports usage. The "
+            "answers that arrived are in the response cache.",
+            partial,
+        )
 
 
 class GenerationOnly:
