@@ -87,12 +87,15 @@ def scrub_value(value: Any, secrets: set[str]) -> Any:
 
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 _SECRET_PAIR = re.compile(r"([\w.\-]+)=([^,\s]*)")
+_QUOTED_PAIR = re.compile(r"""((["'])([\w.\-]+)\2\s*:\s*)(["'])(.*?)\4""")
+"""A quoted `"name": "value"` pair (a dict model arg such as default_query, as typed)."""
 
 
 def redact_command(argv: Iterable[str]) -> str:
     """A command line as text that can be shown and stored: values of secret-looking
-    `key=value` pairs (model args) and of secret-looking flags, and URL user info, replaced by
-    the placeholder."""
+    `key=value` pairs (model args), of quoted `"name": "value"` pairs whose names look like
+    secret query parameters or headers (default_query, default_headers), of secret-looking
+    flags, and URL user info, replaced by the placeholder; remembered secrets too."""
     words: list[str] = []
     hide_next = False
     for word in argv:
@@ -107,6 +110,9 @@ def redact_command(argv: Iterable[str]) -> str:
             continue
         word = _SECRET_PAIR.sub(
             lambda m: f"{m[1]}={PLACEHOLDER}" if is_secret_key(m[1]) else m[0], word
+        )
+        word = _QUOTED_PAIR.sub(
+            lambda m: f"{m[1]}{m[4]}{PLACEHOLDER}{m[4]}" if is_secret_param(m[3]) else m[0], word
         )
         words.append(_USERINFO.sub(f"{PLACEHOLDER}@", word))
     return clean_text(" ".join(words))

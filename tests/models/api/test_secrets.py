@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 from fixtures.provider_fakes import FakeProviders
 
-from assay.util.redact import PLACEHOLDER, clean, clean_text, redact_url, remember_in
+from assay.util.redact import (
+    PLACEHOLDER,
+    clean,
+    clean_text,
+    redact_command,
+    redact_url,
+    remember_in,
+)
 
 ENV_KEY = "sk-planted-env-key-0001"
 URL_USER = "planted-user-0002"
@@ -190,3 +197,10 @@ def test_a_missing_key_is_refused_before_any_request(tasks, tmp_path):
     assert "OPENAI_API_KEY is not set" in done.stderr and "api_key_env=" in done.stderr
     assert "connection" not in done.stderr.lower() and "Traceback" not in done.stderr
     assert time.monotonic() - started < 60
+
+
+def test_a_short_secret_typed_in_a_dict_model_arg_is_hidden_from_the_command_line():
+    typed = 'model=m,default_query={"api-key": "k1", "api-version": "1"},base_url=http://u:p@h/v1'
+    shown = redact_command(["openai-chat", f"({typed})"])
+    assert '"api-key": "***"' in shown and '"api-version": "1"' in shown
+    assert "k1" not in shown and "u:p" not in shown
