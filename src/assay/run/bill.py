@@ -105,7 +105,7 @@ class Bill:
                 continue
             share = usage_delta(self.model_before, reading) if who == "model" else reading
             parts.append(share)
-            if reading.get("price_in") is not None and reading.get("requests"):
+            if reading.get("price_in") is not None:
                 prices.append(_price_row(who, reading))
         mine = usage_sum(parts)
         if not mine and not self.earlier:

@@ -860,8 +860,9 @@ class _APIBackend(LM):
                 f"--max-cost {spending.max_usd:g} USD reached: this invocation's API requests "
                 f"cost {spending.spent:.6f} USD, and {len(missing)} of {len(owners)} "
                 f"{what} request(s) of --model {self.name} were not sent (each was estimated "
-                "at the dearest answer so far). The answers that arrived are in the response "
-                "cache: re-run with a larger --max-cost to continue from there.",
+                "at the dearest answer so far, before any at its prompt and max new "
+                "tokens). The answers that arrived are in the response cache: re-run with a "
+                "larger --max-cost to continue from there.",
                 partial,
             )
         summary = (
