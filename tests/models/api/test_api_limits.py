@@ -275,3 +275,31 @@ def test_a_judges_usage_is_reported_with_its_task_and_counted_in_the_run(tasks, 
     assert "api" not in results["requests"]["limited_gen"]  # the dummy model sends nothing
     assert results["api_usage"]["requests"] == judged
     assert results["api_usage"]["cost_usd"] == pytest.approx(judge["cost_usd"])
+
+
+def test_a_budget_stop_in_a_later_task_records_every_answer_paid_for(tasks, tmp_path):
+    yaml = (tasks / "limited_gen.yaml").read_text()
+    second = yaml.replace("task: limited_gen", "task: limited_gen2")
+    # Other prompts, so that the cache answers none of them; the answers stay 4 tokens.
+    (tasks / "limited_gen2.yaml").write_text(second.replace('"{{q}}"', '"again: {{q}}"'))
+    out = tmp_path / "out"
+    with LimitedServer(max_seconds=30) as server:
+        code = main(
+            [
+                "run", "--model", "openai-chat",
+                "--model-args", f"model=m,base_url={server.base_url},num_concurrent=1,"
+                "price_in=0,price_out=100000",
+                "--tasks", "limited_gen,limited_gen2", "--include-path", str(tasks),
+                "--output-dir", str(out), "--no-progress", "--max-cost", "3.3",
+            ]
+        )  # fmt: skip
+        answered = len(server.answered)
+    assert code == 2
+    # The first task's 6 answers (2.4 USD), then 2 of the second's at 0.4 before 3.3 is reached.
+    assert answered == 8
+    results = json.loads((out / "results.json").read_text())
+    assert list(results["results"]) == ["limited_gen"]  # the task that finished
+    assert results["assay"]["requests"]["limited_gen"]["api"]["requests"] == 6
+    bill = results["assay"]["api_usage"]
+    assert bill["requests"] == 8 and bill["cost_usd"] == pytest.approx(3.2)
+    assert bill["stopped_by"] == "budget"
