@@ -204,3 +204,19 @@ def test_a_short_secret_typed_in_a_dict_model_arg_is_hidden_from_the_command_lin
     shown = redact_command(["openai-chat", f"({typed})"])
     assert '"api-key": "***"' in shown and '"api-version": "1"' in shown
     assert "k1" not in shown and "u:p" not in shown
+
+
+def test_tracker_params_hold_no_secret_of_the_model_args():
+    from assay.results.trackers import params_of
+
+    args = {
+        "base_url": f"http://u:{URL_PASS}@h/v1?key={URL_QUERY}",
+        "default_query": {"api-key": QUERY},
+        "default_headers": {"X-Api-Key": HEADER},
+    }
+    params = params_of(
+        {"config": {"model_args": args, "model_identity": {"base_url": args["base_url"]}}}
+    )
+    text = json.dumps(params)
+    assert not [s for s in SECRETS if s in text]
+    assert params["config.model_args.default_query.api-key"] == PLACEHOLDER
