@@ -18,6 +18,7 @@ from assay.cli import compare, power, report, run, tasks, validate
 from assay.cli._parser import Parser, common_flags
 from assay.errors import AssayError
 from assay.util.disk import DiskFull, disk_full_cause
+from assay.util.redact import clean_text
 from assay.util.terminal import TerminalSafeFormatter, terminal_safe
 
 
@@ -96,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except AssayError as exc:
-        sys.stderr.write(f"assay: error: {terminal_safe(str(exc))}\n")
+        sys.stderr.write(f"assay: error: {terminal_safe(clean_text(str(exc)))}\n")
         return exc.exit_code
     except BrokenPipeError:
         # `assay tasks list | head`: the reader left; print nothing more, and no traceback.
@@ -110,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if full is None:
             raise
         error = DiskFull(getattr(full, "filename", None) or "the run's files", full)
-        sys.stderr.write(f"assay: error: {terminal_safe(str(error))}\n")
+        sys.stderr.write(f"assay: error: {terminal_safe(clean_text(str(error)))}\n")
         return error.exit_code
 
 

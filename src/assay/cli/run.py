@@ -14,6 +14,7 @@ from assay.cli.lm_eval_flags import print_notes
 from assay.errors import ConfigError
 from assay.run.settings import RunSettings, checked, default, describe, setting_names
 from assay.tasks.names import split_csv
+from assay.util.redact import clean, redact_command
 from assay.util.terminal import terminal_safe
 
 
@@ -116,13 +117,20 @@ def main(args: argparse.Namespace) -> int:
     if not evaluation.executor.primary:
         return 0  # another rank of a data-parallel launch: rank 0 prints and writes
     model_text = f"{args.model} ({args.model_args})" if args.model_args else args.model
+    model_text = redact_command([model_text])  # URLs, secret args and keys hidden
     print(
         f"{model_text}, limit: {args.limit}, num_fewshot: {args.num_fewshot}, batch_size: {args.batch_size}"
     )
     print(terminal_safe(results_tables(results)))
     if args.show_config:
         for name, config in results["configs"].items():
-            print(f"\n{name}:\n{json.dumps(config, indent=2, ensure_ascii=False, default=str)}")
+            text = json.dumps(clean(config), indent=2, ensure_ascii=False, default=str)
+            print(f"\n{name}:\n{text}")
+    from assay.run.bill import bill_line
+
+    line = bill_line(evaluation.bill or {})
+    if line:
+        print(f"\n{terminal_safe(line)}")
     if evaluation.files is not None:
         print(f"\nresults written to {evaluation.files.results}")
     for where in evaluation.tracked:

@@ -43,7 +43,7 @@ class RunStats:
     """Sizes the backend's automatic batch size picked during the call, in order."""
     prefix_cache: dict[str, int] = field(default_factory=dict)
     """The backend's prefix-reuse counters over the calls (`LM.prefix_cache_stats`)."""
-    api_usage: dict[str, int | float | None] = field(default_factory=dict)
+    api_usage: dict[str, int | float | str | None] = field(default_factory=dict)
     """A paid API's requests, tokens and cost over the calls (`LM.usage_stats`)."""
 
     def __iadd__(self, other: RunStats) -> RunStats:

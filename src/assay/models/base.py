@@ -188,7 +188,7 @@ class LM(ABC):
         from another thread: keep it cheap and do not block."""
         return None
 
-    def usage_stats(self) -> dict[str, int | float | None] | None:
+    def usage_stats(self) -> dict[str, int | float | str | None] | None:
         """Running totals of a paid API's usage, or None for a backend that keeps none (the
         default): `requests`, `retries`, `rate_limited`, `input_tokens`, `output_tokens`,
         `cached_input_tokens`, `reasoning_tokens` and `cost_usd` (None when a price is unknown),

@@ -133,8 +133,12 @@ class ResultsBuilder:
         self.batch_sizes = collapse_repeats([*self.batch_sizes, *batch_sizes])
         add_groups(s, self.groups)
 
-    def results(self, executor: Mapping[str, Any]) -> ResultsFile:
-        """results.json as it stands; `executor` is how the work ran (Executor.describe())."""
+    def results(
+        self, executor: Mapping[str, Any], bill: dict[str, Any] | None = None
+    ) -> ResultsFile:
+        """results.json as it stands; `executor` is how the work ran (Executor.describe());
+        `bill` is the run's API bill (`run.bill`), when the usage is metered in this process
+        (otherwise the tasks' usage is added up)."""
         info = self.info
         final: dict[str, Any] = {key: dict(value) for key, value in self.sections.items()}
         # Groups are listed first, as lm-eval does.
@@ -164,7 +168,10 @@ class ResultsBuilder:
         judged = [judge["requests"] for judges in self.judges.values() for judge in judges]
         counts = [*self.requests.values(), *judged]
         usage = usage_sum([c["api"] for c in counts if "api" in c])
-        if usage:
+        if bill is not None:
+            if bill:
+                final["assay"]["api_usage"] = bill
+        elif usage:
             final["assay"]["api_usage"] = api_usage_entry(usage)
         generations = generation_entries(self.generations, self.sections["group_subtasks"])
         if generations:  # only runs whose backend said how its generations ended

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from assay.errors import ConfigError
+from assay.util.redact import clean
 
 Kind = Literal["lm-eval", "file", "folder"]
 
@@ -146,7 +147,7 @@ class OutputPlace:
         else:
             raise ConfigError(f"{self.flag} {self.given}: no free timestamp for this run's files.")
         self.state.mkdir(parents=True, exist_ok=True)
-        record = {"stamp": stamp, "run": key}
+        record = {"stamp": stamp, "run": clean(key)}
         text = json.dumps(record, indent=2, ensure_ascii=False, default=str)
         (self.state / RUN_RECORD).write_text(text, encoding="utf-8")
         return stamp

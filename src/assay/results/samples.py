@@ -21,6 +21,7 @@ from assay.results._indented_json import NotPlain, indented
 from assay.results.schema import SampleRecord
 from assay.results.strict_json import NOTE_KEY, finite_only
 from assay.results.writer import OutputDir
+from assay.util.redact import clean_text
 
 
 def _jsonable(value: Any) -> Any:
@@ -253,7 +254,9 @@ class SamplesLog:
                     row_hash=row_hashes[k] if row_hashes is not None else None,
                     reasoning=self.reasoning,
                 )
-                handle.write(record_line(record) + "\n")
+                # A secret the model or server echoed (a key, a URL's password) is hidden.
+                handle.write(clean_text(record_line(record)) + "
+")
                 if part == 0:
                     hashed.append(
                         record["doc_hash"] + record["prompt_hash"] + record["target_hash"]

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Protocol
 from assay.errors import ConfigError, TrackerError
 from assay.results.layout import RunFiles, safe_name
 from assay.results.strict_json import strict_results
-from assay.util.redact import find_secrets, redact, scrub
+from assay.util.redact import clean, clean_text, find_secrets, remember
 
 
 @dataclass(frozen=True)
@@ -290,7 +290,7 @@ def params_of(results: Mapping[str, Any]) -> dict[str, str]:
         else:
             flat[prefix] = value if isinstance(value, str) else json.dumps(value, default=str)
 
-    walk("", redact(picked))
+    walk("", clean(picked))
     return flat
 
 
@@ -300,25 +300,25 @@ def _staged(
 ) -> Iterator[tuple[Path, dict[str, Path]]]:
     """results.json and the samples files copied to a temporary folder `name`, secrets
     removed."""
-    secrets = find_secrets(results)
+    remember(*find_secrets(results))
     with tempfile.TemporaryDirectory(prefix="assay-log-") as tmp:
         staging = Path(tmp) / safe_name(name)
         staging.mkdir()
         results_file = staging / "results.json"
         text = json.dumps(
-            strict_results(redact(dict(results))),
+            strict_results(clean(dict(results))),
             indent=2,
             ensure_ascii=False,
             default=str,
             allow_nan=False,
         )
-        results_file.write_text(scrub(text, secrets), encoding="utf-8")
+        results_file.write_text(text, encoding="utf-8")
         samples: dict[str, Path] = {}
         for task in results.get("n-samples") or {}:
             source = files.samples(task)
             if source.is_file():  # written with --log-samples
                 target = staging / f"samples_{safe_name(task)}.jsonl"
-                target.write_text(scrub(source.read_text("utf-8"), secrets), encoding="utf-8")
+                target.write_text(clean_text(source.read_text("utf-8")), encoding="utf-8")
                 samples[task] = target
         yield results_file, samples
 

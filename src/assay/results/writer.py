@@ -13,6 +13,7 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.results.layout import RunFiles, safe_name
 from assay.results.strict_json import strict_results
+from assay.util.redact import clean
 
 __all__ = ["OutputDir", "safe_name"]
 
@@ -65,10 +66,11 @@ class OutputDir:
             ) from None
 
     def write_results(self, results: Mapping[str, Any]) -> Path:
-        """Replace the results file atomically; strict JSON (non-finite numbers as null, noted)."""
+        """Replace the results file atomically; strict JSON (non-finite numbers as null, noted),
+        secrets hidden (`util.redact.clean`: model args, URLs, keys)."""
         target = self.files.results
         text = json.dumps(
-            strict_results(dict(results)),
+            strict_results(clean(dict(results))),
             indent=2,
             ensure_ascii=False,
             default=str,

@@ -99,5 +99,5 @@ class DeferredBackend(LM):
     def live_status(self) -> str | None:
         return self.built.live_status() if self.built is not None else None
 
-    def usage_stats(self) -> dict[str, int | float | None] | None:
+    def usage_stats(self) -> dict[str, int | float | str | None] | None:
         return self.built.usage_stats() if self.built is not None else None

@@ -41,6 +41,7 @@ from assay.results.writer import OutputDir
 from assay.run.agents import AgentTally, run_agents
 from assay.run.answering import Answering
 from assay.run.backend import backend_class, build_executor, described_model
+from assay.run.bill import Bill, Reading, bill_line, earlier_invocations, stopped_by
 from assay.run.deferred import DeferredBackend
 from assay.run.follow_ups import ask_follow_ups
 from assay.run.header import run_info
@@ -68,6 +69,7 @@ from assay.tasks.code_routes import code_route
 from assay.tasks.code_routes import describe as describe_code_route
 from assay.tasks.registry import Resolved
 from assay.tasks.task import Task, fewshot_count
+from assay.util.redact import remember_in
 from assay.util.terminal import terminal_safe
 
 log = logging.getLogger(__name__)
@@ -85,10 +87,18 @@ class Evaluation:
     def __init__(self, resolved: Resolved, settings: RunSettings) -> None:
         check_settings(settings)
         self.resolved, self.settings = resolved, settings
+        # Secrets in model args are hidden from every file and line from the start (the run's
+        # lock records its command before any backend is built).
+        remember_in(
+            [settings.model_args, settings.judge_model_args, settings.second_judge_model_args]
+        )
         self.tracked: list[str] = []
         """Where the finished run was logged (one line per --log-to tracker)."""
         self.files: RunFiles | None = None
         """The files the run wrote (None: none)."""
+        self.bill: dict[str, Any] | None = None
+        """What the run's API requests cost (results.json's `assay.api_usage`; `run.bill`),
+        once the run ended; None where they are metered elsewhere (Ray workers)."""
         self.tasks = [
             Task(
                 configure_task(r.config, settings),
@@ -262,21 +272,56 @@ class Evaluation:
         judged_by = judges.identities(spec for specs in self.judges.values() for spec in specs)
         info = run_info(self.settings, model, self._run_key(), started, date, judged_by)
         results = ResultsBuilder(self.resolved.groups, info)
-        for plan in plans:
-            judging = None
-            if plan.name in self.judges:
-                roles = [judges.role(spec) for spec in self.judges[plan.name]]
-                judging = TaskJudging(roles, self.judged[plan.name])
-            record = self._run_task(plan, capabilities, cache, out, judging)
-            results.add_task(record, task_batch_sizes(plan.name, record.stats.batch_sizes, cache))
-            if out:
-                out.write_results(results.results(self.executor.describe()))
-        final = results.results(self.executor.describe())
+        usage_before = self._usage_stats()
+        bill = Bill(earlier_invocations(out.files.results if out else None), date, usage_before)
+        try:
+            for plan in plans:
+                judging = None
+                if plan.name in self.judges:
+                    roles = [judges.role(spec) for spec in self.judges[plan.name]]
+                    judging = TaskJudging(roles, self.judged[plan.name])
+                record = self._run_task(plan, capabilities, cache, out, judging)
+                batch_sizes = task_batch_sizes(plan.name, record.stats.batch_sizes, cache)
+                results.add_task(record, batch_sizes)
+                if out:
+                    running = self._bill(bill, judges, None, running=True)
+                    out.write_results(results.results(self.executor.describe(), running))
+        except BaseException as exc:
+            # The bill of a stopped run: every answer paid for, and what stopped it.
+            stop = stopped_by(exc)
+            self.bill = self._bill(bill, judges, stop)
+            if out and (self.bill or results.tasks):  # a run that did or paid nothing: no file
+                stopped = results.results(self.executor.describe(), self.bill)
+                try:
+                    out.write_results(
+                        {**stopped, "assay": {**stopped["assay"], "stopped_by": stop}}
+                    )
+                except OSError as failed:  # a full disk: the first error is the one to tell
+                    log.warning("could not record the stopped run's bill: %s", failed)
+            line = bill_line(self.bill or {})
+            if line and self.executor.primary:
+                print(terminal_safe(line), file=sys.stderr)
+            raise
+        self.bill = self._bill(bill, judges, None)
+        final = results.results(self.executor.describe(), self.bill)
         if out:
             out.write_results(final)
         if cache is not None:
             cache.close()
         return dict(final)
+
+    def _bill(
+        self, bill: Bill, judges: Judges, stop: str | None, running: bool = False
+    ) -> dict[str, Any] | None:
+        """The run's API bill as it stands (None where requests are metered elsewhere)."""
+        model = self._usage_stats()
+        if model is None:
+            return None
+        readings: list[Reading] = [("model", model)]
+        for role in judges.roles.values():
+            if role.meters_usage:
+                readings.append((f"judge {role.spec.model}", role.executor.model.usage_stats()))
+        return bill.entry(readings, stop, running)
 
     def _run_task(
         self,
@@ -390,7 +435,7 @@ class Evaluation:
             replaced,
         )
 
-    def _usage_stats(self) -> dict[str, int | float | None] | None:
+    def _usage_stats(self) -> dict[str, int | float | str | None] | None:
         """The model's API usage so far; None where this process does not send its requests
         (Ray workers do, and their counters stay with them)."""
         if self.settings.executor != "local":

@@ -14,13 +14,14 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.results.layout import OutputPlace, RunFiles
 from assay.run.settings import RECORDED, RUN_IDENTITY, names_changing
+from assay.util.redact import clean
 
 log = logging.getLogger(__name__)
 
 
 def _normal(value: Any) -> Any:
-    """`value` as results.json stores it, so a key read back compares equal."""
-    return json.loads(json.dumps(value, default=str))
+    """`value` as results.json stores it (secrets hidden), so a key read back compares equal."""
+    return clean(json.loads(json.dumps(value, default=str)))
 
 
 def _earlier(path: Path) -> dict[str, Any] | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 
+from assay.util.redact import clean_text
+
 _BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
 """Bidirectional embeddings, overrides and isolates."""
 
@@ -30,7 +32,7 @@ class TerminalSafeFormatter(logging.Formatter):
     """A log formatter whose records reach the terminal through `terminal_safe`."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return terminal_safe(super().format(record))
+        return terminal_safe(clean_text(super().format(record)))
 
 
 __all__ = ["TerminalSafeFormatter", "terminal_safe"]

@@ -160,10 +160,70 @@ def test_max_cost_stops_the_run_and_a_larger_budget_resumes_from_the_cache(tasks
         assert "Traceback" not in err
         # The first request's bound (8 new tokens: 0.8) and then 0.4 per answer: 3 fit in 1.3.
         assert len(server.answered) == 3
+        # The stopped run records all it paid for (no task finished) and what stopped it.
+        stopped = json.loads((out / "results.json").read_text())["assay"]
+        assert stopped["stopped_by"] == "budget" and stopped["api_usage"]["stopped_by"] == "budget"
+        assert stopped["api_usage"]["requests"] == 3
+        assert stopped["api_usage"]["cost_usd"] == pytest.approx(1.2)
+        assert "API usage: 3 requests, 12 / 12 tokens in / out, 1.200000 USD" in err
+        assert "stopped by --max-cost" in err
         assert _run(server, tasks, out, prices, "--max-cost", "5") == 0
         assert len(server.answered) == 6  # only the three the first run did not pay for
+    printed = capsys.readouterr().out
+    assert "2.400000 USD over 2 invocations (this one: 3 requests, 1.200000 USD)" in printed
     run = json.loads((out / "results.json").read_text())["assay"]["api_usage"]
-    assert run["requests"] == 3 and run["cost_usd"] == pytest.approx(1.2)
+    # The total across both invocations, and each invocation's share.
+    assert run["requests"] == 6 and run["cost_usd"] == pytest.approx(2.4)
+    assert run["stopped_by"] is None
+    shares = [(i["requests"], i["cost_usd"], i["stopped_by"]) for i in run["invocations"]]
+    assert shares == [(3, pytest.approx(1.2), "budget"), (3, pytest.approx(1.2), None)]
+    assert run["prices"] == [
+        {"of": "model", "price_in": 0, "price_cached_in": None, "price_out": 100000,
+         "batch_discount": None, "price_source": "model args", "batch_requests": 0,
+         "batch_discount_applied": False}
+    ]  # fmt: skip
+
+
+def test_a_bundled_price_row_is_named_with_its_date(tasks, tmp_path):
+    with LimitedServer(max_seconds=30) as server:
+        code = main(
+            [
+                "run", "--model", "openai-chat",
+                "--model-args", f"model=gpt-4o,base_url={server.base_url},num_concurrent=1",
+                "--tasks", "limited_gen", "--include-path", str(tasks),
+                "--output-dir", str(tmp_path / "out"), "--no-progress",
+            ]
+        )  # fmt: skip
+    assert code == 0
+    run = json.loads((tmp_path / "out" / "results.json").read_text())["assay"]["api_usage"]
+    (price,) = run["prices"]
+    assert price["price_source"].startswith("bundled table (2025-08-07, https://openai.com")
+    assert price["batch_discount"] == 0.5 and price["batch_discount_applied"] is False
+
+
+def test_max_cost_with_answers_that_report_no_usage_stops_and_never_exits_0(
+    tasks, tmp_path, capsys
+):
+    out = tmp_path / "out"
+    with LimitedServer(no_usage=True, max_seconds=30) as server:
+        code = _run(server, tasks, out, "price_in=1,price_out=1", "--max-cost", "100")
+        sent = server.requests
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot be kept" in err and "report no token usage" in err
+    assert "0.000000" not in err and "Traceback" not in err
+    assert sent == 1  # nothing sent after the first answer without usage
+    assert "cost unknown (1 answer(s) reported no token usage)" in err
+    run = json.loads((out / "results.json").read_text())["assay"]["api_usage"]
+    assert run["cost_usd"] is None and run["cost_note"] == "1 answer(s) reported no token usage"
+    assert run["stopped_by"] == "budget" and run["requests"] == 1
+
+
+def test_answers_without_usage_give_an_unknown_cost_never_zero(tasks, tmp_path, capsys):
+    with LimitedServer(no_usage=True, max_seconds=30) as server:
+        assert _run(server, tasks, tmp_path / "out", "price_in=1,price_out=1") == 0
+    assert "cost unknown (6 answer(s) reported no token usage)" in capsys.readouterr().out
+    run = json.loads((tmp_path / "out" / "results.json").read_text())["assay"]["api_usage"]
+    assert run["cost_usd"] is None and run["invocations"][0]["cost_usd"] is None
 
 
 def test_max_cost_without_prices_is_refused_before_any_request(tasks, tmp_path, capsys):
@@ -215,3 +275,31 @@ def test_a_judges_usage_is_reported_with_its_task_and_counted_in_the_run(tasks, 
     assert "api" not in results["requests"]["limited_gen"]  # the dummy model sends nothing
     assert results["api_usage"]["requests"] == judged
     assert results["api_usage"]["cost_usd"] == pytest.approx(judge["cost_usd"])
+
+
+def test_a_budget_stop_in_a_later_task_records_every_answer_paid_for(tasks, tmp_path):
+    yaml = (tasks / "limited_gen.yaml").read_text()
+    second = yaml.replace("task: limited_gen", "task: limited_gen2")
+    # Other prompts, so that the cache answers none of them; the answers stay 4 tokens.
+    (tasks / "limited_gen2.yaml").write_text(second.replace('"{{q}}"', '"again: {{q}}"'))
+    out = tmp_path / "out"
+    with LimitedServer(max_seconds=30) as server:
+        code = main(
+            [
+                "run", "--model", "openai-chat",
+                "--model-args", f"model=m,base_url={server.base_url},num_concurrent=1,"
+                "price_in=0,price_out=100000",
+                "--tasks", "limited_gen,limited_gen2", "--include-path", str(tasks),
+                "--output-dir", str(out), "--no-progress", "--max-cost", "3.3",
+            ]
+        )  # fmt: skip
+        answered = len(server.answered)
+    assert code == 2
+    # The first task's 6 answers (2.4 USD), then 2 of the second's at 0.4 before 3.3 is reached.
+    assert answered == 8
+    results = json.loads((out / "results.json").read_text())
+    assert list(results["results"]) == ["limited_gen"]  # the task that finished
+    assert results["assay"]["requests"]["limited_gen"]["api"]["requests"] == 6
+    bill = results["assay"]["api_usage"]
+    assert bill["requests"] == 8 and bill["cost_usd"] == pytest.approx(3.2)
+    assert bill["stopped_by"] == "budget"

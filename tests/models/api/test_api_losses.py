@@ -92,8 +92,9 @@ def _wait_for(condition, proc, seconds=120):
 def test_ctrl_c_keeps_every_answer_that_arrived_and_says_how_many(tasks, tmp_path):
     out = tmp_path / "out"
     # 16 answers, then the 17th request is held unanswered until Ctrl-C.
+    prices = ",price_in=1,price_out=1"
     with LimitedServer(hold_after=16, max_seconds=120) as server:
-        proc = _assay(_argv(server, tasks, out))
+        proc = _assay(_argv(server, tasks, out, prices))
         try:
             _wait_for(server.held, proc)
         finally:
@@ -106,11 +107,19 @@ def test_ctrl_c_keeps_every_answer_that_arrived_and_says_how_many(tasks, tmp_pat
         assert answered == 16
         assert "16 result(s) computed by this run are kept in the response cache" in err
         assert "Traceback" not in err
+        # The bill of the interrupted run: the 16 answers paid for, and what stopped it.
+        bill = json.loads((out / "results.json").read_text())["assay"]["api_usage"]
+        assert bill["stopped_by"] == "interrupt" and bill["requests"] == 16
+        assert "API usage: 16 requests" in err and "stopped by an interrupt" in err
         before = answered + server.waiting  # the held request is answered to no one
-        rerun = _assay(_argv(server, tasks, out))
+        rerun = _assay(_argv(server, tasks, out, prices))
         _, err = rerun.communicate(timeout=120)
         assert rerun.returncode == 0, err[-2000:]
         assert server.requests - before == DOCS - 16  # only what was not answered before
+    bill = json.loads((out / "results.json").read_text())["assay"]["api_usage"]
+    shares = [(i["requests"], i["stopped_by"]) for i in bill["invocations"]]
+    assert shares == [(16, "interrupt"), (DOCS - 16, None)] and bill["requests"] == DOCS
+    assert bill["cost_usd"] == pytest.approx(sum(i["cost_usd"] for i in bill["invocations"]))
 
 
 # -- a provider's hold beyond max_wait ------------------------------------------------------------

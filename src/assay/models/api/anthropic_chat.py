@@ -44,6 +44,7 @@ from assay.requests.types import (
     GenerateRequest,
     Generation,
 )
+from assay.util.redact import clean_text, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -211,6 +212,7 @@ class AnthropicChatLM(GenerationOnly, _APIBackend):
         return sdk.AsyncAnthropic(
             api_key=self._key.reveal(),
             base_url=s.base_url,
+            default_headers=s.default_headers,
             max_retries=0,
             timeout=s.timeout,
             http_client=sdk.DefaultAsyncHttpxClient(event_hooks={"response": [self._observe]}),
@@ -224,6 +226,7 @@ class AnthropicChatLM(GenerationOnly, _APIBackend):
         return self._sdk().Anthropic(
             api_key=self._key.reveal(),
             base_url=s.base_url,
+            default_headers=s.default_headers,
             max_retries=s.max_retries,
             timeout=s.timeout,
         )
@@ -231,14 +234,18 @@ class AnthropicChatLM(GenerationOnly, _APIBackend):
     def _batch_provider(self, client: Any, endpoint: str) -> BatchProvider:
         s = self.settings
         return AnthropicBatches(
-            client, self._sdk(), s.base_url, self._key.redact, self._batch_limits(ANTHROPIC_LIMITS)
+            client,
+            self._sdk(),
+            redact_url(s.base_url),  # names the batches in messages and journals
+            clean_text,
+            self._batch_limits(ANTHROPIC_LIMITS),
         )
 
     def _status_hint(self, status: int) -> str:
         if status == 404:
             s = self.settings
             return (
-                f" (check base_url={s.base_url!r}, which has no /v1 (the client adds "
+                f" (check base_url={redact_url(s.base_url)!r}, which has no /v1 (the client adds "
                 f"/v1/messages), and model={s.model!r})"
             )
         return super()._status_hint(status)

@@ -14,8 +14,10 @@ Every answer's token usage is counted (`usage_stats`), and priced when the model
 known (`price_in`/`price_out` args or the bundled table, see `usage`); the run's `--max-cost`
 (`budget`) stops sending requests before it would be exceeded.
 
-The API key is read from the environment variable named by `api_key_env`; it is never stored
-in the backend's identity, its repr, logs or error messages.
+The API key is read from the environment variable named by `api_key_env`; a server that is not
+on this machine is refused before the first request when the variable is unset. The key, and
+every secret of the model args (URL user info, secret-looking `default_query` and
+`default_headers` entries), are remembered by `util.redact`, which hides them from every output.
 
 `GenerationOnly` refuses loglikelihoods for chat endpoints, which return no prompt
 log-probabilities.
@@ -25,12 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import ipaddress
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
+from urllib.parse import urlsplit
 
 from assay.errors import ConfigError, ModelError
 from assay.models.api.arrivals import Arrivals
@@ -68,6 +72,7 @@ from assay.requests.types import (
     RollingRequest,
     RollingResult,
 )
+from assay.util.redact import clean_text, redact_url, remember, remember_in
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -102,6 +107,7 @@ _SHARED_ARGS: dict[str, Arg] = {
     "max_stop_sequences": Arg(int, 4, minimum=0),
     "extra_body": Arg(dict, None, nullable=True),
     "default_query": Arg(dict, None, nullable=True),
+    "default_headers": Arg(dict, None, nullable=True),
     "batch_size": Arg(AutoOrCount, "auto"),
     "batch_api": Arg(bool, False),
     "batch_poll_interval": Arg(float, 30.0, minimum=0.001),
@@ -220,25 +226,45 @@ class APISettings:
     `thinking_token_budget`)."""
     reasoning_effort: str | None = None
     """OpenAI: sent as the `reasoning_effort` request field (low, medium, high...)."""
+    default_headers: dict[str, Any] | None = None
+    """HTTP headers added to every request (a gateway's own key header, ...)."""
 
 
 class _Key:
-    """An API key that never shows itself in a repr or a message."""
+    """An API key that never shows itself in a repr or a message (`util.redact` remembers it,
+    so no output shows it either)."""
 
     __slots__ = ("_value",)
 
     def __init__(self, value: str | None) -> None:
         self._value = value or None
+        remember(self._value)
+
+    @property
+    def given(self) -> bool:
+        """Whether a key was found."""
+        return self._value is not None
 
     def reveal(self) -> str:
         # Local servers ignore the key, but the client insists on one.
         return self._value or "unused"
 
-    def redact(self, text: str) -> str:
-        return text.replace(self._value, "[api key]") if self._value else text
-
     def __repr__(self) -> str:
         return "<api key>" if self._value else "<no api key>"
+
+
+def is_loopback(url: str) -> bool:
+    """Whether `url` names a server on this machine (localhost, 127.0.0.0/8, ::1)."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class _APIBackend(LM):
@@ -263,6 +289,13 @@ class _APIBackend(LM):
                 "generation_kwargs instead."
             )
         self.settings = settings
+        remember_in(
+            {
+                "base_url": settings.base_url,
+                "default_query": settings.default_query,
+                "default_headers": settings.default_headers,
+            }
+        )
         self._reading = AnswerReading(
             thinking_args(
                 self.name,
@@ -372,14 +405,15 @@ class _APIBackend(LM):
 
     def __repr__(self) -> str:
         s = self.settings
-        return f"{type(self).__name__}(model={s.model!r}, base_url={s.base_url!r})"
+        return f"{type(self).__name__}(model={s.model!r}, base_url={redact_url(s.base_url)!r})"
 
     def live_status(self) -> str | None:
         """The batches being waited for, while a batch API run waits; else the pacing of
         requests (`conc 12/32 · 9.8 req/s · 429 ×3 · retries 5`) once any was sent."""
         run = self._batches
         if run is not None:
-            return run.status_line
+            line = run.status_line
+            return clean_text(line) if line else line
         return (
             self._pacer.status()
             if self._meter.totals()["requests"] or self._pacer.in_flight
@@ -472,6 +506,7 @@ class _APIBackend(LM):
         outcome: CallOutcome[R] = CallOutcome([None] * n_calls)
         if n_calls == 0:
             return outcome
+        self._require_key()
         cache = self._landing_cache() if landing is not None else None
 
         def deliver(arrived: dict[int, dict[str, Any]]) -> None:
@@ -601,6 +636,7 @@ class _APIBackend(LM):
             api_key=self._key.reveal(),
             base_url=self.settings.base_url,
             default_query=self.settings.default_query,
+            default_headers=self.settings.default_headers,
             max_retries=0,
             timeout=self.settings.timeout,
             http_client=sdk.DefaultAsyncHttpxClient(event_hooks={"response": [self._observe]}),
@@ -612,6 +648,7 @@ class _APIBackend(LM):
             api_key=self._key.reveal(),
             base_url=self.settings.base_url,
             default_query=self.settings.default_query,
+            default_headers=self.settings.default_headers,
             max_retries=self.settings.max_retries,
             timeout=self.settings.timeout,
         )
@@ -621,9 +658,9 @@ class _APIBackend(LM):
         return OpenAIBatches(
             client,
             self._sdk(),
-            self.settings.base_url,
+            redact_url(self.settings.base_url),  # names the batches in messages and journals
             endpoint,
-            self._key.redact,
+            clean_text,
             self._batch_limits(OPENAI_LIMITS),
         )
 
@@ -642,6 +679,7 @@ class _APIBackend(LM):
         """
         if n_calls == 0:
             return CallOutcome([])
+        self._require_key()
         s = self.settings
         policy = RetryPolicy(max_retries=s.max_retries, max_wait=s.max_wait)
         spending = active_limit()
@@ -722,10 +760,17 @@ class _APIBackend(LM):
             usage = response.json().get("usage")
         except ValueError:
             usage = None
-        cost = self._meter.record(self._usage(usage))
+        read = self._usage(usage)
+        cost = self._meter.record(read)
         spending, j = active_limit(), _CALL.get()
         if spending is not None and j is not None and j in self._estimates:
-            spending.settle(self._estimates.pop(j), cost or 0.0)
+            unknown = (
+                "the server's answers report no token usage"
+                if read.input_tokens is None or read.output_tokens is None
+                else "the price of some of the tokens an answer used is unknown (cached input "
+                "tokens without price_cached_in=)"
+            )
+            spending.settle(self._estimates.pop(j), cost, unknown)
 
     async def _classified(self, pending: Awaitable[R]) -> R:
         """Await one API call, turning client errors into transient or permanent failures."""
@@ -739,11 +784,11 @@ class _APIBackend(LM):
         except sdk.APIConnectionError as exc:
             cause = exc.__cause__ or exc
             raise TransientFailure(
-                self._key.redact(f"connection failed: {type(cause).__name__}: {cause}")
+                clean_text(f"connection failed: {type(cause).__name__}: {cause}")
             ) from None
         except sdk.APIStatusError as exc:
             status = exc.status_code
-            reason = self._key.redact(f"HTTP {status}: {_server_message(exc)}")
+            reason = clean_text(f"HTTP {status}: {_server_message(exc)}")
             if status in _RETRYABLE_STATUS or status >= 500:
                 signals = read_signals(exc.response.headers)
                 kind: FailureKind = "error"
@@ -756,6 +801,19 @@ class _APIBackend(LM):
                 ) from None
             raise PermanentFailure(reason + self._status_hint(status)) from None
 
+    def _require_key(self) -> None:
+        """Refuse, before the first request, to send requests without a key to a server that
+        is not on this machine (local servers ignore the key)."""
+        s = self.settings
+        if self._key.given or is_loopback(s.base_url):
+            return
+        raise ConfigError(
+            f"--model {self.name}: no API key for {redact_url(s.base_url)}: the environment "
+            f"variable {s.api_key_env} is not set. Set it (export {s.api_key_env}=...), or name "
+            "the variable that holds the key with api_key_env=NAME in --model-args; for a "
+            f"server that needs no key, set {s.api_key_env} to any value."
+        )
+
     def _status_hint(self, status: int) -> str:
         s = self.settings
         if status in (401, 403):
@@ -764,7 +822,10 @@ class _APIBackend(LM):
                 "or name another variable with api_key_env=)"
             )
         if status == 404:
-            return f" (check base_url={s.base_url!r}, which usually ends in /v1, and model={s.model!r})"
+            return (
+                f" (check base_url={redact_url(s.base_url)!r}, which usually ends in /v1, and "
+                f"model={s.model!r})"
+            )
         return ""
 
     def _gather(
@@ -777,6 +838,9 @@ class _APIBackend(LM):
     ) -> list[R]:
         """Per request, `combine` of its calls' answers; an APIRequestError if any is missing
         (CostLimitReached when --max-cost kept them from being sent)."""
+        spending = active_limit()
+        if spending is not None and spending.unknown:
+            self._refuse_unknown_cost(spending, outcome, owners, combine, what)
         if outcome.ok:
             return [combine([outcome.answers[j] for j in calls]) for calls in owners]
         abandoned = set(outcome.abandoned) | set(outcome.unsent)
@@ -791,21 +855,48 @@ class _APIBackend(LM):
                 missing.append(i)
             complete = not reasons and not any(j in abandoned for j in calls)
             partial.append(combine([outcome.answers[j] for j in calls]) if complete else None)
-        spending = active_limit()
         if not failures and outcome.unsent and spending is not None:
             raise CostLimitReached(
-                f"--max-cost {spending.max_usd:g} USD reached: this run's API requests cost "
-                f"{spending.spent:.6f} USD so far, and {len(missing)} of {len(owners)} "
+                f"--max-cost {spending.max_usd:g} USD reached: this invocation's API requests "
+                f"cost {spending.spent:.6f} USD, and {len(missing)} of {len(owners)} "
                 f"{what} request(s) of --model {self.name} were not sent (each was estimated "
-                "at the dearest answer so far). The answers that arrived are in the response "
-                "cache: re-run with a larger --max-cost to continue from there.",
+                "at the dearest answer so far, before any at its prompt and max new "
+                "tokens). The answers that arrived are in the response cache: re-run with a "
+                "larger --max-cost to continue from there.",
                 partial,
             )
         summary = (
             f"--model {self.name}: {len(failures)} of {len(owners)} {what} request(s) to "
-            f"{self.settings.base_url} failed"
+            f"{redact_url(self.settings.base_url)} failed"
         )
         raise APIRequestError(summary, failures, missing, partial, hint)
+
+    def _refuse_unknown_cost(
+        self,
+        spending: SpendingLimit,
+        outcome: CallOutcome[Any],
+        owners: list[list[int]],
+        combine: Callable[[list[Any]], Any],
+        what: str,
+    ) -> None:
+        """Stop the run under --max-cost once an answer's cost is unknown: the budget cannot
+        be kept. The answers that arrived are kept (CostLimitReached's `partial`)."""
+        lost = set(outcome.failures) | set(outcome.abandoned) | set(outcome.unsent)
+        partial = [
+            combine([outcome.answers[j] for j in calls])
+            if not any(j in lost for j in calls)
+            else None
+            for calls in owners
+        ]
+        unsent = sum(1 for p in partial if p is None)
+        raise CostLimitReached(
+            f"--max-cost {spending.max_usd:g} USD cannot be kept: {spending.unknown}, so what "
+            f"the requests of --model {self.name} cost is unknown; the run stopped "
+            f"({unsent} of {len(owners)} {what} request(s) not answered). Re-run without "
+            "--max-cost to go on without a budget, or use a server that reports usage. The "
+            "answers that arrived are in the response cache.",
+            partial,
+        )
 
 
 class GenerationOnly:

@@ -6,7 +6,9 @@ with an estimate of its cost: the dearest answer of that backend so far, or, bef
 an upper bound from the request's prompt and its max new tokens at the model's prices. A refused
 request is never sent, nor is any after it; those under way finish and are paid for. The limit
 counts what this process spends: answers read from the response cache cost nothing, so a re-run
-with a larger budget pays only for the rest.
+with a larger budget pays only for the rest. An answer whose cost is unknown (the server
+reported no token usage) leaves the budget unkeepable: nothing more is sent and the run stops
+saying so (`unknown`), never counting it as free.
 
 It sits in the API client layer, which every API backend and judge shares, because the backends
 are what ask it; the run, above the models, only makes a limit active.
@@ -32,6 +34,8 @@ class SpendingLimit:
         """USD of the answers received."""
         self.reached = False
         """True once a request was refused."""
+        self.unknown: str | None = None
+        """Why the spending is unknown, once an answer's cost was (then nothing more is sent)."""
         self._in_flight = 0.0
         self._lock = threading.Lock()
 
@@ -45,11 +49,15 @@ class SpendingLimit:
             self._in_flight += estimate
             return True
 
-    def settle(self, estimate: float, cost: float) -> None:
+    def settle(self, estimate: float, cost: float | None, unknown: str = "") -> None:
         """An admitted request is over: its estimate is released and its `cost` (0 when it
-        failed) is spent."""
+        failed) is spent; a cost of None is unknown (`unknown` says why) and stops the run."""
         with self._lock:
             self._in_flight = max(0.0, self._in_flight - estimate)
+            if cost is None:
+                self.unknown = self.unknown or unknown or "an answer's cost is unknown"
+                self.reached = True
+                return
             self.spent += cost
 
 

@@ -160,6 +160,7 @@ class UsageMeter:
         with self._lock:
             c = self._counts
             c["requests"] += 1
+            c["batch_requests"] += batch
             if usage.input_tokens is None or usage.output_tokens is None:
                 c["requests_without_usage"] += 1
             c["input_tokens"] += usage.input_tokens or 0
@@ -193,4 +194,6 @@ class UsageMeter:
         out["price_in"] = p.input if p else None
         out["price_cached_in"] = p.cached_input if p else None
         out["price_out"] = p.output if p else None
+        out["batch_discount"] = p.batch_discount if p else None
+        out["price_source"] = p.source if p else None
         return out

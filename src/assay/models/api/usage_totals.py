@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-UsageStats = dict[str, int | float | None]
+UsageStats = dict[str, int | float | str | None]
 """`LM.usage_stats`: counters (requests, retries, rate_limited, tokens by kind), `cost_usd`,
-and the prices the cost used (None where unknown)."""
+and the prices the cost used (None where unknown) with where they come from."""
 
 COUNTERS = (
     "requests",
@@ -27,10 +27,14 @@ COUNTERS = (
     "cached_input_tokens",
     "reasoning_tokens",
     "requests_without_usage",
+    "batch_requests",
 )
 """The additive members of `UsageStats`, besides `cost_usd`."""
 
-PRICE_KEYS = ("price_in", "price_cached_in", "price_out")
+PRICE_KEYS = ("price_in", "price_cached_in", "price_out", "batch_discount", "price_source")
+"""The prices a cost used: USD per million tokens, the fraction a batch API takes off (applied
+to the `batch_requests`), and where they come from (the model args, or the bundled table's row
+with its date and page)."""
 
 
 def usage_delta(before: UsageStats | None, after: UsageStats | None) -> UsageStats:
@@ -39,11 +43,10 @@ def usage_delta(before: UsageStats | None, after: UsageStats | None) -> UsageSta
     if after is None:
         return {}
     before = before or {}
-    out: UsageStats = {k: (after.get(k) or 0) - (before.get(k) or 0) for k in COUNTERS}
+    out: UsageStats = {k: _count(after, k) - _count(before, k) for k in COUNTERS}
     cost_after, cost_before = after.get("cost_usd"), before.get("cost_usd", 0.0)
-    out["cost_usd"] = (
-        None if cost_after is None or cost_before is None else round(cost_after - cost_before, 10)
-    )
+    known = isinstance(cost_after, int | float) and isinstance(cost_before, int | float)
+    out["cost_usd"] = round(cost_after - cost_before, 10) if known else None  # type: ignore[operator]
     out.update({k: after.get(k) for k in PRICE_KEYS})
     return out
 
@@ -53,13 +56,19 @@ def usage_sum(parts: list[UsageStats]) -> UsageStats:
     parts = [p for p in parts if p]
     if not parts:
         return {}
-    out: UsageStats = {k: sum(p.get(k) or 0 for p in parts) for k in COUNTERS}
+    out: UsageStats = {k: sum(_count(p, k) for p in parts) for k in COUNTERS}
     costs = [p.get("cost_usd") for p in parts]
-    out["cost_usd"] = None if any(c is None for c in costs) else round(sum(costs), 10)  # type: ignore[arg-type]
+    known = [c for c in costs if isinstance(c, int | float)]
+    out["cost_usd"] = round(sum(known), 10) if len(known) == len(costs) else None
     for key in PRICE_KEYS:
         values = {p.get(key) for p in parts}
         out[key] = values.pop() if len(values) == 1 else None
     return out
+
+
+def _count(stats: UsageStats, key: str) -> int | float:
+    value = stats.get(key)
+    return value if isinstance(value, int | float) else 0
 
 
 def api_usage_entry(stats: UsageStats) -> dict[str, Any]:
