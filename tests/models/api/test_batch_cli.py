@@ -108,3 +108,22 @@ def test_a_killed_run_follows_its_batch_on_rerun_instead_of_paying_twice(folder,
     assert "following 1 batch(es) submitted earlier" in capsys.readouterr().err
     results = json.loads((out / "results.json").read_text())
     assert results["results"]["batch_gen"]["exact_match,none"] == 1.0
+
+
+def test_a_failed_batch_fails_its_run_once_and_the_rerun_resubmits(folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    with FakeProviders(fail_batch=lambda n: n == 1) as fake:
+        assert main([*_run_args(fake, folder, out), "--batch-failed", "stop"]) != 0
+        first = capsys.readouterr().err
+        assert "batch batch_1 failed: Enqueued token limit reached" in first
+        assert "Traceback" not in first
+        # --batch-failed stop: reported again, nothing sent.
+        assert main([*_run_args(fake, folder, out), "--batch-failed", "stop"]) != 0
+        assert fake.creates == 1
+        assert "not submitted again (--batch-failed stop)" in capsys.readouterr().err
+        # By default the re-run submits the batch's requests once more.
+        assert main(_run_args(fake, folder, out)) == 0
+        assert fake.creates == 2
+    assert "left 6 request(s) unanswered" in capsys.readouterr().err
+    results = json.loads((out / "results.json").read_text())
+    assert results["results"]["batch_gen"]["exact_match,none"] == 1.0
