@@ -127,3 +127,20 @@ def test_a_failed_batch_fails_its_run_once_and_the_rerun_resubmits(folder, tmp_p
     assert "left 6 request(s) unanswered" in capsys.readouterr().err
     results = json.loads((out / "results.json").read_text())
     assert results["results"]["batch_gen"]["exact_match,none"] == 1.0
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_nothing_is_sent_for_later_tasks_once_a_task_failed(folder, tmp_path, capsys, batch):
+    (folder / "batch_gen2.yaml").write_text(YAML.replace("task: batch_gen", "task: batch_gen2"))
+    out = tmp_path / "out"
+    with FakeProviders(fail_batch=lambda n: True) as fake:
+        fake.fail_next = [400]
+        args = _run_args(fake, folder, out)
+        args[args.index("--tasks") + 1] = "batch_gen,batch_gen2"
+        if not batch:
+            args.remove("--batch-api")
+            args[4] += ",num_concurrent=1"
+        assert main(args) == 2
+        # One request online (the failed one), or one batch: none for the second task.
+        assert (fake.creates, len(fake.bodies)) == ((1, 0) if batch else (0, 1))
+    assert "Traceback" not in capsys.readouterr().err
