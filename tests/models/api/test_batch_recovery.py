@@ -204,3 +204,36 @@ def test_journal_file_names_give_the_batch_id_back(batch_id):
     name = file_name(batch_id)
     assert "/" not in name and not name.startswith(".")
     assert batch_id_of(Path(name)) == batch_id
+
+
+# -- two runs at once ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_two_runs_sharing_a_journal_submit_once(provider, tmp_path):
+    import threading
+    import time
+
+    with FakeProviders() as fake:
+        create = fake.create_batch
+
+        def slow_create(*args, **kwargs):  # both runs have read the journal by then
+            time.sleep(0.5)
+            return create(*args, **kwargs)
+
+        fake.create_batch = slow_create
+        answers: list = []
+        runs = [
+            threading.Thread(
+                target=lambda: answers.append(
+                    _lm(provider, fake, tmp_path).generate_until(REQUESTS)
+                )
+            )
+            for _ in range(2)
+        ]
+        for run in runs:
+            run.start()
+        for run in runs:
+            run.join(60)
+        assert [[str(a) for a in got] for got in answers] == [ANSWERS, ANSWERS]
+        assert fake.creates == 1

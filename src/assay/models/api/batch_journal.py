@@ -11,6 +11,8 @@ shares either the output folder or the response cache finds them.
   a re-run then submits those again, or reports them (`--batch-failed stop`), instead of
   following a dead batch forever.
 - `find` gives, for each request already submitted, the latest batch holding it.
+- `locked` is held from reading the journal to recording what was submitted, so two runs that
+  share a journal folder (the same response cache) never submit the same requests both.
 - `unreadable` lists the files that cannot be read (empty, garbled, truncated, hand-edited)
   with the batch id each name carries, so that the run asks the provider about that batch
   instead of paying for its requests twice; `record` repairs them once their contents are
@@ -24,6 +26,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,6 +108,18 @@ class BatchJournal:
         for folder in self.folders:
             folder.mkdir(parents=True, exist_ok=True)
             _write(folder / name, text)
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the journal (an advisory flock on `.lock` in its first folder; another process
+        waits) while the block runs. Not re-entrant."""
+        import fcntl
+
+        folder = self.folders[0]
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / ".lock").open("a") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            yield  # closing the file releases the lock, a kill included
 
     def find(self, route: str, ids: set[str]) -> dict[str, Journaled]:
         """For each of `ids` already submitted to `route`, the latest batch holding it."""

@@ -196,20 +196,33 @@ class BatchRun:
             if cid not in lines:
                 lines[cid] = json.dumps(provider.line(cid, request)).encode()
         failed: dict[str, str] = {}
-        # Batches of unreadable journal files whose contents only their results will tell.
-        active: dict[str, list[str] | None] = dict.fromkeys(self._recover())
-        queue = self._earlier(set(owners), active, failed)
-        submissions = {cid: 1 for ids in active.values() for cid in ids or ()}
-        started = self.clock()
-        while queue or active:
+        submissions: dict[str, int] = {}
+
+        def submit() -> None:
+            active.update(self._submit(queue, lines))
+            for cid in queue:
+                submissions[cid] = submissions.get(cid, 0) + 1
+            queue.clear()
+
+        def may_submit() -> bool:
             # A batch of unknown contents may hold any queued request: none is sent before
             # its results have said which it holds.
-            blocked = any(ids is None for ids in active.values())
-            if queue and not blocked:
-                active.update(self._submit(queue, lines))
-                for cid in queue:
-                    submissions[cid] = submissions.get(cid, 0) + 1
-                queue = []
+            return bool(queue) and not any(ids is None for ids in active.values())
+
+        # From reading the journal to recording the first batches, another run sharing the
+        # journal waits: it then follows these batches rather than submitting them again.
+        with self.journal.locked():
+            # Batches of unreadable journal files whose contents only their results tell.
+            active: dict[str, list[str] | None] = dict.fromkeys(self._recover())
+            queue = self._earlier(set(owners), active, failed)
+            submissions.update({cid: 1 for ids in active.values() for cid in ids or ()})
+            if may_submit():
+                submit()
+        started = self.clock()
+        while queue or active:
+            if may_submit():
+                with self.journal.locked():
+                    submit()
             waited = self.clock() - started
             latest: dict[str, BatchStatus] = {}
             for batch_id in list(active):
@@ -222,7 +235,7 @@ class BatchRun:
                 ended = self._collect(batch_id, status, wanted, contents_known=ids is not None)
                 if ids is None:
                     settled = ended.answers.keys() | ended.again.keys() | ended.lost.keys()
-                    queue = [cid for cid in queue if cid not in settled]
+                    queue[:] = [cid for cid in queue if cid not in settled]
                 self.journal.record(
                     provider.name,
                     provider.route,
@@ -240,7 +253,7 @@ class BatchRun:
                     else:
                         failed[cid] = f"{reason} (submitted {times} time{'s' * (times > 1)})"
             self._progress(latest, active, waited)
-            if active and not (queue and not any(ids is None for ids in active.values())):
+            if active and not may_submit():
                 self.sleep(self.poll_interval)
         return {j: reason for cid, reason in failed.items() for j in owners[cid]}
 
