@@ -144,3 +144,36 @@ def test_nothing_is_sent_for_later_tasks_once_a_task_failed(folder, tmp_path, ca
         # One request online (the failed one), or one batch: none for the second task.
         assert (fake.creates, len(fake.bodies)) == ((1, 0) if batch else (0, 1))
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_killed_run_whose_journal_was_damaged_pays_once(provider, folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    log = tmp_path / "fake.log"
+    with FakeProviders(polls_per_state=10**9, log_path=log) as fake:
+        args = _run_args(fake, folder, out)
+        if provider == "anthropic":
+            args[2:5] = ["anthropic-chat", "--model-args",
+                         f"model=claude-test,base_url={fake.anthropic_url},batch_poll_interval=0.05"]  # fmt: skip
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "assay", *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            _wait_for(lambda: any((out / "batches").glob("*.json")), proc, 120)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        (journal,) = (out / "batches").glob("*.json")
+        journal.write_text(journal.read_text()[:40], encoding="utf-8")  # truncated
+        fake.polls_per_state = 1
+        assert main(args) == 0
+        assert fake.creates == 1 and len(fake.batch_lines) == 6
+    assert f"{journal} cannot be read" in capsys.readouterr().err
+    results = json.loads((out / "results.json").read_text())
+    assert results["results"]["batch_gen"]["exact_match,none"] == 1.0
