@@ -237,3 +237,22 @@ def test_two_runs_sharing_a_journal_submit_once(provider, tmp_path):
             run.join(60)
         assert [[str(a) for a in got] for got in answers] == [ANSWERS, ANSWERS]
         assert fake.creates == 1
+
+
+def test_a_recovered_batch_keeps_its_place_among_later_ones(tmp_path):
+    """An older batch recovered from an unreadable file does not hide the batch that later
+    answered what it left unanswered (it takes the provider's creation time, not now)."""
+
+    def fate(cid, body, submission):
+        return (
+            "expired"
+            if body["messages"][0]["content"] == "question 0" and submission == 1
+            else "ok"
+        )
+
+    with FakeProviders(fate=fate) as fake:
+        first = _lm("openai", fake, tmp_path).generate_until(REQUESTS)
+        assert fake.creates == 2  # question 0 went again in batch_2
+        (tmp_path / "batches" / "batch_1.json").write_text("{", encoding="utf-8")
+        again = _lm("openai", fake, tmp_path).generate_until(REQUESTS)
+        assert again == first and fake.creates == 2

@@ -90,15 +90,18 @@ class BatchJournal:
         *,
         ended: str | None = None,
         unanswered: Mapping[str, str] | None = None,
+        created: float | None = None,
     ) -> None:
         """Write that batch `batch_id` holds `ids` (before anything else happens to it); with
         `ended`, that it ended in that state leaving `unanswered` without an answer.
 
         What a readable copy records already is kept: its ids, creation time and unanswered
-        requests are merged in."""
+        requests are merged in. Without one, the record is created `created` (the provider's
+        time, for a batch recovered from an unreadable file) or now."""
         entry: dict[str, Any] = {"provider": provider, "route": route, "batch_id": batch_id}
         known = self._read(batch_id)
-        entry["created"] = known.get("created", time.time()) if known else time.time()
+        now = created if created is not None else time.time()
+        entry["created"] = known.get("created", now) if known else now
         entry["custom_ids"] = list(dict.fromkeys([*(known or {}).get("custom_ids", []), *ids]))
         if ended is not None:
             entry["ended"] = ended

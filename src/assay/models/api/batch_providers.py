@@ -146,7 +146,7 @@ class OpenAIBatches(_Provider):
             )
             problem = problem or "the provider gave no reason"
         ended = batch.status in ("completed", "failed", "expired", "cancelled")
-        return BatchStatus(batch.status, ended, shown, problem)
+        return BatchStatus(batch.status, ended, shown, problem, float(batch.created_at))
 
     def _download(self, batch_id: str, file_id: str) -> str:
         return str(
@@ -245,7 +245,9 @@ class AnthropicBatches(_Provider):
             return None
         counts = batch.request_counts.model_dump()
         shown = {k: int(v) for k, v in counts.items() if v}
-        return BatchStatus(batch.processing_status, batch.processing_status == "ended", shown)
+        ended = batch.processing_status == "ended"
+        created = batch.created_at.timestamp() if batch.created_at is not None else None
+        return BatchStatus(batch.processing_status, ended, shown, created=created)
 
     def contents(self, batch_id: str) -> tuple[str, list[str]] | None:
         """None: a message batch tells its requests only in its results, once it has ended."""

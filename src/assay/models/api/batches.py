@@ -61,6 +61,9 @@ class BatchStatus:
     """Requests per outcome so far (completed, failed, succeeded, errored, expired ...)."""
     problem: str | None = None
     """Why the provider rejected the whole batch (its input failed validation), if it did."""
+    created: float | None = None
+    """When the provider created it (seconds since the epoch), where it says: orders a batch
+    recovered from an unreadable journal file among the others."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +246,7 @@ class BatchRun:
                     ended.held if ids is None else ids,
                     ended=ended.state,
                     unanswered={**ended.again, **ended.lost},
+                    created=status.created if status is not None else None,
                 )
                 deliver({j: answer for cid, answer in ended.answers.items() for j in owners[cid]})
                 failed.update(ended.lost)
@@ -316,7 +320,9 @@ class BatchRun:
             contents = provider.contents(lost.batch_id)
             if contents is not None:
                 route, ids = contents
-                self.journal.record(provider.name, route, lost.batch_id, ids)
+                self.journal.record(
+                    provider.name, route, lost.batch_id, ids, created=status.created
+                )
                 self.report(
                     f"{said}; batch {lost.batch_id} ({status.state}) told its {len(ids)} "
                     "request(s) and the journal was repaired: they are followed, not sent again"
