@@ -256,3 +256,26 @@ def test_a_recovered_batch_keeps_its_place_among_later_ones(tmp_path):
         (tmp_path / "batches" / "batch_1.json").write_text("{", encoding="utf-8")
         again = _lm("openai", fake, tmp_path).generate_until(REQUESTS)
         assert again == first and fake.creates == 2
+
+
+def test_a_run_with_nothing_to_submit_does_not_wait_for_a_batch_of_unknown_contents(tmp_path):
+    others = [GenerateRequest(f"other {i}", GenParams(max_gen_toks=8)) for i in range(2)]
+    with FakeProviders() as fake:
+        _lm("anthropic", fake, tmp_path).generate_until(REQUESTS)  # msgbatch_1, readable
+        lm = _lm("anthropic", fake, tmp_path)
+
+        def stop(_seconds):
+            raise KeyboardInterrupt
+
+        provider = lm._batch_provider(lm._sync_client(), lm.endpoint)
+        run = BatchRun(provider, BatchJournal([tmp_path / "batches"]), sleep=stop,
+                       report=lambda _: None)  # fmt: skip
+        with pytest.raises(KeyboardInterrupt):
+            run.run(2, lambda j: flat_body(lm._create_args(lm._prompt(others[j]), others[j])),
+                    lambda answers: None)  # fmt: skip
+        (tmp_path / "batches" / "msgbatch_2.json").write_text("", encoding="utf-8")
+        polls = fake.batches["msgbatch_2"]["polls"]
+        answers = _lm("anthropic", fake, tmp_path).generate_until(REQUESTS)
+        assert [str(a) for a in answers] == ANSWERS and fake.creates == 2
+        # Asked about once (to learn it is unfinished), not waited for.
+        assert fake.batches["msgbatch_2"]["polls"] == polls + 1

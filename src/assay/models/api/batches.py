@@ -223,6 +223,8 @@ class BatchRun:
                 submit()
         started = self.clock()
         while queue or active:
+            if not queue:  # nothing left that a batch of unknown contents could answer
+                active = {batch_id: ids for batch_id, ids in active.items() if ids is not None}
             if may_submit():
                 with self.journal.locked():
                     submit()
