@@ -38,6 +38,7 @@ REFUSED = [  # (field, what the command line types, the same value from Python)
     ("executor", "spark", "spark"),
     ("replicas", "0", 0),
     ("gpus_per_replica", "-1", -1),
+    ("batch_failed", "retry", "retry"),
     ("max_cost", "0", 0),
     ("max_cost", "free", "free"),
     ("log_to_args", "x", "x"),
@@ -141,3 +142,24 @@ def test_experiment_checks_its_executor_settings_as_the_run_does(tmp_path):
             Experiment("e", output_dir=tmp_path / "e", **keywords)
         assert str(made.value).startswith(message)
     assert Experiment("e", output_dir=tmp_path / "e", executor="local").executor == "local"
+
+
+def test_batch_failed_is_the_backends_batch_failed_and_needs_the_batch_api():
+    from assay.models.api.batches import FAILED_CHOICES
+    from assay.run.backend import backend_args
+    from assay.run.settings import BATCH_FAILED
+
+    assert BATCH_FAILED == FAILED_CHOICES
+    given = {"model": "openai-chat", "model_args": "model=m", "output_dir": "o"}
+    with pytest.raises(ConfigError, match="--batch-failed stop applies to runs through a provider"):
+        backend_args(RunSettings(**given, batch_failed="stop"))
+    args = backend_args(RunSettings(**given, batch_api=True, batch_failed="stop"))
+    assert args["batch_failed"] == "stop"
+    with pytest.raises(ConfigError, match="disagree"):
+        backend_args(
+            RunSettings(
+                **{**given, "model_args": "model=m,batch_failed=resubmit"},
+                batch_api=True,
+                batch_failed="stop",
+            )
+        )

@@ -99,3 +99,62 @@ def test_world_size_without_a_launcher_is_a_config_error(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(ConfigError, match="WORLD_SIZE=2 asks for a data-parallel run"):
         build_executor(RunSettings(model="dummy"))
+
+
+def test_api_answers_enter_the_cache_as_they_arrive_on_rank_0(monkeypatch, tmp_path):
+    import threading
+    import time
+
+    from fixtures.limited_server import LimitedServer
+
+    from assay.execution.distributed import DataParallelExecutor
+    from assay.models.api.openai import OpenAIChatLM
+    from assay.requests.cache import ResponseCache, request_key
+    from assay.requests.types import GenerateRequest, GenParams
+
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
+    requests = [GenerateRequest(f"what is item {i}", GenParams(max_gen_toks=8)) for i in range(10)]
+    keys = [request_key(r) for r in requests]
+    with LimitedServer(hold_after=6, max_seconds=120) as server:
+        lm = OpenAIChatLM(model="m", base_url=server.base_url, num_concurrent=1)
+        cache = ResponseCache(tmp_path / "cache.sqlite", lm.identity())
+        executor = DataParallelExecutor(lm, LaunchRank(0, 1, 0))
+        out: dict = {}
+        worker = threading.Thread(target=lambda: out.update(a=executor.run(requests, cache=cache)))
+        try:
+            worker.start()
+            for _ in range(2400):
+                if server.held():
+                    break
+                time.sleep(0.05)
+            time.sleep(1.5)  # three times the longest an arrived answer waits
+            reader = ResponseCache(tmp_path / "cache.sqlite", lm.identity())
+            seen = reader.get_many(keys)
+            reader.close()
+        finally:
+            server.hold_after = None
+            server.release()
+            worker.join(120)
+            executor.close()
+    assert len(seen) == 6  # while the round was still running
+    results = dict(zip(keys, out["a"], strict=True))
+    assert all(result == results[key] for key, result in seen.items())
+
+
+def test_other_ranks_file_arrivals_only_when_every_rank_shares_the_machine(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    from assay.execution.distributed import DataParallelExecutor
+    from assay.requests.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "c.sqlite", {"m": 1})
+    rank = SimpleNamespace(
+        world_size=2, _cache=None, model=SimpleNamespace(identity=lambda: {"m": 1})
+    )
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")  # two machines
+    assert DataParallelExecutor._landing(rank, cache) is None
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    landing = DataParallelExecutor._landing(rank, cache)
+    assert landing is not None and landing.path == cache.path and landing.model == cache.model
+    assert DataParallelExecutor._landing(rank, None) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -36,7 +37,14 @@ def ray_instance():
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": str(FAKE_VLLM)}},
+        # The replicas import the sources the driver runs (a PYTHONPATH given to the tests).
+        runtime_env={
+            "env_vars": {
+                "PYTHONPATH": os.pathsep.join(
+                    filter(None, [str(FAKE_VLLM), os.environ.get("PYTHONPATH")])
+                )
+            }
+        },
     )
     yield ray
     ray.shutdown()
@@ -460,3 +468,54 @@ def test_run_evals_spreads_each_batch_over_the_replicas(ray_instance, tmp_path):
         assert executor.describe()["chunks_per_replica"] == [2, 2]
     finally:
         exp.engines.close()
+
+
+def _cached_while_held(server, run, keys, cache_path, identity):
+    """Start `run()` in a thread; once the server holds a request, what the response cache at
+    `cache_path` holds of `keys` (read through a connection of its own); then the results."""
+    from assay.requests.cache import ResponseCache
+
+    out: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: out.update(answers=run()))
+    worker.start()
+    deadline = time.monotonic() + 120
+    while not server.held() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.5)  # three times the longest an arrived answer waits (Arrivals.window)
+    reader = ResponseCache(cache_path, identity)
+    seen = reader.get_many(keys)
+    reader.close()
+    server.hold_after = None
+    server.release()
+    worker.join(120)
+    return seen, out["answers"]
+
+
+@pytest.mark.slow
+def test_api_answers_enter_the_cache_as_they_arrive_on_a_replica(ray_instance, tmp_path):
+    from fixtures.limited_server import LimitedServer
+
+    from assay.execution.ray import RayExecutor
+    from assay.requests.cache import ResponseCache, request_key
+    from assay.requests.types import GenerateRequest, GenParams
+
+    requests = [GenerateRequest(f"what is item {i}", GenParams(max_gen_toks=8)) for i in range(10)]
+    with LimitedServer(hold_after=6, max_seconds=120) as server:
+        args = {"model": "m", "base_url": server.base_url, "num_concurrent": 1}
+        executor = RayExecutor("openai-chat", args, replicas=1)
+        try:
+            identity = executor.model.identity()
+            cache = ResponseCache(tmp_path / "cache.sqlite", identity)
+            seen, answers = _cached_while_held(
+                server,
+                lambda: executor.run(requests, cache=cache),
+                [request_key(r) for r in requests],
+                tmp_path / "cache.sqlite",
+                identity,
+            )
+        finally:
+            executor.close()
+    # The chunk (all ten) was still running: the six answered were in the cache already.
+    assert len(seen) == 6
+    results = dict(zip([request_key(r) for r in requests], answers, strict=True))
+    assert all(result == results[key] for key, result in seen.items())

@@ -4,7 +4,9 @@ Every rank runs the same pipeline, so tasks, docs and prompts are the same every
 alone reads the response cache and tells the others what it found, so every rank holds the same
 work plan. Chunks are dealt in rounds, one per rank (`assay.requests.batching.shard` of the round), and
 after each round every rank receives every result: all ranks score alike, and rank 0 commits
-the round to the cache and alone writes results and samples files.
+the round to the cache and alone writes results and samples files. Answers that arrive one by
+one (an API's) enter the cache as they arrive meanwhile: rank 0's, and on a single machine
+every rank's (`DataParallelExecutor._landing`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from assay.execution.executor import (
 from assay.execution.stats import Answers
 from assay.models.base import LM
 from assay.requests.batching import shard
-from assay.requests.cache import ResponseCache
+from assay.requests.cache import ResponseCache, receiving
 from assay.requests.types import Request, Result
 
 
@@ -86,6 +88,8 @@ class DataParallelExecutor:
         self.primary = launch.rank == 0
         self.chunks_done = [0] * launch.world_size
         """Chunks each rank computed."""
+        self._cache: ResponseCache | None = None
+        """Rank 0's response cache as this rank files arriving answers in it (`_landing`)."""
 
     def run(
         self,
@@ -97,6 +101,7 @@ class DataParallelExecutor:
         """Results of `requests` on every rank, each rank computing its share of the chunks."""
         size, measure = commit_chunk(self.model), token_measure(self.model)
         chosen = len(self.model.batch_sizes)
+        landing = cache if self.primary else self._landing(cache)
         cache = cache if self.primary else None
         found: list[Any] = [None]
         if self.primary:
@@ -109,10 +114,11 @@ class DataParallelExecutor:
             progress(plan.cached)
         for start in range(0, len(plan.chunks), self.world_size):
             round_ = plan.chunks[start : start + self.world_size]
-            mine = {
-                i: compute_chunk(self.model, round_[i].kind, round_[i].requests)
-                for i in shard(len(round_), self.rank, self.world_size)
-            }
+            with receiving(landing):
+                mine = {
+                    i: compute_chunk(self.model, round_[i].kind, round_[i].requests)
+                    for i in shard(len(round_), self.rank, self.world_size)
+                }
             gathered: list[Any] = [None] * self.world_size
             self._dist.all_gather_object(gathered, mine)
             for rank, part in enumerate(gathered):
@@ -122,6 +128,16 @@ class DataParallelExecutor:
                     if progress:
                         progress(answered)
         return plan.answers(self.model.batch_sizes[chosen:])
+
+    def _landing(self, cache: ResponseCache | None) -> ResponseCache | None:
+        """Where this rank (not rank 0) files answers that arrive one by one (an API's): rank
+        0's cache file, opened once, when every rank runs on one machine (LOCAL_WORLD_SIZE
+        equals WORLD_SIZE), so that SQLite's locking holds; elsewhere they wait for the round."""
+        if cache is None or os.environ.get("LOCAL_WORLD_SIZE") != str(self.world_size):
+            return None
+        if self._cache is None:
+            self._cache = ResponseCache(cache.path, self.model.identity())
+        return self._cache
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -136,6 +152,8 @@ class DataParallelExecutor:
         Every collective is over by now, so leaving needs no barrier; a group left to the
         interpreter's exit can abort the process ("terminate called without an active
         exception") while gloo's threads are torn down."""
+        if self._cache is not None:
+            self._cache.close()
         if self._owns_group and self._dist.is_initialized():
             self._dist.destroy_process_group()
 

@@ -2,8 +2,9 @@
 
 Each actor builds one replica from (backend name, model args), on `gpus_per_replica` GPUs. The
 driver keeps the plan, the queue and the response cache: an idle replica takes the next chunk
-(so fast replicas take more), each chunk's results are committed to the cache as they arrive,
-and a replica that dies has its chunk put back at the head of the queue for the others; a dead
+(so fast replicas take more), each chunk's results are committed to the cache as they arrive
+(a replica on the driver's node also files an API's answers one by one, as they arrive, so an
+interrupt loses only those in flight), and a replica that dies has its chunk put back at the head of the queue for the others; a dead
 replica is never used again. Chunks are the local executor's, so results are the same whatever
 the number of replicas.
 
@@ -34,7 +35,7 @@ from assay.execution.executor import (
 from assay.execution.stats import Answers
 from assay.models.base import LM, MODELS, ModelProvenance, ReplicaPlan, TokenCounter, load_model
 from assay.prompts.chat import ChatTemplate, Message
-from assay.requests.cache import ResponseCache
+from assay.requests.cache import ResponseCache, receiving
 from assay.requests.types import (
     GenerateRequest,
     LoglikelihoodRequest,
@@ -47,6 +48,9 @@ from assay.requests.types import (
 )
 
 log = logging.getLogger(__name__)
+
+Landing = tuple[str, str]
+"""Where a replica files answers as they arrive: (response cache path, the driver's node id)."""
 
 
 def import_ray(needed_by: str = "--executor ray", otherwise: str = "use --executor local") -> Any:
@@ -86,6 +90,7 @@ class Replica:
     def __init__(self, model_name: str, model_args: dict[str, Any]) -> None:
         self.spec = (model_name, model_args)
         self.model: LM
+        self._cache: ResponseCache | None = None
 
     def load(self) -> dict[str, Any]:
         """Build the model; what the driver needs to know of it (prompts, cache key)."""
@@ -104,9 +109,28 @@ class Replica:
             "token_counter": model.token_counter() is not None,
         }
 
-    def run(self, kind: RequestKind, requests: Sequence[Request]) -> list[Result]:
-        with _portable_errors():
+    def run(
+        self, kind: RequestKind, requests: Sequence[Request], landing: Landing | None = None
+    ) -> list[Result]:
+        """One chunk's results. With `landing`, answers that arrive one by one (an API's) enter
+        the driver's response cache as they arrive, where this replica shares its disk."""
+        with _portable_errors(), receiving(self._landing(landing)):
             return compute_chunk(self.model, kind, requests)
+
+    def _landing(self, landing: Landing | None) -> ResponseCache | None:
+        """The driver's response cache, opened once, when this replica runs on the driver's
+        node (elsewhere the same path would be another file: answers then wait for their
+        chunk, which the driver commits)."""
+        if landing is None:
+            return None
+        import ray
+
+        path, node = landing
+        if node != ray.get_runtime_context().get_node_id():
+            return None
+        if self._cache is None or str(self._cache.path) != path:
+            self._cache = ResponseCache(path, self.model.identity())
+        return self._cache
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         with _portable_errors():
@@ -244,6 +268,8 @@ class RayExecutor:
                     "with `ray start --head` or pass the address it printed."
                 ) from None
             self._started_ray = True
+        self._node = str(ray.get_runtime_context().get_node_id())
+        """The driver's node: replicas there file answers in its cache as they arrive."""
         self.actors: list[Any] = []
         self.alive: list[int] = []
         """Positions in `actors` of the replicas still usable."""
@@ -363,6 +389,7 @@ class RayExecutor:
         )
         if progress and plan.cached:
             progress(plan.cached)
+        landing = (str(cache.path.resolve()), self._node) if cache is not None else None
         queue = deque(range(len(plan.chunks)))
         idle = list(self.alive)
         in_flight: dict[Any, tuple[Any, int]] = {}
@@ -370,7 +397,7 @@ class RayExecutor:
             while queue and idle:
                 replica, index = idle.pop(0), queue.popleft()
                 chunk = plan.chunks[index]
-                ref = self.actors[replica].run.remote(chunk.kind, chunk.requests)
+                ref = self.actors[replica].run.remote(chunk.kind, chunk.requests, landing)
                 in_flight[ref] = (replica, index)
             if not in_flight:
                 raise ModelError(

@@ -46,6 +46,11 @@ def _batch_api_args(settings: RunSettings, args: dict[str, Any]) -> None:
     except (TypeError, ValueError):
         return  # the backend refuses the value itself, naming the arg
     if not (settings.batch_api or given_on):
+        if settings.batch_failed != "resubmit":
+            raise ConfigError(
+                f"--batch-failed {settings.batch_failed} applies to runs through a provider "
+                "batch API: add --batch-api, or drop --batch-failed."
+            )
         return
     if settings.batch_api and given is not None and not given_on:
         raise ConfigError(
@@ -62,6 +67,18 @@ def _batch_api_args(settings: RunSettings, args: dict[str, Any]) -> None:
     from assay.models.api.batches import JOURNAL_FOLDER
 
     args["batch_api"] = True
+    failed = args.get("batch_failed")
+    if (
+        failed is not None
+        and settings.batch_failed != "resubmit"
+        and failed != settings.batch_failed
+    ):
+        raise ConfigError(
+            f"--batch-failed {settings.batch_failed} and --model-args batch_failed={failed} "
+            "disagree; give one of them."
+        )
+    if settings.batch_failed != "resubmit":
+        args["batch_failed"] = settings.batch_failed
     output = Path(settings.output_dir) if settings.output_dir is not None else None
     if output is not None:
         args.setdefault("batch_dir", str(output / JOURNAL_FOLDER))

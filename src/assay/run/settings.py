@@ -33,6 +33,8 @@ UNCLOSED_THINKING = ("empty", "keep", "fail")
 """The choices of --unclosed-thinking (RunSettings.unclosed_thinking)."""
 SAMPLES_REASONING = ("full", "length", "none")
 """The choices of --log-samples-reasoning (RunSettings.log_samples_reasoning)."""
+BATCH_FAILED = ("resubmit", "stop")
+"""The choices of --batch-failed (RunSettings.batch_failed), the API backends' batch_failed."""
 
 
 class Effect(StrEnum):
@@ -507,6 +509,13 @@ class RunSettings:
         "anthropic-chat): half price, answered within 24 h; a re-run follows the batches "
         "already submitted (docs/api-models.md)",
         "--batch-api", check=_switch, action="store_true",
+    )  # fmt: skip
+    batch_failed: str = _setting(
+        "resubmit", _NOTHING,
+        "--batch-api: requests that an earlier run's batches left unanswered (the batch "
+        "failed, expired or was cancelled, or refused them) are submitted again (resubmit), "
+        "or reported as failed without being sent (stop) (default resubmit)",
+        "--batch-failed", check=_choice(BATCH_FAILED), metavar=_options(BATCH_FAILED),
     )  # fmt: skip
     max_cost: float | None = _setting(
         None, _NOTHING,

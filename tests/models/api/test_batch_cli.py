@@ -108,3 +108,72 @@ def test_a_killed_run_follows_its_batch_on_rerun_instead_of_paying_twice(folder,
     assert "following 1 batch(es) submitted earlier" in capsys.readouterr().err
     results = json.loads((out / "results.json").read_text())
     assert results["results"]["batch_gen"]["exact_match,none"] == 1.0
+
+
+def test_a_failed_batch_fails_its_run_once_and_the_rerun_resubmits(folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    with FakeProviders(fail_batch=lambda n: n == 1) as fake:
+        assert main([*_run_args(fake, folder, out), "--batch-failed", "stop"]) != 0
+        first = capsys.readouterr().err
+        assert "batch batch_1 failed: Enqueued token limit reached" in first
+        assert "Traceback" not in first
+        # --batch-failed stop: reported again, nothing sent.
+        assert main([*_run_args(fake, folder, out), "--batch-failed", "stop"]) != 0
+        assert fake.creates == 1
+        assert "not submitted again (--batch-failed stop)" in capsys.readouterr().err
+        # By default the re-run submits the batch's requests once more.
+        assert main(_run_args(fake, folder, out)) == 0
+        assert fake.creates == 2
+    assert "left 6 request(s) unanswered" in capsys.readouterr().err
+    results = json.loads((out / "results.json").read_text())
+    assert results["results"]["batch_gen"]["exact_match,none"] == 1.0
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_nothing_is_sent_for_later_tasks_once_a_task_failed(folder, tmp_path, capsys, batch):
+    (folder / "batch_gen2.yaml").write_text(YAML.replace("task: batch_gen", "task: batch_gen2"))
+    out = tmp_path / "out"
+    with FakeProviders(fail_batch=lambda n: True) as fake:
+        fake.fail_next = [400]
+        args = _run_args(fake, folder, out)
+        args[args.index("--tasks") + 1] = "batch_gen,batch_gen2"
+        if not batch:
+            args.remove("--batch-api")
+            args[4] += ",num_concurrent=1"
+        assert main(args) == 2
+        # One request online (the failed one), or one batch: none for the second task.
+        assert (fake.creates, len(fake.bodies)) == ((1, 0) if batch else (0, 1))
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_killed_run_whose_journal_was_damaged_pays_once(provider, folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    log = tmp_path / "fake.log"
+    with FakeProviders(polls_per_state=10**9, log_path=log) as fake:
+        args = _run_args(fake, folder, out)
+        if provider == "anthropic":
+            args[2:5] = ["anthropic-chat", "--model-args",
+                         f"model=claude-test,base_url={fake.anthropic_url},batch_poll_interval=0.05"]  # fmt: skip
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "assay", *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            _wait_for(lambda: any((out / "batches").glob("*.json")), proc, 120)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        (journal,) = (out / "batches").glob("*.json")
+        journal.write_text(journal.read_text()[:40], encoding="utf-8")  # truncated
+        fake.polls_per_state = 1
+        assert main(args) == 0
+        assert fake.creates == 1 and len(fake.batch_lines) == 6
+    assert f"{journal} cannot be read" in capsys.readouterr().err
+    results = json.loads((out / "results.json").read_text())
+    assert results["results"]["batch_gen"]["exact_match,none"] == 1.0

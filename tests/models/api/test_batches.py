@@ -194,6 +194,9 @@ class _MemoryProvider:
         for cid in self.submitted[int(batch_id[1:]) - 1]:
             yield cid, ItemResult({"text": cid[:4]})
 
+    def contents(self, batch_id):
+        return None
+
 
 def test_a_forgotten_batch_is_resubmitted_and_a_rejected_one_fails_its_requests(tmp_path):
     from assay.models.api.batches import BatchJournal, BatchRun, BatchStatus
@@ -211,6 +214,6 @@ def test_a_forgotten_batch_is_resubmitted_and_a_rejected_one_fails_its_requests(
     run = BatchRun(provider, BatchJournal([tmp_path / "other"]), poll_interval=0,
                    report=lambda _: None)  # fmt: skip
     failures = run.run(2, lambda j: {"q": j}, arrived.update)
-    assert failures == {0: "batch b1 was rejected: line 1: bad model",
-                        1: "batch b1 was rejected: line 1: bad model"}  # fmt: skip
+    assert failures == {0: "batch b1 failed: line 1: bad model",
+                        1: "batch b1 failed: line 1: bad model"}  # fmt: skip
     assert len(provider.submitted) == 1

@@ -40,6 +40,7 @@ from assay.errors import ConfigError, ModelError
 from assay.models.api.arrivals import Arrivals
 from assay.models.api.batch_providers import OPENAI_LIMITS, OpenAIBatches
 from assay.models.api.batches import (
+    FAILED_CHOICES,
     JOURNAL_FOLDER,
     BatchJournal,
     BatchLimits,
@@ -112,6 +113,7 @@ _SHARED_ARGS: dict[str, Arg] = {
     "batch_api": Arg(bool, False),
     "batch_poll_interval": Arg(float, 30.0, minimum=0.001),
     "batch_resubmits": Arg(int, 2, minimum=0),
+    "batch_failed": Arg(str, "resubmit", choices=FAILED_CHOICES),
     "batch_max_requests": Arg(int, None, nullable=True, minimum=1),
     "batch_max_bytes": Arg(int, None, nullable=True, minimum=1),
     "batch_dir": Arg(str, None, nullable=True),
@@ -207,6 +209,10 @@ class APISettings:
     batch_resubmits: int = 2
     """Batch API: further submissions of a request that expired, was cancelled or failed
     transiently."""
+    batch_failed: str = "resubmit"
+    """Batch API: what becomes of requests that a batch of an earlier run left unanswered (it
+    failed, expired or was cancelled, or refused them): submitted again, or reported without
+    being sent ("stop")."""
     batch_max_requests: int | None = None
     """Batch API: requests per batch, at most (None: the provider's limit)."""
     batch_max_bytes: int | None = None
@@ -536,6 +542,7 @@ class _APIBackend(LM):
             BatchJournal(folders),
             poll_interval=s.batch_poll_interval,
             resubmits=s.batch_resubmits,
+            on_failed="stop" if s.batch_failed == "stop" else "resubmit",
         )
         try:
             failures = self._batches.run(n_calls, lambda j: flat_body(create_args(j)), deliver)

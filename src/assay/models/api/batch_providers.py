@@ -2,9 +2,11 @@
 
 - `OpenAIBatches`: upload a JSONL file to /files (purpose `batch`), create /batches for one
   endpoint with a 24 h completion window, poll it, read its output and error files
-  (/files/{id}/content); limits 50,000 requests and 200 MB per file.
+  (/files/{id}/content); limits 50,000 requests and 200 MB per file. A batch's requests can be
+  read back from its input file (`contents`), which repairs a journal file that was lost.
 - `AnthropicBatches`: create /v1/messages/batches with the requests inline, poll it, stream its
-  results_url JSONL; limits 100,000 requests or 256 MB per batch.
+  results_url JSONL; limits 100,000 requests or 256 MB per batch. Which requests a batch holds
+  is known only from its results.
 
 Both take a synchronous client of the official SDK (built by the backend, retries included:
 these calls are cheap and repeatable) and turn its errors into ModelErrors with the API key
@@ -144,7 +146,7 @@ class OpenAIBatches(_Provider):
             )
             problem = problem or "the provider gave no reason"
         ended = batch.status in ("completed", "failed", "expired", "cancelled")
-        return BatchStatus(batch.status, ended, shown, problem)
+        return BatchStatus(batch.status, ended, shown, problem, float(batch.created_at))
 
     def _download(self, batch_id: str, file_id: str) -> str:
         return str(
@@ -166,6 +168,21 @@ class OpenAIBatches(_Provider):
                 if raw.strip():
                     record = json.loads(raw)
                     yield str(record.get("custom_id")), _openai_item(record, batch.status)
+
+    def contents(self, batch_id: str) -> tuple[str, list[str]] | None:
+        """The batch's endpoint and custom ids, read back from its input file (None when the
+        file is gone)."""
+        batch = self._call(
+            f"GET /batches/{batch_id}", lambda: self._client.batches.retrieve(batch_id)
+        )
+        text = self._lookup(
+            f"downloading input file {batch.input_file_id} of batch {batch_id}",
+            lambda: self._client.files.content(batch.input_file_id).text,
+        )
+        if text is None:
+            return None
+        ids = [str(json.loads(raw).get("custom_id")) for raw in text.splitlines() if raw.strip()]
+        return f"{self.base_url} {batch.endpoint}", ids
 
 
 def _openai_item(record: dict[str, Any], batch_state: str) -> ItemResult:
@@ -228,7 +245,13 @@ class AnthropicBatches(_Provider):
             return None
         counts = batch.request_counts.model_dump()
         shown = {k: int(v) for k, v in counts.items() if v}
-        return BatchStatus(batch.processing_status, batch.processing_status == "ended", shown)
+        ended = batch.processing_status == "ended"
+        created = batch.created_at.timestamp() if batch.created_at is not None else None
+        return BatchStatus(batch.processing_status, ended, shown, created=created)
+
+    def contents(self, batch_id: str) -> tuple[str, list[str]] | None:
+        """None: a message batch tells its requests only in its results, once it has ended."""
+        return None
 
     def results(self, batch_id: str) -> Iterator[tuple[str, ItemResult]]:
         stream = self._call(

@@ -3,14 +3,21 @@
 `BatchRun.run` turns request bodies into provider batches and follows them to the end:
 
 - requests are split to the provider's per-batch limits (`BatchLimits`: requests and bytes);
-- every batch id is written to a journal (`BatchJournal`, one small JSON file per batch in
-  each of its folders) as soon as the provider returns it, so a run that stops (an exit, a
-  crash, `kill -9`) polls the same batches when it is run again instead of paying twice;
+- every batch id is written to a journal (`batch_journal.BatchJournal`, one small JSON file
+  per batch, named after it, in each of its folders) as soon as the provider returns it, so a
+  run that stops (an exit, a crash, `kill -9`) polls the same batches when it is run again
+  instead of paying twice;
+- a journal file that cannot be read still names its batch: the provider is asked what it
+  holds (OpenAI: its input file; Anthropic: its results, once it has ended, nothing being
+  submitted before then), and the journal is repaired;
 - each request's custom id is a digest of where it goes and its exact body, so a re-run finds
   its requests in the journal whatever order it builds them in;
 - answers are handed over (`deliver`) as each batch's results download;
 - items that expired, were cancelled, went missing or failed for a transient reason (429,
-  5xx) are submitted again, at most `resubmits` more times; the rest are reported per request.
+  5xx) are submitted again, at most `resubmits` more times; the rest are reported per request;
+- an ended batch's state and the requests it left unanswered go into its journal record, so
+  that a re-run submits those again (`on_failed="resubmit"`) or reports them without sending
+  (`"stop"`) rather than following a dead batch forever.
 
 The engine knows nothing of HTTP: a `BatchProvider` (see `batch_providers`) does the talking,
 so the bookkeeping is tested against fakes.
@@ -20,19 +27,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-log = logging.getLogger(__name__)
+from assay.models.api.batch_journal import JOURNAL_FOLDER, BatchJournal
 
-JOURNAL_FOLDER = "batches"
-"""Name of the journal folder beside a run's results and beside its response cache."""
+FAILED_CHOICES = ("resubmit", "stop")
+"""What a re-run does with requests an earlier run's batches left unanswered (--batch-failed)."""
+OnFailed = Literal["resubmit", "stop"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,9 @@ class BatchStatus:
     """Requests per outcome so far (completed, failed, succeeded, errored, expired ...)."""
     problem: str | None = None
     """Why the provider rejected the whole batch (its input failed validation), if it did."""
+    created: float | None = None
+    """When the provider created it (seconds since the epoch), where it says: orders a batch
+    recovered from an unreadable journal file among the others."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,64 +107,16 @@ class BatchProvider(Protocol):
         """(custom id, result) of every request of an ended batch."""
         ...
 
+    def contents(self, batch_id: str) -> tuple[str, list[str]] | None:
+        """(route, custom ids) of a batch the provider knows, read back from it before it
+        ends (OpenAI keeps the input file); None where the provider cannot tell."""
+        ...
+
 
 def custom_id(route: str, body: Mapping[str, Any]) -> str:
     """The id of a request: 64 hex digits of its route and exact body (Anthropic's limit)."""
     text = json.dumps([route, body], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-class BatchJournal:
-    """Submitted batches and the custom ids they hold, in one or more folders.
-
-    Each batch is one JSON file written atomically (a temporary file renamed into place), so a
-    kill leaves either the whole record or none. Every folder receives every record; reading
-    takes the union, so a re-run that shares either the output folder or the response cache
-    finds them.
-    """
-
-    def __init__(self, folders: Sequence[Path]) -> None:
-        self.folders = list(dict.fromkeys(Path(f) for f in folders))
-
-    def record(self, provider: str, route: str, batch_id: str, ids: Sequence[str]) -> None:
-        """Write that batch `batch_id` holds `ids` (before anything else happens to it)."""
-        entry = {
-            "provider": provider,
-            "route": route,
-            "batch_id": batch_id,
-            "created": time.time(),
-            "custom_ids": list(ids),
-        }
-        text = json.dumps(entry)
-        name = _safe_name(batch_id) + ".json"
-        for folder in self.folders:
-            folder.mkdir(parents=True, exist_ok=True)
-            temporary = folder / f".{name}.{os.getpid()}.tmp"
-            temporary.write_text(text, encoding="utf-8")
-            os.replace(temporary, folder / name)
-
-    def find(self, route: str, ids: set[str]) -> dict[str, str]:
-        """For each of `ids` already submitted to `route`, the latest batch holding it."""
-        entries: dict[str, dict[str, Any]] = {}
-        for folder in self.folders:
-            for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-                try:
-                    entry = json.loads(path.read_text(encoding="utf-8"))
-                except (OSError, ValueError):
-                    log.warning("batch journal %s is unreadable; ignoring it", path)
-                    continue
-                if isinstance(entry, dict) and entry.get("route") == route:
-                    entries[str(entry.get("batch_id"))] = entry
-        found: dict[str, str] = {}
-        for entry in sorted(entries.values(), key=lambda e: float(e.get("created") or 0)):
-            for cid in entry.get("custom_ids") or []:
-                if cid in ids:
-                    found[cid] = str(entry["batch_id"])
-        return found
-
-
-def _safe_name(batch_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in batch_id)
 
 
 def split_batches(lines: Sequence[bytes], limits: BatchLimits) -> list[list[int]]:
@@ -184,6 +144,18 @@ def split_batches(lines: Sequence[bytes], limits: BatchLimits) -> list[list[int]
 
 
 @dataclass
+class _Ended:
+    """What an ended batch gave: answers, requests to submit again, requests lost for good
+    (each with why), and every custom id its results name."""
+
+    state: str
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    again: dict[str, str] = field(default_factory=dict)
+    lost: dict[str, str] = field(default_factory=dict)
+    held: list[str] = field(default_factory=list)
+
+
+@dataclass
 class BatchRun:
     """Sends request bodies through a provider's batch API and waits for their answers."""
 
@@ -194,6 +166,10 @@ class BatchRun:
     resubmits: int = 2
     """Further submissions of a request whose answer expired, was cancelled or failed
     transiently; 0 never submits twice."""
+    on_failed: OnFailed = "resubmit"
+    """What becomes of requests that a batch of an earlier run left unanswered (the batch
+    failed, expired or was cancelled, or refused them): submitted again (`resubmit`), or
+    reported as failed without being sent (`stop`)."""
     report: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr))
     """Where the progress lines go (one per poll)."""
     sleep: Callable[[float], None] = time.sleep
@@ -222,25 +198,36 @@ class BatchRun:
             owners.setdefault(cid, []).append(j)
             if cid not in lines:
                 lines[cid] = json.dumps(provider.line(cid, request)).encode()
-        followed = self.journal.find(provider.route, set(owners))
-        active: dict[str, list[str]] = {}
-        for cid, batch_id in followed.items():
-            active.setdefault(batch_id, []).append(cid)
-        if active:
-            self.report(
-                f"{provider.name}: following {len(active)} batch(es) submitted earlier "
-                f"({len(followed)} request(s)); nothing is sent twice"
-            )
-        submissions = dict.fromkeys(followed, 1)
-        queue = [cid for cid in owners if cid not in followed]
         failed: dict[str, str] = {}
+        submissions: dict[str, int] = {}
+
+        def submit() -> None:
+            active.update(self._submit(queue, lines))
+            for cid in queue:
+                submissions[cid] = submissions.get(cid, 0) + 1
+            queue.clear()
+
+        def may_submit() -> bool:
+            # A batch of unknown contents may hold any queued request: none is sent before
+            # its results have said which it holds.
+            return bool(queue) and not any(ids is None for ids in active.values())
+
+        # From reading the journal to recording the first batches, another run sharing the
+        # journal waits: it then follows these batches rather than submitting them again.
+        with self.journal.locked():
+            # Batches of unreadable journal files whose contents only their results tell.
+            active: dict[str, list[str] | None] = dict.fromkeys(self._recover())
+            queue = self._earlier(set(owners), active, failed)
+            submissions.update({cid: 1 for ids in active.values() for cid in ids or ()})
+            if may_submit():
+                submit()
         started = self.clock()
         while queue or active:
-            if queue:
-                active.update(self._submit(queue, lines))
-                for cid in queue:
-                    submissions[cid] = submissions.get(cid, 0) + 1
-                queue = []
+            if not queue:  # nothing left that a batch of unknown contents could answer
+                active = {batch_id: ids for batch_id, ids in active.items() if ids is not None}
+            if may_submit():
+                with self.journal.locked():
+                    submit()
             waited = self.clock() - started
             latest: dict[str, BatchStatus] = {}
             for batch_id in list(active):
@@ -249,23 +236,119 @@ class BatchRun:
                     latest[batch_id] = status
                     continue
                 ids = active.pop(batch_id)
-                answers, again = self._collect(batch_id, status, ids, failed)
-                deliver({j: answer for cid, answer in answers.items() for j in owners[cid]})
-                for cid, reason in again.items():
-                    if submissions[cid] <= self.resubmits:
+                wanted = set(queue if ids is None else ids)
+                ended = self._collect(batch_id, status, wanted, contents_known=ids is not None)
+                if ids is None:
+                    settled = ended.answers.keys() | ended.again.keys() | ended.lost.keys()
+                    queue[:] = [cid for cid in queue if cid not in settled]
+                self.journal.record(
+                    provider.name,
+                    provider.route,
+                    batch_id,
+                    ended.held if ids is None else ids,
+                    ended=ended.state,
+                    unanswered={**ended.again, **ended.lost},
+                    created=status.created if status is not None else None,
+                )
+                deliver({j: answer for cid, answer in ended.answers.items() for j in owners[cid]})
+                failed.update(ended.lost)
+                for cid, reason in ended.again.items():
+                    times = submissions.setdefault(cid, 1)
+                    if times <= self.resubmits:
                         queue.append(cid)
                     else:
-                        times = submissions[cid]
                         failed[cid] = f"{reason} (submitted {times} time{'s' * (times > 1)})"
             self._progress(latest, active, waited)
-            if active and not queue:
+            if active and not may_submit():
                 self.sleep(self.poll_interval)
         return {j: reason for cid, reason in failed.items() for j in owners[cid]}
 
-    def _submit(self, queue: list[str], lines: dict[str, bytes]) -> dict[str, list[str]]:
+    def _earlier(
+        self, ids: set[str], active: dict[str, list[str] | None], failed: dict[str, str]
+    ) -> list[str]:
+        """Follow the batches of earlier runs that hold some of `ids` (into `active`); their
+        requests those batches left unanswered are submitted again or, with on_failed="stop",
+        go into `failed`. The requests to submit now."""
+        provider = self.provider
+        journaled = self.journal.find(provider.route, ids)
+        followed = 0
+        dead: dict[str, list[str]] = {}
+        for cid, where in journaled.items():
+            if where.unanswered is None:
+                known = active.setdefault(where.batch_id, [])
+                if known is not None:
+                    known.append(cid)
+                    followed += 1
+            else:
+                dead.setdefault(where.batch_id, []).append(cid)
+        if followed:
+            batches = sum(1 for v in active.values() if v)
+            self.report(
+                f"{provider.name}: following {batches} batch(es) submitted earlier "
+                f"({followed} request(s)); nothing is sent twice"
+            )
+        for batch_id, cids in dead.items():
+            reason = journaled[cids[0]].unanswered
+            said = f"{provider.name}: batch {batch_id} of an earlier run left {len(cids)} request(s) unanswered ({reason})"
+            if self.on_failed == "stop":
+                self.report(f"{said}; not submitted again (--batch-failed stop)")
+                for cid in cids:
+                    failed[cid] = (
+                        f"{journaled[cid].unanswered} (batch {batch_id}, an earlier run; not "
+                        "submitted again with --batch-failed stop: re-run with --batch-failed "
+                        "resubmit to send it)"
+                    )
+            else:
+                self.report(f"{said}; submitting them again")
+        waiting = {cid for v in active.values() for cid in v or ()}
+        return [cid for cid in ids if cid not in waiting and cid not in failed]
+
+    def _recover(self) -> list[str]:
+        """Ask the provider about the batch of each unreadable journal file (its name gives the
+        id). A batch the provider can describe is written back into the journal, and followed
+        as any other; the ids returned are those whose requests only their results will tell."""
+        provider = self.provider
+        unknown = []
+        for lost in self.journal.unreadable():
+            where = ", ".join(str(p) for p in lost.paths)
+            said = f"{provider.name}: the batch journal {where} cannot be read"
+            status = provider.status(lost.batch_id)
+            if status is None:
+                self.report(
+                    f"{said}, and batch {lost.batch_id}, which its name gives, is not known to "
+                    "this provider: nothing to follow, the file is left as it is"
+                )
+                continue
+            contents = provider.contents(lost.batch_id)
+            if contents is not None:
+                route, ids = contents
+                self.journal.record(
+                    provider.name, route, lost.batch_id, ids, created=status.created
+                )
+                self.report(
+                    f"{said}; batch {lost.batch_id} ({status.state}) told its {len(ids)} "
+                    "request(s) and the journal was repaired: they are followed, not sent again"
+                )
+                continue
+            if status.ended:
+                self.report(
+                    f"{said}; batch {lost.batch_id} has ended ({status.state}): its results "
+                    "are downloaded, and what they answer is not sent again"
+                )
+            else:
+                self.report(
+                    f"{said}; batch {lost.batch_id} is {status.state}, and which requests it "
+                    "holds is known only once it ends: nothing is submitted before then, so "
+                    "nothing is paid twice (if it is not this run's batch, cancel it at the "
+                    "provider or delete the file)"
+                )
+            unknown.append(lost.batch_id)
+        return unknown
+
+    def _submit(self, queue: list[str], lines: dict[str, bytes]) -> dict[str, list[str] | None]:
         """Submit the queued requests in batches within the limits; batch id to its ids."""
         provider = self.provider
-        created: dict[str, list[str]] = {}
+        created: dict[str, list[str] | None] = {}
         for part in split_batches([lines[cid] for cid in queue], provider.limits):
             ids = [queue[i] for i in part]
             batch_id = provider.submit([lines[cid] for cid in ids])
@@ -275,43 +358,53 @@ class BatchRun:
         return created
 
     def _collect(
-        self, batch_id: str, status: BatchStatus | None, ids: list[str], failed: dict[str, str]
-    ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-        """The answers of an ended batch, and its requests worth submitting again (with why);
-        requests that failed for good go into `failed`."""
-        wanted = set(ids)
+        self, batch_id: str, status: BatchStatus | None, wanted: set[str], contents_known: bool
+    ) -> _Ended:
+        """What an ended batch gave for `wanted`. A request of `wanted` that its results do not
+        name is to be submitted again, unless the batch's contents were unknown (then any of
+        the run's waiting requests is wanted, and those it does not name simply wait)."""
         if status is None:
-            reason = f"batch {batch_id} is no longer known to the provider"
-            return {}, dict.fromkeys(ids, reason)
+            ended = _Ended("unknown to the provider")
+            if contents_known:
+                reason = f"batch {batch_id} is no longer known to the provider"
+                ended.again = dict.fromkeys(wanted, reason)
+            return ended
+        ended = _Ended(status.state)
         if status.problem is not None:
-            failed.update(dict.fromkeys(ids, f"batch {batch_id} was rejected: {status.problem}"))
-            return {}, {}
-        answers: dict[str, dict[str, Any]] = {}
-        again: dict[str, str] = {}
+            reason = f"batch {batch_id} failed: {status.problem}"
+            if contents_known:
+                ended.lost = dict.fromkeys(wanted, reason)
+            self.report(
+                f"{self.provider.name}: {reason}; its {len(ended.lost)} request(s) have no "
+                "answer (a re-run submits them again; with --batch-failed stop it reports them)"
+            )
+            return ended
         for cid, result in self.provider.results(batch_id):
-            if cid not in wanted or cid in answers:
+            ended.held.append(cid)
+            if cid not in wanted or cid in ended.answers:
                 continue
             if result.response is not None:
-                answers[cid] = result.response
+                ended.answers[cid] = result.response
             elif result.retryable:
-                again[cid] = result.reason
+                ended.again[cid] = result.reason
             else:
-                failed[cid] = result.reason
-        for cid in wanted - answers.keys() - again.keys() - failed.keys():
-            again[cid] = f"batch {batch_id} ({status.state}) returned no result for it"
-        return answers, again
+                ended.lost[cid] = result.reason
+        if contents_known:
+            for cid in wanted - ended.answers.keys() - ended.again.keys() - ended.lost.keys():
+                ended.again[cid] = f"batch {batch_id} ({status.state}) returned no result for it"
+        return ended
 
     def _progress(
-        self, latest: dict[str, BatchStatus], active: dict[str, list[str]], waited: float
+        self, latest: dict[str, BatchStatus], active: dict[str, list[str] | None], waited: float
     ) -> None:
         """One line: each unfinished batch's state and counts, and the time waited so far."""
         if not active:
             return
         parts = []
-        for batch_id in active:
+        for batch_id, ids in active.items():
             status = latest.get(batch_id)
             if status is None:  # submitted after this poll
-                parts.append(f"{batch_id} submitted ({len(active[batch_id])} request(s))")
+                parts.append(f"{batch_id} submitted ({len(ids or ())} request(s))")
                 continue
             counts = ", ".join(f"{k} {v}" for k, v in status.counts.items())
             parts.append(f"{batch_id} {status.state}" + (f" ({counts})" if counts else ""))
@@ -331,6 +424,7 @@ def _duration(seconds: float) -> str:
 
 
 __all__ = [
+    "FAILED_CHOICES",
     "JOURNAL_FOLDER",
     "BatchJournal",
     "BatchLimits",
@@ -338,6 +432,7 @@ __all__ = [
     "BatchRun",
     "BatchStatus",
     "ItemResult",
+    "OnFailed",
     "custom_id",
     "split_batches",
 ]

@@ -16,9 +16,9 @@ tokens. Chat endpoints return no prompt log-probabilities, so `openai-chat` refu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from assay.errors import ModelError
 from assay.models.api.backend import _SHARED_ARGS, APISettings, GenerationOnly, _APIBackend
@@ -52,6 +52,8 @@ from assay.requests.types import (
 )
 
 __all__ = ["OpenAIChatLM", "OpenAICompletionsLM"]
+
+R = TypeVar("R")
 
 _REASONING_ARGS: dict[str, Arg] = {
     "think_end_token": Arg(str, None, nullable=True),
@@ -90,8 +92,7 @@ class OpenAICompletionsLM(_APIBackend):
             raise ModelError(
                 f"--model {self.name}: {exc} (max_length={self.settings.max_length})."
             ) from None
-        scores = self._score([[s] for s in spans], "loglikelihood")
-        return [LoglikelihoodResult(*parts[0]) for parts in scores]
+        return self._score(requests, [[s] for s in spans], "loglikelihood", _loglikelihood_result)
 
     def loglikelihood_rolling(self, requests: Sequence[RollingRequest]) -> list[RollingResult]:
         """Total log P(text) over disjoint windows of max_length - 2 tokens.
@@ -101,11 +102,7 @@ class OpenAICompletionsLM(_APIBackend):
         """
         view = self._view("loglikelihood_rolling")
         per_request = rolling_spans(view, requests, self.settings.max_length - 2)
-        scores = self._score(per_request, "loglikelihood_rolling")
-        return [
-            RollingResult(sum(lp for lp, _ in parts), sum(s.n_scored for s in spans))
-            for parts, spans in zip(scores, per_request, strict=True)
-        ]
+        return self._score(requests, per_request, "loglikelihood_rolling", _rolling_result)
 
     def chat_template(self) -> ChatTemplate:
         """The chat template of the `tokenizer` arg (loaded on first use), for
@@ -177,15 +174,42 @@ class OpenAICompletionsLM(_APIBackend):
     # -- scoring ------------------------------------------------------------------------------
 
     def _score(
-        self, per_request: list[list[ScoredSpan]], what: str
-    ) -> list[list[tuple[float, bool]]]:
-        """(logprob, is_greedy) of every span, each distinct span sent once."""
+        self,
+        requests: Sequence[LoglikelihoodRequest] | Sequence[RollingRequest],
+        per_request: list[list[ScoredSpan]],
+        what: str,
+        combine: Callable[[list[SpanScore]], R],
+    ) -> list[R]:
+        """Per request, `combine` of the scores of its spans, each distinct span sent once.
+
+        A request's result enters the response cache as soon as its last span is answered
+        (`Arrivals`), so an interrupt loses only the spans in flight, as for generations."""
+        from assay.requests.cache import request_key
+
         index: dict[ScoredSpan, int] = {}
         for spans in per_request:
             for span in spans:
                 index.setdefault(span, len(index))
         unique = list(index)
         owners = [[index[s] for s in spans] for spans in per_request]
+        arrivals = self._arrivals()
+        users: dict[int, list[int]] = {}
+        for i, calls in enumerate(owners):
+            for j in set(calls):
+                users.setdefault(j, []).append(i)
+        left = [len(set(calls)) for calls in owners]
+        scored: dict[int, SpanScore] = {}
+
+        def arrived(j: int, score: SpanScore) -> None:
+            """File each request whose spans are now all answered."""
+            if arrivals is None:
+                return
+            scored[j] = score
+            for i in users[j]:
+                left[i] -= 1
+                if left[i] == 0:
+                    parts = [scored[k] for k in owners[i]]
+                    arrivals.add(request_key(requests[i]), combine(parts))
 
         def args(j: int) -> dict[str, Any]:
             return {
@@ -197,24 +221,29 @@ class OpenAICompletionsLM(_APIBackend):
                 "echo": True,
             }
 
-        def read(j: int, response: Any) -> tuple[float, bool]:
+        def read(j: int, response: Any) -> SpanScore:
             if not response.choices:
                 raise PermanentFailure("the server answered with no choices")
-            return echo_score(response.choices[0].logprobs, unique[j])
+            logprob, greedy = echo_score(response.choices[0].logprobs, unique[j])
+            return SpanScore(logprob, greedy, unique[j].n_scored)
 
         if self.settings.batch_api:
             outcome = self._run_batch(len(unique), self.endpoint, args, read)
         else:
 
-            async def score(client: Any, j: int) -> tuple[float, bool]:
-                return read(j, await client.completions.create(**args(j)))
+            async def score(client: Any, j: int) -> SpanScore:
+                result = read(j, await client.completions.create(**args(j)))
+                arrived(j, result)
+                return result
 
-            outcome = self._run(len(unique), score, lambda j: (len(unique[j].input_ids), 1))
+            outcome = self._run(
+                len(unique), score, lambda j: (len(unique[j].input_ids), 1), arrivals
+            )
         hint = (
             f"{what} needs a /v1/completions server that accepts token-id prompts and echoes their "
             "log-probabilities (echo=True, logprobs=1), such as vLLM; chat-only servers cannot score."
         )
-        return self._gather(outcome, owners, lambda parts: parts, what, hint)
+        return self._gather(outcome, owners, combine, what, hint)
 
     def _view(self, what: str) -> TokenizerView:
         """lm-eval's tokenisation rules over the `tokenizer` arg, which `what` needs."""
@@ -226,6 +255,23 @@ class OpenAICompletionsLM(_APIBackend):
         if self._tokens is None:
             self._tokens = TokenizerView(self.tokenizer, self.settings.add_bos_token)
         return self._tokens
+
+
+class SpanScore(NamedTuple):
+    """What the server's echoed logprobs say of one scored span."""
+
+    logprob: float
+    is_greedy: bool
+    n_scored: int
+    """Tokens it scores (a rolling window's)."""
+
+
+def _loglikelihood_result(parts: list[SpanScore]) -> LoglikelihoodResult:
+    return LoglikelihoodResult(parts[0].logprob, parts[0].is_greedy)
+
+
+def _rolling_result(parts: list[SpanScore]) -> RollingResult:
+    return RollingResult(sum(p.logprob for p in parts), sum(p.n_scored for p in parts))
 
 
 @register_model("openai-chat")
