@@ -164,6 +164,19 @@ def check_engine_kwargs(kwargs: dict[str, Any]) -> None:
             "installed vLLM (model args the backend does not know pass to vllm.LLM, as in "
             "lm-eval); check the name against vLLM's engine arguments."
         )
+    mode = kwargs.get("tokenizer_mode")
+    if mode is not None and mode != "auto":
+        try:
+            from vllm.tokenizers.registry import TokenizerRegistry
+        except ImportError:  # an older vLLM: it checks the mode itself
+            return
+        modes = ["auto", *TokenizerRegistry.tokenizers]
+        if mode not in modes:
+            raise ConfigError(
+                f"--model vllm: tokenizer_mode={mode!r} is not a mode of the installed vLLM "
+                f"(it has {', '.join(modes)}); lm-eval's slow mode is gone from vLLM, so give "
+                "tokenizer_mode=auto or drop it."
+            )
 
 
 class LocalEngine:
@@ -174,7 +187,11 @@ class LocalEngine:
 
         kwargs = engine_kwargs(args)
         check_engine_kwargs(kwargs)
-        self.llm = LLM(**kwargs)
+        try:
+            self.llm = LLM(**kwargs)
+        except (TypeError, ValueError) as exc:
+            # vLLM checks the settings as it builds the engine: a refusal, not a crash.
+            raise ModelError(f"--model vllm: vLLM refused the engine settings: {exc}") from None
         self.lora = None
         if args.lora_local_path is not None:
             from vllm.lora.request import LoRARequest
