@@ -131,7 +131,7 @@ def main() -> None:
         page = root / f"report_{size}.html"
         page.write_text(page_text, encoding="utf-8")
         best = min((load_phases(page) for _ in range(args.rounds)), key=lambda m: m["samples"])
-        row = (size, 2, f"{page.stat().st_size / 1e6:.1f}", f"{build:.1f}")
+        row = (size, 2, f"{page.stat().st_size / 1e6:.2f}", f"{build:.1f}")
         row += tuple(f"{best[mark]:.2f}" for mark in ("tables", "samples", "plots"))
         print(" ".join(f"{v:>12}" for v in row))
     shutil.rmtree(root)

@@ -227,7 +227,7 @@ def test_the_page_wraps_provenance_shows_choices_and_draws_plots_before_load(two
         tab = browser.new_page(viewport={"width": 1280, "height": 900})
         tab.goto(page.as_uri(), wait_until="load")
         # Plots are drawn by the load event, so a screenshot or print taken then shows them.
-        assert tab.evaluate("document.querySelectorAll('.js-plotly-plot .main-svg').length") > 0
+        assert tab.evaluate("document.querySelectorAll('svg.chart').length") > 0
         shot = tab.locator("#forest").screenshot()
         from io import BytesIO
 
@@ -238,8 +238,7 @@ def test_the_page_wraps_provenance_shows_choices_and_draws_plots_before_load(two
         tab.emulate_media(media="print")
         pdf = tab.pdf()
         assert (
-            len(pdf) > 10_000
-            and tab.evaluate("document.querySelectorAll('.js-plotly-plot .main-svg').length") > 0
+            len(pdf) > 10_000 and tab.evaluate("document.querySelectorAll('svg.chart').length") > 0
         )
         tab.emulate_media(media="screen")
 
@@ -320,23 +319,89 @@ def test_the_report_shows_how_generations_ended_and_filters_on_it(tmp_path):
         assert shown == set().union(*(docs[how] for docs in ended.values()))
 
 
-def test_plots_show_task_names_labels_and_clusters_as_text_never_as_links():
-    from assay.results.report import task_figures
+LINK = "<a href='https://evil.example/'>click</a><img src=x onerror=alert(1)>"
 
-    link = "<a href='https://evil.example/'>click</a>"
-    view = {"metrics": {"acc": 1.0}, "arguments": {}, "cluster": f"c {link}"}
-    entries = [{"runs": [view, {**view, "metrics": {"acc": 0.0}}]}]
-    figures = task_figures(f"task {link}", "acc", entries, ["a<br>", f"b {link}"])
-    text = json.dumps(figures)
-    assert "<a" not in text and "<br>" not in text
-    distribution = figures["distribution"]
-    assert distribution["layout"]["title"]["text"].startswith(
-        "task &lt;a href='https://evil.example/'&gt;click&lt;/a&gt;"
-    )
-    assert [trace["name"] for trace in distribution["data"]] == [
-        "a&lt;br&gt;",
-        "b &lt;a href='https://evil.example/'&gt;click&lt;/a&gt;",
+
+def _hostile_run(folder: Path, seed: int, n: int) -> Path:
+    """A run folder (assay's layout) whose task name and cluster values hold markup."""
+    import random
+
+    task = f"task {LINK}"
+    rng = random.Random(seed)
+    folder.mkdir(parents=True)
+    records = []
+    for doc_id in range(n):
+        prompt = "Q" * (10 + doc_id) + "\nA:"
+        acc = float(rng.random() < 0.5)
+        records.append(
+            {"doc_id": doc_id, "doc": {"q": doc_id}, "target": "0", "filter": "none",
+             "arguments": {"gen_args_0": {"arg_0": prompt, "arg_1": " x"}},
+             "resps": [[["-1.0", "False"]]], "filtered_resps": [["-1.0", "False"]],
+             "metrics": ["acc"], "acc": acc, "cluster": f"c{doc_id % 2} {LINK}",
+             "doc_hash": str(doc_id), "prompt_hash": prompt, "target_hash": "0"}
+        )  # fmt: skip
+    from assay.results.layout import safe_name
+
+    lines = "".join(json.dumps(r) + "\n" for r in records)
+    (folder / f"samples_{safe_name(task)}.jsonl").write_text(lines)
+    mean = sum(r["acc"] for r in records) / n
+    results = {
+        "results": {task: {"alias": task, "acc,none": mean, "acc_stderr,none": 0.1}},
+        "configs": {task: {"task": task}},
+        "n-samples": {task: {"original": n, "effective": n}},
+        "config": {"model": "synthetic", "model_args": f"seed={seed}"},
+    }
+    (folder / "results.json").write_text(json.dumps(results))
+    return folder
+
+
+def test_task_charts_count_what_the_samples_hold():
+    from assay.results.report import task_charts
+
+    view = {"metrics": {"acc": 1.0}, "arguments": {}, "cluster": "c1"}
+    entries = [
+        {"runs": [view, {**view, "metrics": {"acc": 0.0}}]},
+        {"runs": [{**view, "cluster": "c2"}, None]},
     ]
-    assert figures["by_cluster"]["data"][0]["x"] == [
-        "c &lt;a href='https://evil.example/'&gt;click&lt;/a&gt;"
-    ]
+    charts = task_charts("t", "acc", entries, ["a", "b"])
+    distribution = charts["distribution"]
+    assert distribution["categories"] == ["0", "1"]
+    assert [s["values"] for s in distribution["series"]] == [[0, 2], [1, 0]]
+    by_cluster = charts["by_cluster"]
+    assert by_cluster["categories"] == ["c1", "c2"]
+    assert [s["values"] for s in by_cluster["series"]] == [[1.0, 1.0], [0.0, None]]
+
+
+@pytest.mark.slow
+def test_task_names_labels_and_clusters_with_markup_show_as_text(tmp_path):
+    """Names come from task files, run labels from the command line and clusters from the
+    data: in tables and charts they show as written and never become links, images or script."""
+    from playwright.sync_api import sync_playwright
+
+    runs = [str(_hostile_run(tmp_path / f"run{seed}", seed, 24)) for seed in (1, 2)]
+    page = tmp_path / "report.html"
+    labels = f"a {LINK},b"
+    assert main(["report", *runs, "--labels", labels, "-o", str(page)]) == 0
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium(),
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        tab = browser.new_page()
+        dialogs: list[str] = []
+        tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        tab.goto(page.as_uri())
+        tab.wait_for_selector('body[data-plotted="1"][data-ready="1"]', timeout=120_000)
+        assert tab.evaluate("document.querySelectorAll('main a, main img').length") == 0
+        assert tab.evaluate("document.querySelectorAll('#plots svg.chart').length") == 3
+        assert tab.evaluate("document.querySelectorAll('#forest g.errorbar').length") == 1
+        # Each chart names the task, the runs and the clusters in full (titles, hover texts).
+        texts = tab.evaluate(
+            "[...document.querySelectorAll('svg.chart title')].map((t) => t.textContent)"
+        )
+        assert any(t == f"task {LINK}: acc per doc" for t in texts)
+        assert f"a {LINK}" in texts
+        assert any(t.startswith(f"c0 {LINK}") or t == f"c0 {LINK}" for t in texts)
+        assert LINK in tab.locator("#summary").inner_text()
+        browser.close()
+    assert dialogs == []

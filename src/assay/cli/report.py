@@ -63,5 +63,5 @@ def main(args: argparse.Namespace) -> int:
         path.write_text(page, encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"--output {path}: cannot write ({exc.strerror}).") from None
-    print(f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    print(f"report written to {path} ({path.stat().st_size / 1e6:.2f} MB)")
     return 0

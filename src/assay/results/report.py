@@ -7,15 +7,16 @@ The page holds everything it shows, so it opens offline and can be mailed or arc
 - with two runs or more, `assay compare`'s paired comparison (results/compare.py, unchanged)
   as a forest plot and a table, and the "what differs" provenance of each pair;
 - per-task plots computed here from the samples (score distribution, score by cluster, score
-  by prompt length) and drawn by plotly.js, which the `plotly` package ships and the page
-  inlines once;
+  by prompt length);
 - a sample browser over every samples record, compressed (gzip, base64) into the page and
   decoded by the browser's own DecompressionStream, rendered a page at a time, so a run of
   100k samples stays usable; it filters by text, flips, score range, and generations that
   hit the token cap or ended while still thinking.
 
-Plots are plotly figures built in Python; the page's script only lays out tables, filters and
-pages of samples.
+Plots are small chart descriptions built here (bars, lines, a forest of intervals); the page's
+own script draws them as inline SVG, its text set as text (a task name or run label holding
+markup shows as written, never as markup), with no charting library: the page of a small run
+weighs tens of kilobytes, not the megabytes of an inlined plotting bundle.
 """
 
 from __future__ import annotations
@@ -90,7 +91,6 @@ def build_report(runs: Sequence[Run], options: CompareOptions | None = None) -> 
     }
     template = resources.files("assay.results").joinpath("report_page.html").read_text("utf-8")
     fills = {
-        "/*PLOTLY_JS*/": _plotly_js(),
         "/*PAGE_DATA*/": _script_json(page),
         "SAMPLES_GZIP_BASE64": _compressed(samples),
         "REPORT_TITLE": html.escape(" vs ".join(labels)),
@@ -188,52 +188,37 @@ def _pairs(report: CompareReport | None) -> list[dict[str, Any]]:
     return [] if report is None else report.as_json()["pairs"]
 
 
-def forest_figure(comparisons: Sequence[Comparison]) -> dict[str, Any] | None:
-    """The paired differences with their intervals, one row per comparison that has both."""
-    import plotly.graph_objects as go
-
+def forest_chart(comparisons: Sequence[Comparison]) -> dict[str, Any] | None:
+    """The paired differences with their intervals, one row per comparison that has both
+    (a chart the page draws: kind "forest")."""
     rows = [c for c in comparisons if _finite(c.diff, c.ci_low, c.ci_high)]
     if not rows:
         return None
-    # † as in the table: the interval is a conservative substitute its footnote names.
-    labels = [
-        f"{c.task} · {c.metric} [{c.filter}] · {c.b} − {c.a}{'†' if c.note else ''}" for c in rows
-    ]
-    significant = [c.significant() for c in rows]
-    figure = go.Figure(
-        go.Scatter(
-            x=[c.diff for c in rows],
-            y=labels,
-            mode="markers",
-            marker={
-                "color": ["#c0392b" if s else "#34495e" for s in significant],
-                "size": 9,
-                "symbol": ["diamond" if s else "circle" for s in significant],
-            },
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": [c.ci_high - c.diff for c in rows],  # type: ignore[operator]
-                "arrayminus": [c.diff - c.ci_low for c in rows],  # type: ignore[operator]
-                "thickness": 1.5,
-            },
-            customdata=[[c.p_value_holm, c.n, c.method] for c in rows],
-            hovertemplate="diff %{x:.4f}<br>Holm p %{customdata[0]:.3g}<br>n %{customdata[1]}"
-            "<br>%{customdata[2]}<extra></extra>",
-            name="difference",
-        )
-    )
-    figure.add_vline(x=0, line_dash="dot", line_color="#7f8c8d")
     confidence = rows[0].confidence
-    figure.update_layout(
-        title=f"Paired differences (b − a) with {confidence:.0%} intervals; red: significant "
-        "after Holm",
-        height=140 + 28 * len(rows),
-        margin={"l": 20, "r": 20, "t": 60, "b": 40},
-        yaxis={"autorange": "reversed", "automargin": True},
-        showlegend=False,
-    )
-    return _figure_json(figure)
+    return {
+        "kind": "forest",
+        "title": f"Paired differences (b − a) with {confidence:.0%} intervals; red: "
+        "significant after Holm",
+        "x_title": "difference",
+        "rows": [
+            {
+                # † as in the table: the interval is a conservative substitute its footnote names.
+                "label": f"{c.task} · {c.metric} [{c.filter}] · {c.b} − {c.a}"
+                f"{'†' if c.note else ''}",
+                "diff": c.diff,
+                "low": c.ci_low,
+                "high": c.ci_high,
+                "significant": c.significant(),
+                "hover": f"diff {c.diff:.4f} [{c.ci_low:.4f}, {c.ci_high:.4f}], Holm p "
+                f"{_p_text(c.p_value_holm)}, n {c.n}, {c.method}",
+            }
+            for c in rows
+        ],
+    }
+
+
+def _p_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
 
 
 # ---------------------------------------------------------------------- samples
@@ -312,7 +297,7 @@ def _compressed(samples: list[dict[str, Any]]) -> str:
 def _figures(
     runs: Sequence[Run], report: CompareReport | None, samples: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    figures: dict[str, Any] = {"forest": forest_figure(report.comparisons) if report else None}
+    figures: dict[str, Any] = {"forest": forest_chart(report.comparisons) if report else None}
     primary = _primary_metrics(runs)
     labels = [run.label for run in runs]
     per_task: dict[str, list[dict[str, Any]]] = {}
@@ -321,19 +306,17 @@ def _figures(
         if key is not None and entry["filter"] == key[1]:
             per_task.setdefault(entry["task"], []).append(entry)
     figures["tasks"] = {
-        task: task_figures(task, primary[task][0], entries, labels)
+        task: task_charts(task, primary[task][0], entries, labels)
         for task, entries in per_task.items()
     }
     return figures
 
 
-def task_figures(
+def task_charts(
     task: str, metric: str, entries: list[dict[str, Any]], labels: list[str]
 ) -> dict[str, Any]:
-    """A task's plots: its primary metric's distribution, by cluster (when the docs record
-    one), and by prompt length, one trace per run."""
-    import plotly.graph_objects as go
-
+    """A task's charts (data the page draws as SVG): its primary metric's distribution, its
+    mean by cluster (when the docs record one), and by prompt length, one series per run."""
     scores: dict[str, list[tuple[float, int, Any]]] = {label: [] for label in labels}
     for entry in entries:
         for label, view in zip(labels, entry["runs"]):
@@ -345,30 +328,35 @@ def task_figures(
     if not values:
         return out
     binary = all(v in (0.0, 1.0) for v in values)
-    distribution = go.Figure()
-    for label, rows in scores.items():
-        x, y = _histogram([v for v, _, _ in rows], binary, min(values), max(values))
-        distribution.add_bar(x=x, y=y, name=label)
-    distribution.update_layout(
-        title=f"{task}: {metric} per doc",
-        barmode="group",
-        xaxis_title=metric,
-        yaxis_title="docs",
-        height=320,
-    )
-    out["distribution"] = _figure_json(distribution)
+    bins = [
+        _histogram([v for v, _, _ in rows], binary, min(values), max(values))
+        for rows in scores.values()
+    ]
+    out["distribution"] = {
+        "kind": "bars",
+        "title": f"{task}: {metric} per doc",
+        "x_title": metric,
+        "y_title": "docs",
+        "categories": bins[0][0],
+        "series": [{"name": label, "values": counts} for label, (_, counts) in zip(labels, bins)],
+    }
     if any(c is not None for rows in scores.values() for _, _, c in rows):
-        by_cluster = go.Figure()
-        for label, rows in scores.items():
-            means = _means_by([(str(c), v) for v, _, c in rows if c is not None])
-            by_cluster.add_bar(x=list(means), y=list(means.values()), name=label)
-        by_cluster.update_layout(
-            title=f"{task}: mean {metric} by cluster",
-            barmode="group",
-            yaxis_title=metric,
-            height=360,
-        )
-        out["by_cluster"] = _figure_json(by_cluster)
+        means = {
+            label: _means_by([(str(c), v) for v, _, c in rows if c is not None])
+            for label, rows in scores.items()
+        }
+        clusters = sorted({c for m in means.values() for c in m})
+        out["by_cluster"] = {
+            "kind": "bars",
+            "title": f"{task}: mean {metric} by cluster",
+            "x_title": "cluster",
+            "y_title": metric,
+            "categories": clusters,
+            "series": [
+                {"name": label, "values": [m.get(c) for c in clusters]}
+                for label, m in means.items()
+            ],
+        }
     lengths = sorted(length for rows in scores.values() for _, length, _ in rows)
     edges = sorted(
         {
@@ -376,23 +364,18 @@ def task_figures(
             for i in range(LENGTH_BINS)
         }
     )
-    by_length = go.Figure()
+    series = []
     for label, rows in scores.items():
-        means = _means_by([(_bin_of(length, edges), v) for v, length, _ in rows])
-        ordered = sorted(means.items(), key=lambda kv: kv[0])
-        by_length.add_scatter(
-            x=[edge for edge, _ in ordered],
-            y=[m for _, m in ordered],
-            mode="lines+markers",
-            name=label,
-        )
-    by_length.update_layout(
-        title=f"{task}: mean {metric} by prompt length",
-        xaxis_title="prompt length (characters)",
-        yaxis_title=metric,
-        height=320,
-    )
-    out["by_length"] = _figure_json(by_length)
+        means_by_bin = _means_by([(_bin_of(length, edges), v) for v, length, _ in rows])
+        points = sorted(means_by_bin.items(), key=lambda kv: kv[0])
+        series.append({"name": label, "points": [[edge, mean] for edge, mean in points]})
+    out["by_length"] = {
+        "kind": "lines",
+        "title": f"{task}: mean {metric} by prompt length",
+        "x_title": "prompt length (characters, bins from)",
+        "y_title": metric,
+        "series": series,
+    }
     return out
 
 
@@ -428,41 +411,6 @@ def _prompt_length(view: dict[str, Any]) -> int:
 
 
 # ---------------------------------------------------------------------- helpers
-def _plotly_js() -> str:
-    try:
-        from plotly.offline import get_plotlyjs
-    except ImportError:
-        raise ConfigError(
-            "assay report draws its plots with plotly: pip install 'assay[report]' (or plotly)."
-        ) from None
-    # The library is inlined in a <script> element: "</script" inside it would end the element.
-    return get_plotlyjs().replace("</script", "<\\/script")
-
-
-def _figure_json(figure: Any) -> dict[str, Any]:
-    return _plot_text(json.loads(figure.to_json()))
-
-
-_OWN_MARKUP = frozenset({"hovertemplate", "texttemplate", "template"})
-"""Figure keys whose markup is the page's own (hover layouts, plotly's theme), kept as is."""
-
-
-def _plot_text(value: Any, key: str = "") -> Any:
-    """A figure with every string shown as plain text: plotly reads `<a href=...>`, `<br>` and
-    other tags in titles, names and tick labels, and task names, run labels and cluster values
-    come from files, so `&`, `<` and `>` become the entities plotly prints as those characters
-    (a task name cannot add a link or markup to the page)."""
-    if key in _OWN_MARKUP:
-        return value
-    if isinstance(value, str):
-        return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    if isinstance(value, dict):
-        return {k: _plot_text(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plot_text(v, key) for v in value]
-    return value
-
-
 def _script_json(value: Any) -> str:
     """JSON safe to inline in a <script> element."""
     text = json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)

@@ -130,3 +130,45 @@ def test_a_passed_on_name_the_model_config_does_not_know_is_refused(tiny_model_d
     model = hf(pretrained=str(tiny_model_dir), dtype="float32", rms_norm_eps=0.5)
     assert model.model.config.rms_norm_eps == 0.5
     assert model.identity()["from_pretrained"] == {"rms_norm_eps": 0.5}
+
+
+def _delta_checkpoint(base, into, scale=0.02, seed=0):
+    """A delta checkpoint of `base`'s shape (small seeded weights) and the checkpoint of the
+    summed weights it should give."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    generator = torch.Generator().manual_seed(seed)
+    delta = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    summed = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    with torch.no_grad():
+        for d, s in zip(delta.state_dict().values(), summed.state_dict().values()):
+            d.copy_(torch.randn(d.shape, generator=generator) * scale)
+            s.add_(d)
+    delta.save_pretrained(into / "delta")
+    summed.save_pretrained(into / "summed")
+    AutoTokenizer.from_pretrained(base).save_pretrained(into / "summed")
+    return into / "delta", into / "summed"
+
+
+@pytest.mark.slow
+def test_delta_weights_add_to_the_base_as_lm_eval_adds_them(tiny_model_dir, tmp_path):
+    delta, summed = _delta_checkpoint(tiny_model_dir, tmp_path)
+    requests = [LoglikelihoodRequest(c, x) for c, x in PAIRS]
+    ours = hf(pretrained=str(tiny_model_dir), dtype="float32", delta=str(delta))
+    got = [r.logprob for r in ours.loglikelihood(requests)]
+    # base + delta: the scores of a checkpoint holding the summed weights ...
+    expected = hf(pretrained=str(summed), dtype="float32")
+    want = [r.logprob for r in expected.loglikelihood(requests)]
+    assert max(abs(a - b) for a, b in zip(got, want, strict=True)) < TOLERANCE
+    base = hf(pretrained=str(tiny_model_dir), dtype="float32")
+    assert max(abs(a - r.logprob) for a, r in zip(got, base.loglikelihood(requests))) > 1e-3
+    # ... and lm-eval's own handling of delta.
+    theirs = lm_eval_hf(tiny_model_dir, dtype="float32", delta=str(delta))
+    lm_eval = [x[0] for x in theirs.loglikelihood(instances("loglikelihood", PAIRS))]
+    assert max(abs(a - b) for a, b in zip(got, lm_eval, strict=True)) < TOLERANCE
+
+
+def test_delta_and_peft_together_are_refused_as_in_lm_eval():
+    with pytest.raises(ConfigError, match="both change the weights"):
+        parse_hf_args({"pretrained": "m", "delta": "d", "peft": "p"})

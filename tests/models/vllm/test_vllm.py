@@ -76,10 +76,10 @@ def test_values_given_as_strings_are_converted():
         ({}, "'pretrained' is required"),
         ({"pretrained": "m", "tensor_parallel_size": 0}, "at least 1"),
         ({"pretrained": "m", "data_parallel_size": "two"}, "whole number"),
-        ({"pretrained": "m", "engine_args": {"seed": 1}}, "engine_args repeats seed"),
+        ({"pretrained": "m", "engine_args": {"seed": 1}}, "repeats seed"),
         ({"pretrained": "m", "engine_args": {"enable_prefix_caching": False}}, "repeats"),
         ({"pretrained": "m", "batch_size": "max"}, "positive whole number or 'auto'"),
-        ({"pretrained": "m", "device": "cuda"}, "--device sets device"),
+        ({"pretrained": "m", "device": "cuda"}, "CUDA_VISIBLE_DEVICES"),
     ],
 )
 def test_bad_arguments_are_errors(args, fragment):
@@ -567,3 +567,82 @@ def test_one_prompt_per_shared_prefix_leads():
     # The first prompt of each 40-token prefix; the short loner leads nothing.
     assert prefix_leaders(prompts) == [0, 1]
     assert prefix_leaders([[*subject_a, 1], [7, 8]]) == []
+
+
+def test_lm_eval_vllm_model_args_take_lm_eval_meaning():
+    """lm-eval's vllm_causallms.VLLM.__init__: max_length is max_model_len, max_batch_size is
+    vLLM's max_num_seqs, lora_local_path turns enable_lora on with max_lora_rank, tokenizer_mode
+    and tokenizer_revision go to the engine, and any other keyword goes to vllm.LLM as given."""
+    args = parse_vllm_args(
+        {"pretrained": "org/m", "max_length": "512", "max_batch_size": "8",
+         "lora_local_path": "/adapters/a", "max_lora_rank": "32", "tokenizer_mode": "slow",
+         "tokenizer_revision": "v2", "prefix_token_id": "3", "truncation_side": "left",
+         "enable_expert_parallel": True, "kv_cache_dtype": "fp8"}
+    )  # fmt: skip
+    kwargs = engine_kwargs(args)
+    assert kwargs["max_model_len"] == 512 and kwargs["max_num_seqs"] == 8
+    assert kwargs["enable_lora"] is True and kwargs["max_lora_rank"] == 32
+    assert kwargs["tokenizer_mode"] == "slow" and kwargs["tokenizer_revision"] == "v2"
+    assert kwargs["enable_expert_parallel"] is True and kwargs["kv_cache_dtype"] == "fp8"
+    assert args.prefix_token_id == 3
+    plain = engine_kwargs(parse_vllm_args({"pretrained": "org/m"}))
+    assert not {"max_num_seqs", "enable_lora", "tokenizer_mode", "tokenizer_revision"} & set(plain)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        ({"max_gen_toks": 64}, "--gen_kwargs max_gen_toks=N"),
+        ({"swap_space": 4}, "drop it"),
+        ({"truncation_side": "middle"}, "truncation_side=left"),
+        ({"max_length": 64, "max_model_len": 64}, "give one"),
+        ({"tensor_paralel_size": 2}, "did you mean 'tensor_parallel_size'"),
+        ({"kv_cache_dtype": "fp8", "engine_args": {"kv_cache_dtype": "auto"}}, "give each once"),
+        ({"max_batch_size": 8, "max_num_seqs": 16}, "repeats max_num_seqs"),
+    ],
+)
+def test_lm_eval_vllm_model_args_assay_refuses_say_why(args, fragment):
+    with pytest.raises(ConfigError, match="--model vllm") as err:
+        parse_vllm_args({"pretrained": "m", **args})
+    assert fragment in str(err.value)
+
+
+def test_gen_kwargs_reach_sampling_params_as_lm_eval_passes_them():
+    """--gen_kwargs entries that are not assay's own go to SamplingParams unchanged (lm-eval's
+    modify_gen_kwargs passes them on), and stay in the request's key (its gen_kwargs)."""
+    from assay.requests.types import normalize_gen_kwargs
+
+    params = normalize_gen_kwargs(
+        {"repetition_penalty": 1.1, "min_p": 0.05, "max_new_tokens": 20, "until": ["\n"]},
+        default_until=[],
+    )
+    sent = generation_params(GenerateRequest("p", params), default_seed=1234)
+    assert sent["repetition_penalty"] == 1.1 and sent["min_p"] == 0.05
+    assert sent["max_tokens"] == 20 and sent["stop"] == ["\n"]
+    other = normalize_gen_kwargs({"repetition_penalty": 1.2}, default_until=[])
+    assert GenerateRequest("p", params) != GenerateRequest("p", other)
+    assert params.as_dict()["repetition_penalty"] == 1.1
+    for key in ("n", "best_of", "skip_special_tokens", "stop"):
+        refused = normalize_gen_kwargs({key: 2}, default_until=[])
+        with pytest.raises(ModelError, match=f"{key}: "):
+            generation_params(GenerateRequest("p", refused), default_seed=None)
+
+
+@pytest.mark.slow
+def test_prefix_token_id_scores_an_empty_context_as_the_hf_backend(tiny_model_dir):
+    """prefix_token_id stands for an empty context in both backends (lm-eval's meaning)."""
+    from transformers import AutoTokenizer
+
+    requests = [LoglikelihoodRequest("", " the little village")]
+    scores = {}
+    for token in (None, 7):
+        extra = {} if token is None else {"prefix_token_id": token}
+        hf = MODELS.get("hf")(pretrained=str(tiny_model_dir), max_length=62, **extra)
+        args = parse_vllm_args({"pretrained": str(tiny_model_dir), **extra})
+        engine = TransformersEngine(tiny_model_dir, max_model_len=64)
+        lm = VLLMLM(args, engine=engine, tokenizer=AutoTokenizer.from_pretrained(tiny_model_dir))
+        got, want = lm.loglikelihood(requests)[0], hf.loglikelihood(requests)[0]
+        assert got.logprob == pytest.approx(want.logprob, rel=1e-5)
+        scores[token] = got.logprob
+    assert scores[None] != pytest.approx(scores[7])
+    assert VLLMLM(args, engine=engine, tokenizer=lm.tokenizer).identity()["prefix_token_id"] == 7

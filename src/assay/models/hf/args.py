@@ -275,6 +275,11 @@ def parse_hf_args(raw: Mapping[str, Any]) -> HFArgs:
             f"{args.max_batch_size}; max_batch_size only bounds batch_size=auto, so drop it or "
             "raise it."
         )
+    if args.delta and args.peft:
+        raise ConfigError(
+            f"--model hf: delta={args.delta!r} and peft={args.peft!r} both change the weights; "
+            "give one (lm-eval refuses the pair too): merge the adapter or the delta first."
+        )
     spill = [n for n in ("max_memory_per_gpu", "max_cpu_memory", "offload_folder") if given.get(n)]
     if spill and not args.parallelize:
         raise ConfigError(

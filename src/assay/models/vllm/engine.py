@@ -13,7 +13,7 @@ import importlib.util
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from assay.errors import ModelError
+from assay.errors import ConfigError, ModelError
 from assay.models.vllm.requests import EngineGeneration, PromptScores, VLLMArgs, engine_kwargs
 
 MultiModalData = dict[str, Any] | None
@@ -75,7 +75,11 @@ def load_tokenizer(args: VLLMArgs) -> Any:
     name = args.tokenizer or args.pretrained
     try:
         return AutoTokenizer.from_pretrained(
-            name, revision=args.revision, trust_remote_code=args.trust_remote_code
+            name,
+            revision=args.tokenizer_revision or args.revision,
+            trust_remote_code=args.trust_remote_code,
+            # lm-eval's vllm backend: tokenizer_mode=slow is the Python tokenizer.
+            use_fast=args.tokenizer_mode != "slow",
         )
     except (OSError, ValueError) as exc:
         raise ModelError(f"--model vllm: could not load tokenizer {name!r}: {exc}") from None
@@ -86,8 +90,9 @@ def run_engine(
     prompts: list[list[int]],
     params: list[dict[str, Any]],
     media: list[MultiModalData] | None = None,
+    lora: Any = None,
 ) -> list[Any]:
-    """One `LLM.generate` call over all prompts."""
+    """One `LLM.generate` call over all prompts (with `lora`, a LoRARequest, on each)."""
     from vllm import SamplingParams, TokensPrompt
 
     try:
@@ -96,9 +101,9 @@ def run_engine(
         raise ModelError(f"--model vllm: invalid generation arguments: {exc}") from None
     inputs = engine_prompts(TokensPrompt, prompts, media)
     if media is None:
-        return llm.generate(inputs, sampling, use_tqdm=False)
+        return llm.generate(inputs, sampling, use_tqdm=False, lora_request=lora)
     try:
-        return llm.generate(inputs, sampling, use_tqdm=False)
+        return llm.generate(inputs, sampling, use_tqdm=False, lora_request=lora)
     except ValueError as exc:
         # The multimodal processor's refusals (an image with no place in the prompt, too many
         # images for limit_mm_per_prompt) are about the input, not a crash.
@@ -144,13 +149,55 @@ def _logprob_tables(outputs: list[Any]) -> list[PromptScores]:
     ]
 
 
+def check_engine_kwargs(kwargs: dict[str, Any]) -> None:
+    """A ConfigError naming any keyword vllm.LLM would not take (a model arg passed through,
+    or an engine_args key), before the engine starts."""
+    import dataclasses
+
+    from vllm.engine.arg_utils import EngineArgs
+
+    known = {f.name for f in dataclasses.fields(EngineArgs)}
+    unknown = sorted(k for k in kwargs if k not in known)
+    if unknown:
+        raise ConfigError(
+            f"--model vllm: {', '.join(unknown)} is no vllm.LLM / EngineArgs setting of the "
+            "installed vLLM (model args the backend does not know pass to vllm.LLM, as in "
+            "lm-eval); check the name against vLLM's engine arguments."
+        )
+    mode = kwargs.get("tokenizer_mode")
+    if mode is not None and mode != "auto":
+        try:
+            from vllm.tokenizers.registry import TokenizerRegistry
+        except ImportError:  # an older vLLM: it checks the mode itself
+            return
+        modes = ["auto", *TokenizerRegistry.tokenizers]
+        if mode not in modes:
+            raise ConfigError(
+                f"--model vllm: tokenizer_mode={mode!r} is not a mode of the installed vLLM "
+                f"(it has {', '.join(modes)}); lm-eval's slow mode is gone from vLLM, so give "
+                "tokenizer_mode=auto or drop it."
+            )
+
+
 class LocalEngine:
     """One vllm.LLM in this process, built from the backend's arguments."""
 
     def __init__(self, args: VLLMArgs) -> None:
         from vllm import LLM
 
-        self.llm = LLM(**engine_kwargs(args))
+        kwargs = engine_kwargs(args)
+        check_engine_kwargs(kwargs)
+        try:
+            self.llm = LLM(**kwargs)
+        except (TypeError, ValueError) as exc:
+            # vLLM checks the settings as it builds the engine: a refusal, not a crash.
+            raise ModelError(f"--model vllm: vLLM refused the engine settings: {exc}") from None
+        self.lora = None
+        if args.lora_local_path is not None:
+            from vllm.lora.request import LoRARequest
+
+            # lm-eval's adapter request: one name and id for the whole run.
+            self.lora = LoRARequest("finetuned", 1, args.lora_local_path)
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
 
     @property
@@ -164,7 +211,7 @@ class LocalEngine:
         params: list[dict[str, Any]],
         media: list[MultiModalData] | None = None,
     ) -> list[EngineGeneration]:
-        return _generations(run_engine(self.llm, prompts, params, media))
+        return _generations(run_engine(self.llm, prompts, params, media, self.lora))
 
     def prompt_logprobs(
         self,
@@ -172,7 +219,7 @@ class LocalEngine:
         params: list[dict[str, Any]],
         media: list[MultiModalData] | None = None,
     ) -> list[PromptScores]:
-        return _logprob_tables(run_engine(self.llm, prompts, params, media))
+        return _logprob_tables(run_engine(self.llm, prompts, params, media, self.lora))
 
     def prefix_cache_counts(self) -> dict[str, int] | None:
         try:

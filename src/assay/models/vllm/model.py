@@ -108,7 +108,7 @@ class VLLMLM(LM):
         if engine is None:
             require_vllm()
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(args)
-        self._view = TokenizerView(self.tokenizer, args.add_bos_token)
+        self._view = TokenizerView(self.tokenizer, args.add_bos_token, args.prefix_token_id)
         self.engine = engine if engine is not None else LocalEngine(args)
         self.max_length: int = args.max_model_len or self.engine.max_model_len
         self.batch_size = args.batch_size
@@ -292,7 +292,23 @@ class VLLMLM(LM):
             "engine_args": a.engine_args or {},
             **images,
             **self._thinking_identity(),
+            **self._lm_eval_identity(),
         }
+
+    def _lm_eval_identity(self) -> dict[str, Any]:
+        """lm-eval's model args that change outputs, when set (unset ones leave earlier caches
+        valid)."""
+        a = self.args
+        out: dict[str, Any] = {}
+        if a.tokenizer_mode != "auto":
+            out["tokenizer_mode"] = a.tokenizer_mode
+        if a.tokenizer_revision is not None:
+            out["tokenizer_revision"] = a.tokenizer_revision
+        if a.prefix_token_id is not None:
+            out["prefix_token_id"] = a.prefix_token_id
+        if a.lora_local_path is not None:
+            out["lora_local_path"] = a.lora_local_path
+        return out
 
     def _thinking_identity(self) -> dict[str, Any]:
         """The thinking arguments that are set (unset ones leave earlier caches valid)."""

@@ -44,7 +44,22 @@ VLLM_ARGS: dict[str, Arg] = {
     "think_start_token": Arg(str, None, nullable=True),
     "thinking_budget": Arg(int, None, nullable=True, minimum=0),
     "enable_thinking": Arg(bool, None, nullable=True),
+    "tokenizer_mode": Arg(str, "auto"),
+    "tokenizer_revision": Arg(str, None, nullable=True),
+    "prefix_token_id": Arg(int, None, nullable=True, minimum=0),
+    "max_batch_size": Arg(int, None, nullable=True, minimum=1),
+    "lora_local_path": Arg(str, None, nullable=True),
+    "max_lora_rank": Arg(int, 16, minimum=1),
 }
+
+REFUSED: dict[str, str] = {
+    "max_gen_toks": "assay takes the generation length from the task, or from --gen_kwargs "
+    "max_gen_toks=N, which wins over the task's (as in lm-eval); give it there",
+    "device": "vLLM does not read it (lm-eval ignores it with a warning): choose the GPUs with "
+    "CUDA_VISIBLE_DEVICES; drop device (or the --device flag, which sets it)",
+    "swap_space": "vLLM no longer has it (lm-eval ignores it with a warning); drop it",
+}
+"""lm-eval vllm model args assay refuses, with the reason and what to use instead."""
 
 SCORING_PARAMS: dict[str, Any] = {
     "temperature": 0.0,
@@ -112,6 +127,20 @@ class VLLMArgs:
     """Thinking tokens allowed: a generation that thought for more counts as unclosed."""
     enable_thinking: bool | None
     """Passed to chat templates that take it (Qwen3's `enable_thinking`)."""
+    tokenizer_mode: str
+    """vLLM's tokenizer_mode (auto, slow ...); slow also loads assay's tokenizer as the Python
+    one, as lm-eval's vllm backend does."""
+    tokenizer_revision: str | None
+    """Hub revision of the tokenizer (lm-eval's; default the hub's main)."""
+    prefix_token_id: int | None
+    """Token that stands for an empty context (default BOS, else EOS), as lm-eval's."""
+    max_batch_size: int | None
+    """vLLM's max_num_seqs (sequences per engine step), as lm-eval passes it."""
+    lora_local_path: str | None
+    """A LoRA adapter directory applied to every request (lm-eval's: enable_lora on the engine,
+    one LoRARequest)."""
+    max_lora_rank: int
+    """vLLM's max_lora_rank when lora_local_path is given."""
 
     def template_args(self) -> dict[str, Any] | None:
         """Keyword arguments of the chat template: `chat_template_args`, and
@@ -122,14 +151,61 @@ class VLLMArgs:
 
 
 def parse_vllm_args(model_args: Mapping[str, Any]) -> VLLMArgs:
-    """Checked, converted arguments; a ConfigError names any unknown or invalid one."""
-    args = VLLMArgs(**typed_args("vllm", model_args, VLLM_ARGS))
-    clashes = sorted(
-        set(args.engine_args or {}) & (set(_named_engine_kwargs(args)) | set(VLLM_ARGS))
-    )
+    """Checked, converted arguments; a ConfigError names any invalid one.
+
+    lm-eval's names are taken with lm-eval's meaning (`max_length` is `max_model_len`); a name
+    that is no argument here is a `vllm.LLM` keyword, passed on as lm-eval passes its **kwargs
+    (checked against vLLM's EngineArgs when the engine starts), unless it looks like a typo of
+    one of ours.
+    """
+    given = {k: v for k, v in model_args.items() if v is not None}
+    for name, why in REFUSED.items():
+        if name in given:
+            raise ConfigError(f"--model vllm: model arg {name}={given[name]!r}: {why}.")
+    side = str(given.pop("truncation_side", "left")).strip().lower()
+    if side != "left":
+        raise ConfigError(
+            f"--model vllm: model arg truncation_side={side!r}: assay cuts long prompts from the "
+            "left (lm-eval's default) in every backend, so scores do not depend on the backend; "
+            "give truncation_side=left or drop it."
+        )
+    if "max_length" in given:
+        if "max_model_len" in given:
+            raise ConfigError(
+                "--model vllm: max_length and max_model_len are both given; give one "
+                "(max_length is lm-eval's other name of max_model_len)."
+            )
+        given["max_model_len"] = given.pop("max_length")
+    passed = {k: given.pop(k) for k in list(given) if k not in VLLM_ARGS}
+    _refuse_typos(passed)
+    if passed:
+        repeated = sorted(set(passed) & set(given.get("engine_args") or {}))
+        if repeated:
+            raise ConfigError(
+                f"--model vllm: {', '.join(repeated)} given both as model args and in "
+                "engine_args; give each once."
+            )
+        engine = given.get("engine_args") or {}
+        if isinstance(engine, str):
+            import json
+
+            try:
+                engine = json.loads(engine)
+            except json.JSONDecodeError:
+                engine = None
+        if not isinstance(engine, dict):
+            raise ConfigError(
+                f"--model vllm: engine_args={given['engine_args']!r} is not a JSON object; "
+                "give engine_args='{\"name\": value}' or the names as model args."
+            )
+        given["engine_args"] = {**engine, **passed}
+    args = VLLMArgs(**typed_args("vllm", given, VLLM_ARGS))
+    named = {k for k, v in _named_engine_kwargs(args).items() if v is not None}
+    clashes = sorted(set(args.engine_args or {}) & (named | set(VLLM_ARGS)))
     if clashes:
         raise ConfigError(
-            f"--model vllm: engine_args repeats {', '.join(clashes)}; set them as model args instead."
+            f"--model vllm: engine_args (or a vllm.LLM keyword given as a model arg) repeats "
+            f"{', '.join(clashes)}, which a model arg of the backend sets; set each once."
         )
     reserved = sorted(RESERVED_TEMPLATE_ARGS & set(args.chat_template_args or {}))
     if reserved:
@@ -150,6 +226,19 @@ def parse_vllm_args(model_args: Mapping[str, Any]) -> VLLMArgs:
         )
     thinking_args("vllm", args.think_end_token, args.think_start_token, args.thinking_budget)
     return args
+
+
+def _refuse_typos(passed: Mapping[str, Any]) -> None:
+    """A pass-through name close to one of the backend's own is taken as its typo."""
+    import difflib
+
+    for name in passed:
+        close = difflib.get_close_matches(name, list(VLLM_ARGS), n=1, cutoff=0.8)
+        if close:
+            raise ConfigError(
+                f"--model vllm: unknown model arg {name!r}; did you mean {close[0]!r}? "
+                f"(vllm.LLM keywords pass through; the backend's own: {', '.join(VLLM_ARGS)})."
+            )
 
 
 def engine_kwargs(args: VLLMArgs) -> dict[str, Any]:
@@ -176,7 +265,13 @@ def _named_engine_kwargs(args: VLLMArgs) -> dict[str, Any]:
         "enforce_eager": args.enforce_eager,
         "quantization": args.quantization,
         "seed": args.seed,
+        "tokenizer_mode": None if args.tokenizer_mode == "auto" else args.tokenizer_mode,
+        "tokenizer_revision": args.tokenizer_revision,
+        "max_num_seqs": args.max_batch_size,
     }
+    if args.lora_local_path is not None:
+        named["enable_lora"] = True
+        named["max_lora_rank"] = args.max_lora_rank
     if args.max_images is not None:
         named["limit_mm_per_prompt"] = {"image": args.max_images}
     return named
@@ -215,6 +310,23 @@ def _kept(images: Sequence[DocImage], args: VLLMArgs) -> int:
     return len(images) if args.max_images is None else min(args.max_images, len(images))
 
 
+_DECODED_HERE = (
+    "assay decodes the generated token ids itself, with the tokenizer, as the hf backend does "
+    "(so both give the same text); drop it"
+)
+REFUSED_SAMPLING: dict[str, str] = {
+    "n": "several texts per request: give the task repeats instead",
+    "best_of": "several texts per request: give the task repeats instead",
+    "stop": "stop strings are `until` (lm-eval's name, which lm-eval's vllm passes as stop)",
+    "detokenize": _DECODED_HERE,
+    "output_kind": "assay reads each request's final output",
+    "skip_special_tokens": _DECODED_HERE,
+    "spaces_between_special_tokens": _DECODED_HERE,
+    "include_stop_str_in_output": _DECODED_HERE,
+}
+"""vLLM SamplingParams settings a --gen_kwargs entry may not set, with the reason."""
+
+
 def generation_params(
     request: GenerateRequest, default_seed: int | None, *, send_stops: bool = True
 ) -> dict[str, Any]:
@@ -227,6 +339,14 @@ def generation_params(
     """
     if request.params.as_given:
         return dict(request.params.extra)
+    refused = [k for k, _ in request.params.extra if k in REFUSED_SAMPLING]
+    if refused:
+        raise ModelError(
+            "--model vllm: generation argument(s) "
+            + "; ".join(f"{k}: {REFUSED_SAMPLING[k]}" for k in refused)
+            + ". Other SamplingParams settings (repetition_penalty, min_p, presence_penalty ...) "
+            "pass to vLLM as lm-eval passes them."
+        )
     decoding = decoding_of(request, default_seed)
     params: dict[str, Any] = {
         "max_tokens": request.params.max_gen_toks,
