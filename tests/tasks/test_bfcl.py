@@ -30,10 +30,16 @@ def test_a_missing_bfcl_eval_is_refused_with_the_way_to_install_it():
         bfcl_eval_module("bfcl_eval_not_here.utils")
 
 
-@pytest.mark.parametrize("category", ["web_search_base", "memory_kv", "multi_turn_base"])
+@pytest.mark.parametrize("category", ["web_search_base", "memory_kv"])
 def test_categories_assay_does_not_run_are_refused_with_the_reason(category):
     config = Registry().get(f"bfcl_fc_{category}")
     with pytest.raises(ConfigError, match=rf"BFCL's {category} is not run by assay: (it|its)"):
+        config.validate()
+
+
+def test_multi_turn_in_prompt_mode_is_refused_with_the_reason():
+    config = Registry().get("bfcl_prompt_multi_turn_base")
+    with pytest.raises(ConfigError, match=r"prompt mode is not run by assay: .*bfcl_fc_multi"):
         config.validate()
 
 
