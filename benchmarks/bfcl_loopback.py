@@ -82,6 +82,8 @@ class ScriptedBfcl:
             self.plans[first] = (variant, truths[entry_id], params)
             self.variant_of[entry_id] = variant
         self.requests = 0
+        self.seen: list[str] = []
+        """Every conversation asked (its messages as JSON), in arrival order."""
         self.hold_at: int | None = None
         self.held = threading.Event()
         self.release = threading.Event()
@@ -92,6 +94,7 @@ class ScriptedBfcl:
         with self._lock:
             self.requests += 1
             number = self.requests
+            self.seen.append(json.dumps(body["messages"], sort_keys=True))
         if self.hold_at is not None and number == self.hold_at:
             self.held.set()
             self.release.wait(timeout=60)

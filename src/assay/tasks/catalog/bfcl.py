@@ -195,11 +195,12 @@ TASKS_TABLE = [_task(mode, category) for mode in MODES for category in (*OFFLINE
 
 
 def _groups(mode: str) -> list[GroupConfig]:
-    """BFCL's leaderboard parts that a group computes as bfcl-eval does: non-live simple, the
-    unweighted mean of its three languages; live AST, its four categories weighted by size;
-    irrelevance, the unweighted mean of the non-live and live ones. Non-live AST (a mean over
-    non-live simple and three categories) and the overall score are `leaderboard_scores`'s:
-    a group of groups averages the tasks beneath, not its parts."""
+    """BFCL's leaderboard parts as groups computed as bfcl-eval computes them: non-live simple,
+    the unweighted mean of its three languages; live AST, its four categories weighted by
+    size; irrelevance, the unweighted mean of the non-live and live ones (each with a pooled
+    interval). Non-live AST (an unweighted mean over non-live simple and three categories)
+    and the overall score (prompt mode: multi-turn, which it does not run, counts 0) are
+    computed by `leaderboard_scores` from their categories, without an interval."""
     name = f"bfcl_{mode}"
 
     def group(group: str, tasks: list[str], by_size: bool) -> GroupConfig:
@@ -217,7 +218,34 @@ def _groups(mode: str) -> list[GroupConfig]:
             [f"{name}_irrelevance", f"{name}_live_irrelevance"],
             False,
         ),
+        leaderboard_group(f"{name}_non_live", mode, NON_LIVE_AST, "non_live"),
+        *(
+            [leaderboard_group(f"{name}_overall", mode, OFFLINE, "overall")]
+            if mode == "prompt"
+            else []
+        ),
     ]
+
+
+def leaderboard_group(name: str, mode: str, categories: tuple[str, ...], part: str) -> GroupConfig:
+    """A group over `categories` whose bfcl_accuracy is BFCL's leaderboard `part`
+    (`leaderboard_scores`), computed from its tasks' accuracies and sizes."""
+    tasks = [f"bfcl_{mode}_{c}" for c in categories]
+
+    def aggregate(values: list[float], sizes: list[int], _: bool) -> float:
+        if len(values) != len(categories):
+            raise ConfigError(
+                f"group {name}: bfcl_accuracy came from {len(values)} of its "
+                f"{len(categories)} tasks ({', '.join(tasks)}); run them all."
+            )
+        accuracy = {c: (v, n) for c, v, n in zip(categories, values, sizes, strict=True)}
+        return leaderboard_scores(accuracy, dict.fromkeys(LIVE_AST, 0))[part]
+
+    return GroupConfig(
+        name=name,
+        tasks=tasks,
+        aggregate_metric_list=[{"metric": "bfcl_accuracy", "aggregation": aggregate}],
+    )
 
 
 GROUPS = [group for mode in MODES for group in _groups(mode)]

@@ -38,7 +38,7 @@ from assay.metrics.bfcl_multi_turn import (
 )
 from assay.requests.tools import ToolCall, ToolSpec, Turn
 from assay.requests.types import Generation
-from assay.tasks.catalog.bfcl import fc_tools
+from assay.tasks.catalog.bfcl import OFFLINE, fc_tools, leaderboard_group
 from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.lm_eval_yaml import GroupConfig
 
@@ -202,6 +202,8 @@ GROUPS = [
         name="bfcl_fc_multi_turn",
         tasks=[f"bfcl_fc_{category}" for category in MULTI_TURN],
         aggregate_metric_list=[{"metric": "bfcl_accuracy", "weight_by_size": False}],
-    )
+    ),
+    leaderboard_group("bfcl_fc_overall", "fc", (*OFFLINE, *MULTI_TURN), "overall"),
 ]
-"""BFCL's multi-turn score: the unweighted mean of its four categories."""
+"""BFCL's multi-turn score (the unweighted mean of its four categories, with a pooled
+interval) and its overall score in function-calling mode (`bfcl.leaderboard_scores`)."""
