@@ -110,6 +110,51 @@ def kill(out: Path) -> dict[str, object]:
     }
 
 
+def hostile(out: Path) -> dict[str, object]:
+    """Calls that would make bfcl-eval's `eval` run code or reach builtins, straight into an
+    episode; and a model that never stops calling tools."""
+    from assay.metrics.bfcl_multi_turn import multi_turn_verdict
+    from assay.requests.tools import ToolCall
+    from assay.requests.types import Generation
+    from assay.tasks.catalog.bfcl_multi_turn import BfclEpisode
+
+    out.mkdir(parents=True)
+    victim = out / "victim.txt"
+    victim.write_text("keep me")
+    touched = out / "touched"
+    calls = (
+        ToolCall.parsed(f"__import__('pathlib').Path({str(touched)!r}).touch", {}),
+        ToolCall.parsed("cd", {f"folder=__import__('pathlib').Path({str(touched)!r}).touch(),x": 1}),
+        ToolCall.parsed("open", {"file": str(victim), "mode": "w"}),
+        ToolCall.parsed("no_such_function", {"a": 1}),
+        ToolCall.parsed("cd", {"folder": "document"}),
+    )
+    entry_id = list(entries("multi_turn_base"))[0]
+    episode = BfclEpisode({"category": "multi_turn_base", "id": entry_id})
+    reply = episode.reply(Generation("", tool_calls=calls))
+    texts = [outcome.content for _, outcome in reply.results]
+    errors = [outcome.error for _, outcome in reply.results]
+    answer = [[{c.name: c.raw} for c in calls]]
+    verdict = multi_turn_verdict("multi_turn_base", entry_id, [answer, [], [], []])
+    steps = 0
+    endless = BfclEpisode({"category": "multi_turn_base", "id": entry_id})
+    stop = None
+    while stop is None and steps < 100:
+        stop = endless.reply(Generation("", tool_calls=(ToolCall.parsed("pwd", {}),))).stop
+        steps += 1
+    episode.close()
+    endless.close()
+    return {
+        "touched": touched.exists(),
+        "victim": victim.read_text(),
+        "errors": errors,
+        "texts": texts,
+        "verdict_error": verdict.error_type,
+        "endless_steps": steps,
+        "endless_stop": stop,
+    }
+
+
 TOOL_TEMPLATE = (
     "{{ bos_token }}{% if tools %}<|system|>\nTools:{% for tool in tools %}\n"
     "{{ tool | tojson }}{% endfor %}\nCall one as <tool_call>{json}</tool_call>\n{% endif %}"
@@ -156,4 +201,4 @@ def hf(out: Path) -> dict[str, object]:
 if __name__ == "__main__":
     os.environ.setdefault("OPENAI_API_KEY", "unused-loopback-key")
     check, folder = sys.argv[1], Path(sys.argv[2])
-    print(json.dumps({"kill": kill, "hf": hf}[check](folder)))
+    print(json.dumps({"kill": kill, "hf": hf, "hostile": hostile}[check](folder)))

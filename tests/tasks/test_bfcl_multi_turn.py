@@ -86,3 +86,17 @@ def test_a_tiny_hf_chat_model_runs_the_conversations_end_to_end(tmp_path):
     # Every user turn was asked: the loop moved on at each answer without a call.
     assert all(n >= 1 for n in seen["user_turns"]), seen
     assert seen["model_turns"] >= 2 * 2, seen
+
+
+def test_calls_that_would_run_code_are_answered_with_an_error_and_never_run(tmp_path):
+    seen = _driver("hostile", tmp_path)
+    assert not seen["touched"] and seen["victim"] == "keep me", seen
+    assert seen["errors"] == [True, True, True, True, False], seen
+    assert "is not a plain name" in seen["texts"][0] and "is not a plain name" in seen["texts"][1]
+    assert "'open' is not a function of this conversation's APIs" in seen["texts"][2], seen
+    # A name nothing answers to gets bfcl-eval's own error; a real call runs.
+    assert seen["texts"][3] == "Error during execution: name 'no_such_function' is not defined"
+    assert seen["texts"][4] == '{"current_working_directory": "document"}', seen
+    assert seen["verdict_error"].startswith("multi_turn:"), seen
+    # A model that never stops calling tools: bfcl-eval's 20-step limit, then the loop ends.
+    assert seen["endless_steps"] == 21 and seen["endless_stop"] == "max_steps", seen
