@@ -124,12 +124,14 @@ def hostile(out: Path) -> dict[str, object]:
     touched = out / "touched"
     calls = (
         ToolCall.parsed(f"__import__('pathlib').Path({str(touched)!r}).touch", {}),
-        ToolCall.parsed("cd", {f"folder=__import__('pathlib').Path({str(touched)!r}).touch(),x": 1}),
+        ToolCall.parsed(
+            "cd", {f"folder=__import__('pathlib').Path({str(touched)!r}).touch(),x": 1}
+        ),
         ToolCall.parsed("open", {"file": str(victim), "mode": "w"}),
         ToolCall.parsed("no_such_function", {"a": 1}),
         ToolCall.parsed("cd", {"folder": "document"}),
     )
-    entry_id = list(entries("multi_turn_base"))[0]
+    entry_id = next(iter(entries("multi_turn_base")))
     episode = BfclEpisode({"category": "multi_turn_base", "id": entry_id})
     reply = episode.reply(Generation("", tool_calls=calls))
     texts = [outcome.content for _, outcome in reply.results]
