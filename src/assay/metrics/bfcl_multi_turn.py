@@ -139,42 +139,47 @@ def _forget(name: str) -> None:
         del kept[key]
 
 
-class _Decoder:
-    """What bfcl-eval's evaluation runner asks of a handler: its OpenAI handler's
-    function-calling decoding, with the calls assay does not run replaced."""
-
-    def __init__(self, methods: frozenset[str]) -> None:
-        self.methods = methods
-
-    def decode_execute(self, result: Any, has_tool_call_tag: bool) -> list[str]:
-        return decode_step(result, self.methods)
-
-
 def multi_turn_verdict(category: str, entry_id: str, turns: list[list[Any]]) -> Verdict:
     """bfcl-eval's verdict on a conversation: `turns` holds, per user turn reached, each step's
-    answer as `assay.metrics.bfcl.fc_model_result` gives it."""
-    runner = bfcl_eval_module("bfcl_eval.eval_checker.eval_runner")
+    answer as `assay.metrics.bfcl.fc_model_result` gives it.
+
+    As bfcl-eval's evaluation runner judges an entry (`_evaluate_single_multi_turn_entry`,
+    whose module is not imported: it loads every provider's SDK, 40 s on a busy machine): a
+    conversation that did not reach every user turn was force-terminated; otherwise each
+    step's answer is decoded (steps that do not decode, or call nothing, are left out) and
+    `multi_turn_checker` judges the calls. benchmarks/bfcl_multi_turn.py checks the verdicts
+    against the runner itself."""
+    checker = bfcl_eval_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker")
+    execution = bfcl_eval_module(_UTILS)
     entry = entries(category)[entry_id]
-    checked = entry["checked"]
+    checked, truth = entry["checked"], entry["ground_truth"]
+    if len(turns) != len(truth):
+        return Verdict(
+            False,
+            "multi_turn:force_terminated",
+            (f"{len(turns)} of {len(truth)} user turns were reached",),
+        )
+    methods = _methods(checked["involved_classes"])
+    decoded: list[list[list[str]]] = []
+    for steps in turns:
+        kept = []
+        for step in steps:
+            try:
+                calls = decode_step(copy.deepcopy(step), methods)
+            except Exception:  # as bfcl-eval: a step that does not decode is left out
+                continue
+            if not execution.is_empty_execute_response(calls):
+                kept.append(calls)
+        decoded.append(kept)
     name = f"assay_check_{next(_names)}"
     try:
-        result = runner._evaluate_single_multi_turn_entry(
-            _Decoder(_methods(checked["involved_classes"])),
-            entry_id,
-            copy.deepcopy(turns),
-            copy.deepcopy(entry["ground_truth"]),
-            copy.deepcopy(checked),
-            name,
-            category,
+        result = checker.multi_turn_checker(
+            decoded, copy.deepcopy(truth), copy.deepcopy(checked), category, name
         )
     finally:
         _forget(name)
     if result["valid"]:
         return Verdict(True)
-    error = result["error"]
-    messages = error.get("error_message", "")
     return Verdict(
-        False,
-        str(error.get("error_type", "")),
-        tuple(str(m) for m in (messages if isinstance(messages, list) else [messages])),
+        False, str(result.get("error_type", "")), (str(result.get("error_message", "")),)
     )
