@@ -100,7 +100,10 @@ class ScriptedBfcl:
             self.release.wait(timeout=60)
         messages = body["messages"]
         users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
-        variant, truth, params = self.plans[messages[users[0]]["content"]]
+        plan = self.plans.get(messages[users[0]]["content"]) if users else None
+        if plan is None:  # a conversation the script does not know: a text answer
+            return "I cannot help with that.", []
+        variant, truth, params = plan
         turn = len(users) - 1
         step = sum(m.get("role") == "assistant" for m in messages[users[-1] :])
         calls: list[tuple[str, Any]] = _calls_of(truth[turn], params) if turn < len(truth) else []
