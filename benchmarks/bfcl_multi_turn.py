@@ -2,7 +2,7 @@
 scripted model (benchmarks/bfcl_loopback.py), scored by assay, then the same transcripts
 scored by bfcl-eval's own evaluation runner (`evaluate_task`, its multi-turn checker) and
 leaderboard table; the script prints, per category, the agreement and both accuracies, the
-verdicts per scripted variant, and the multi-turn score beside bfcl-eval's
+verdicts per scripted variant, and the multi-turn and overall scores beside bfcl-eval's
 data_overall.csv. Exit status 1 when a verdict or a score differs.
 
 Run it in the environment that has bfcl-eval (`make bfcl-venv`):
@@ -27,6 +27,7 @@ from bfcl_loopback import Loopback, ScriptedBfcl
 from bfcl_parity import bfcl_verdicts
 
 from assay.metrics.bfcl_multi_turn import MULTI_TURN, entries
+from assay.tasks.catalog.bfcl import leaderboard_scores
 
 
 def chosen(category: str, sample: int | None) -> list[int]:
@@ -73,8 +74,8 @@ def bfcl_result(record: dict[str, Any]) -> dict[str, Any]:
     return {"id": record["doc"]["id"], "result": turns}
 
 
-def leaderboard_multi_turn(table: dict[str, Any], root: Path) -> str:
-    """bfcl-eval's "Multi Turn Acc" in data_overall.csv for `table`."""
+def leaderboard_row(table: dict[str, Any], root: Path) -> dict[str, str]:
+    """bfcl-eval's data_overall.csv row for `table`."""
     import csv
 
     from bfcl_eval.eval_checker.eval_runner_helper import generate_leaderboard_csv
@@ -85,7 +86,7 @@ def leaderboard_multi_turn(table: dict[str, Any], root: Path) -> str:
         generate_leaderboard_csv({"gpt-5-mini-2025-08-07-FC": table}, score_dir)
     with (score_dir / "data_overall.csv").open(encoding="utf-8") as handle:
         (row,) = list(csv.DictReader(handle))
-    return str(row["Multi Turn Acc"])
+    return dict(row)
 
 
 def main() -> int:
@@ -132,11 +133,14 @@ def main() -> int:
                 print(f"    differs: {i} assay={mine[i]} bfcl={theirs[i]}")
             failures += bool(differ)
         if set(accuracy) == set(MULTI_TURN):
-            ours = f"{sum(accuracy.values()) / len(accuracy) * 100:.2f}%"
-            bfcl = leaderboard_multi_turn(table, root)
-            same = "same" if ours == bfcl else "DIFFERENT"
-            print(f"{'multi_turn':24s} assay {ours:>8s}  bfcl {bfcl:>8s}  {same}")
-            failures += same != "same"
+            row = leaderboard_row(table, root)
+            sizes = {c: len(entries(c)) for c in MULTI_TURN}
+            scores = leaderboard_scores({c: (a, sizes[c]) for c, a in accuracy.items()})
+            for part, column in (("multi_turn", "Multi Turn Acc"), ("overall", "Overall Acc")):
+                ours = f"{scores[part] * 100:.2f}%"
+                same = "same" if ours == row[column] else "DIFFERENT"
+                print(f"{part:24s} assay {ours:>8s}  bfcl {row[column]:>8s}  {same}")
+                failures += same != "same"
     print(
         "multi-turn parity: ok" if not failures else f"multi-turn parity: {failures} difference(s)"
     )
