@@ -93,3 +93,13 @@ def test_a_built_model_unlike_its_description_is_refused():
     with pytest.raises(ModelError, match=r"weights: 'abc' read, 'other' loaded"):
         model.generate_until([GenerateRequest("Q")])
     assert model.built is None
+
+
+def test_a_deferred_hf_model_takes_tools_as_the_loaded_one_does(tiny_model_dir):
+    # An agent task (tools) run from the CLI meets the deferred backend first.
+    described = described_model(
+        RunSettings(model="hf", model_args={"pretrained": str(tiny_model_dir), "device": "cpu"})
+    )
+    assert isinstance(described, Unloaded) and described.accepts_tools
+    assert DeferredBackend(described, lambda: _Built("abc")).accepts_tools
+    assert not DeferredBackend(_Described(), lambda: _Built("abc")).accepts_tools

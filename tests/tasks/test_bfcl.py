@@ -30,10 +30,16 @@ def test_a_missing_bfcl_eval_is_refused_with_the_way_to_install_it():
         bfcl_eval_module("bfcl_eval_not_here.utils")
 
 
-@pytest.mark.parametrize("category", ["web_search_base", "memory_kv", "multi_turn_base"])
+@pytest.mark.parametrize("category", ["web_search_base", "memory_kv"])
 def test_categories_assay_does_not_run_are_refused_with_the_reason(category):
     config = Registry().get(f"bfcl_fc_{category}")
     with pytest.raises(ConfigError, match=rf"BFCL's {category} is not run by assay: (it|its)"):
+        config.validate()
+
+
+def test_multi_turn_in_prompt_mode_is_refused_with_the_reason():
+    config = Registry().get("bfcl_prompt_multi_turn_base")
+    with pytest.raises(ConfigError, match=r"prompt mode is not run by assay: .*bfcl_fc_multi"):
         config.validate()
 
 
@@ -82,6 +88,32 @@ def test_leaderboard_scores_follow_bfcls_formulas():
     assert scores["relevance"] == 0.25
     expected = (0.1 * scores["non_live"] + 0.1 * scores["live"] + 0.1 * 0.75) / 1.0
     assert scores["overall"] == pytest.approx(expected)
+    multi = {"multi_turn_base": (0.5, 200), "multi_turn_miss_func": (0.1, 200)}
+    with_multi = bfcl.leaderboard_scores({**accuracy, **multi}, sizes)
+    assert with_multi["multi_turn"] == pytest.approx(0.6 / 4)  # two of four not run: 0
+    assert with_multi["overall"] == pytest.approx(expected + 0.3 * 0.6 / 4)
+
+
+def _aggregate(group_name):
+    group = Registry().group_configs()[group_name]
+    return group.tasks, group.aggregate_metric_list[0]["aggregation"]
+
+
+@pytest.mark.parametrize("mode", ["fc", "prompt"])
+def test_leaderboard_groups_give_bfcls_non_live_and_overall_scores(mode):
+    tasks, aggregate = _aggregate(f"bfcl_{mode}_overall")
+    categories = [t.removeprefix(f"bfcl_{mode}_") for t in tasks]
+    values = [(i + 1) / (len(tasks) + 3) for i in range(len(tasks))]  # all different
+    sizes = [10 + 7 * i for i in range(len(tasks))]
+    accuracy = {c: (v, n) for c, v, n in zip(categories, values, sizes, strict=True)}
+    expected = bfcl.leaderboard_scores(accuracy, {})
+    assert aggregate(values, sizes, True) == pytest.approx(expected["overall"])
+    assert ("multi_turn_base" in categories) == (mode == "fc")
+    tasks, aggregate = _aggregate(f"bfcl_{mode}_non_live")
+    n = len(tasks)
+    assert aggregate(values[:n], sizes[:n], True) == pytest.approx(expected["non_live"])
+    with pytest.raises(ConfigError, match="run them all"):
+        aggregate(values[: n - 1], sizes[: n - 1], True)
 
 
 @pytest.mark.parametrize(

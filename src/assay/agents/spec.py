@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from assay.agents.episode import EpisodeFactory
 from assay.agents.tools import AgentTool, command_tool, function_tool, sandboxed_tool
 from assay.errors import TaskConfigError
 from assay.requests.tools import ToolSpec
@@ -32,6 +33,9 @@ class AgentSpec:
     default)."""
     state_field: str | None = None
     """Dataset field holding the sample's initial state (a mapping) that tools may change."""
+    episode: EpisodeFactory | None = None
+    """A task that drives the conversation itself (user turns, tools per turn, calls run
+    against its own simulated APIs): `agents.episode`. `tools` is then unused."""
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
@@ -44,7 +48,7 @@ class AgentSpec:
 
     def check(self, where: str) -> None:
         """Refuse what no loop could honour, naming the field."""
-        if not self.tools:
+        if not self.tools and self.episode is None:
             raise TaskConfigError(f"{where}: 'agent.tools' is empty; declare at least one tool.")
         names = [tool.spec.name for tool in self.tools]
         doubled = sorted({n for n in names if names.count(n) > 1})

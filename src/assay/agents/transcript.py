@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.requests.tools import ToolCall
+from assay.requests.tools import ToolCall, Turn
 from assay.requests.types import Generation
 
 
@@ -18,10 +18,12 @@ class Transcript:
     """The turns of one sample's agent loop and how it ended."""
 
     turns: list[dict[str, Any]] = field(default_factory=list)
-    """Records in order: the opening prompt, assistant turns, tool results."""
+    """Records in order: the opening prompt, assistant turns, tool results, and in an
+    episode (`agents.episode`) each later user turn."""
     stopped_by: str | None = None
-    """"answer" (the model answered without calling a tool), or the limit reached:
-    "max_turns", "max_tokens" or "max_seconds"."""
+    """"answer" (the model answered without calling a tool; in an episode, the conversation
+    ended), or the limit reached: "max_turns", "max_tokens", "max_seconds", or one an
+    episode enforces (BFCL: "max_steps")."""
     tokens: int = 0
     """Tokens the model generated over all turns (answer and thinking, where counted)."""
     seconds: float = 0.0
@@ -44,11 +46,23 @@ class Transcript:
     def calls(self) -> list[ToolCall]:
         """Every call the model made, in order."""
         return [
-            ToolCall(c["name"], c["arguments_json"], c["raw"], c["id"])
-            for turn in self.turns
-            if turn["role"] == "assistant"
-            for c in turn.get("_calls", [])
+            call for group in self.answers_by_user_turn() for _, calls in group for call in calls
         ]
+
+    def answers_by_user_turn(self) -> list[list[tuple[str, list[ToolCall]]]]:
+        """Each model turn's text and calls, grouped by the user turn they answer (an
+        episode's user turns; otherwise one group)."""
+        groups: list[list[tuple[str, list[ToolCall]]]] = [[]]
+        for turn in self.turns:
+            if turn["role"] == "user":
+                groups.append([])
+            elif turn["role"] == "assistant":
+                calls = [
+                    ToolCall(c["name"], c["arguments_json"], c["raw"], c["id"])
+                    for c in turn.get("_calls", [])
+                ]
+                groups[-1].append((turn["content"], calls))
+        return groups
 
     def add_answer(self, answer: Generation, seconds: float) -> None:
         tokens = (answer.answer_tokens or 0) + (answer.reasoning_tokens or 0)
@@ -85,6 +99,16 @@ class Transcript:
                 "seconds": round(seconds, 6),
             }
         )
+
+    def add_user(self, messages: tuple[Turn, ...], tools_added: tuple[str, ...]) -> None:
+        """A user turn an episode opened (with the tools offered from it on, when new)."""
+        record: dict[str, Any] = {
+            "role": "user",
+            "messages": [message.as_dict() for message in messages],
+        }
+        if tools_added:
+            record["tools_added"] = list(tools_added)
+        self.turns.append(record)
 
     def record(self) -> dict[str, Any]:
         """What the samples file keeps."""

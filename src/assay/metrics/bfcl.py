@@ -18,11 +18,12 @@ import ast
 import copy
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ConfigError
 from assay.metrics.base import Metric, SampleInput, register_metric
+from assay.metrics.bfcl_checker import Verdict, bfcl_eval_module
+from assay.metrics.bfcl_multi_turn import MULTI_TURN, multi_turn_verdict
 from assay.requests.tools import ToolCall
 
 FC_CHECKER_MODEL = "gpt-5-mini-2025-08-07-FC"
@@ -31,31 +32,6 @@ function-calling model, whose tools are sent with "." in names written "_" (as a
 them), so the checker reads the model's "_" back as "."."""
 PROMPT_CHECKER_MODEL = "gpt-5-mini-2025-08-07"
 """The bfcl-eval model whose configuration the prompt-mode checker runs under (names kept)."""
-
-INSTALL_HINT = (
-    "BFCL is scored by the official bfcl-eval package, which pins numpy 1.26.4 and so lives in "
-    "an environment of its own: `make bfcl-venv` builds .venv-bfcl (bfcl-eval==2026.3.23 with "
-    "assay), then run assay with .venv-bfcl/bin/python -m assay."
-)
-
-
-def bfcl_eval_module(name: str) -> Any:
-    """A module of bfcl-eval, or a ConfigError that says how to install it."""
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        raise ConfigError(f"{INSTALL_HINT} (import {name} failed: {exc})") from None
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """bfcl-eval's verdict on one answer: valid, and when not, its error type and messages."""
-
-    valid: bool
-    error_type: str = ""
-    errors: tuple[str, ...] = ()
 
 
 def fc_model_result(calls: Sequence[ToolCall], text: str) -> list[dict[str, str]] | str:
@@ -203,13 +179,16 @@ def bfcl_accuracy(**unknown: Any) -> Metric:
     """BFCL accuracy: 1.0 when bfcl-eval's checker accepts the answer, else 0.0.
 
     Reads the doc's `specific` as the BFCL tasks write it: `category`, `mode` ("fc" or
-    "prompt"), `functions` and `ground_truth`."""
+    "prompt"), `functions` and `ground_truth`; for a multi-turn category, `id` (the
+    conversation is read from the sample's transcript)."""
     if unknown:
         raise ConfigError(f"bfcl_accuracy takes no arguments, got {sorted(unknown)}.")
 
     def sample_fn(sample: SampleInput) -> float:
         spec = sample.doc.specific or {}
         mode = spec["mode"]
+        if spec["category"] in MULTI_TURN:
+            return 1.0 if _multi_turn(spec, sample).valid else 0.0
         text = sample.response if isinstance(sample.response, str) else ""
         model_result = fc_model_result(sample.tool_calls, text) if mode == "fc" else text
         judged = verdict(
@@ -218,3 +197,15 @@ def bfcl_accuracy(**unknown: Any) -> Metric:
         return 1.0 if judged.valid else 0.0
 
     return Metric("bfcl_accuracy", sample_fn, "mean", True)
+
+
+def _multi_turn(spec: dict[str, Any], sample: SampleInput) -> Verdict:
+    """A multi-turn conversation's verdict from its transcript: per user turn, each model
+    turn's answer as bfcl-eval's OpenAI handler records it."""
+    if sample.transcript is None:
+        raise ConfigError(f"bfcl_accuracy: BFCL's {spec['category']} scores an agent transcript.")
+    turns = [
+        [fc_model_result(calls, text) for text, calls in answers]
+        for answers in sample.transcript.answers_by_user_turn()
+    ]
+    return multi_turn_verdict(spec["category"], spec["id"], turns)

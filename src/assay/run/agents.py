@@ -16,12 +16,13 @@ import time
 from typing import Any
 
 from assay.agents.spec import AgentSpec
+from assay.agents.tools import ToolOutcome
 from assay.agents.transcript import Transcript
 from assay.errors import DataError, FailedRequests, ModelError
 from assay.execution.stats import RunStats
 from assay.requests.cache import ResponseCache, request_key
 from assay.requests.doc_result import DocResult
-from assay.requests.tools import Turn, conversation_of
+from assay.requests.tools import ToolCall, Turn, conversation_of
 from assay.requests.types import GenerateRequest, Generation
 from assay.run.answering import Answering, name_failed_docs
 from assay.run.plan import TaskPlan
@@ -40,6 +41,7 @@ class _Loop:
         self.transcript.turns.append({"role": "prompt", "messages": _prompt_record(first)})
         self.final = ""
         self.last: Generation | None = None
+        self.episode = spec.episode(result.doc.specific or {}) if spec.episode else None
 
     def request(self) -> GenerateRequest:
         return GenerateRequest(
@@ -47,7 +49,7 @@ class _Loop:
             self.first.params,
             self.first.sample_index,
             self.first.images,
-            tools=self.spec.specs,
+            tools=self.episode.tools() if self.episode else self.spec.specs,
             tool_choice=self.spec.tool_choice,
         )
 
@@ -58,33 +60,57 @@ class _Loop:
         transcript.add_answer(answer, seconds)
         self.conversation = (*self.conversation, Turn("assistant", answer.text, answer.tool_calls))
         self.final, self.last = answer.text, answer
-        if not answer.tool_calls:
+        if self.episode is not None:
+            self._episode_turn(answer, clock, key)
+            if transcript.stopped_by is not None:
+                return
+        elif not answer.tool_calls:
             transcript.stopped_by = "answer"
             return
-        tools = {tool.spec.name: tool for tool in spec.tools}
-        turn = transcript.model_turns
-        for k, call in enumerate(answer.tool_calls):
-            call_id = call.id or f"call_{turn}_{k}"
-            tool = tools.get(call.name)
-            if tool is None:
-                content, error, took = (
-                    f"error: there is no tool named {call.name!r}; the tools are "
-                    f"{', '.join(sorted(tools))}",
-                    True,
-                    0.0,
-                )
-            else:
-                outcome = tool.call(call, self.state)
-                content, error = outcome.content, outcome.error
-                took = clock.seconds(f"{key}:tool:{k}", outcome.seconds)
-            transcript.add_result(call, call_id, content, error, took)
-            self.conversation = (*self.conversation, Turn("tool", content, (), call_id, call.name))
+        else:
+            tools = {tool.spec.name: tool for tool in spec.tools}
+            for k, call in enumerate(answer.tool_calls):
+                tool = tools.get(call.name)
+                if tool is None:
+                    outcome = ToolOutcome(
+                        f"error: there is no tool named {call.name!r}; the tools are "
+                        f"{', '.join(sorted(tools))}",
+                        True,
+                        0.0,
+                    )
+                else:
+                    outcome = tool.call(call, self.state)
+                self._add_result(k, call, outcome, clock, key)
         if transcript.model_turns >= spec.max_turns:
             transcript.stopped_by = "max_turns"
         elif spec.max_tokens is not None and transcript.tokens >= spec.max_tokens:
             transcript.stopped_by = "max_tokens"
         elif spec.max_seconds is not None and transcript.seconds >= spec.max_seconds:
             transcript.stopped_by = "max_seconds"
+
+    def _add_result(
+        self, k: int, call: ToolCall, outcome: ToolOutcome, clock: _Clock, key: str
+    ) -> None:
+        """The result of the turn's `k`-th call (asked under `key`), timed as first noted."""
+        call_id = call.id or f"call_{self.transcript.model_turns}_{k}"
+        took = clock.seconds(f"{key}:tool:{k}", outcome.seconds) if outcome.seconds else 0.0
+        self.transcript.add_result(call, call_id, outcome.content, outcome.error, took)
+        self.conversation = (
+            *self.conversation,
+            Turn("tool", outcome.content, (), call_id, call.name),
+        )
+
+    def _episode_turn(self, answer: Generation, clock: _Clock, key: str) -> None:
+        """The episode runs the turn's calls and may open the next user turn or end."""
+        assert self.episode is not None
+        reply = self.episode.reply(answer)
+        for k, (call, outcome) in enumerate(reply.results):
+            self._add_result(k, call, outcome, clock, key)
+        if reply.user:
+            self.transcript.add_user(reply.user, reply.tools_added)
+            self.conversation = (*self.conversation, *reply.user)
+        if reply.stop is not None:
+            self.transcript.stopped_by = reply.stop
 
 
 def _prompt_record(request: GenerateRequest) -> Any:
@@ -102,7 +128,6 @@ def run_agents(
 ) -> RunStats:
     """Run the loop of every doc of the shard (asked nothing before); each doc's response is
     its final answer (the last turn's text) and its transcript is kept on the doc result."""
-    stats = RunStats()
     model = answering.executor.model
     if not model.accepts_tools:
         raise ModelError(
@@ -119,6 +144,32 @@ def run_agents(
                 "generation per doc (output_type generate_until, no repeats)."
             )
         loops.append(_Loop(result, first, spec))
+    try:
+        stats = _rounds(answering, plan, loops, cache)
+    finally:
+        for loop in loops:
+            if loop.episode is not None:
+                loop.episode.close()
+    for loop in loops:
+        result = loop.result
+        if loop.last is not None and not loop.last.has_metadata:
+            result.generations.pop((0, 0), None)
+        seen = loop.final if loop.last is None else _seen(answering, loop.last)
+        result.resps[0] = [seen]
+        loop.transcript.end_state = loop.state
+        result.transcript = loop.transcript
+    answering.refuse_unclosed(plan.name, results)
+    return stats
+
+
+def _rounds(
+    answering: Answering,
+    plan: TaskPlan,
+    loops: list[_Loop],
+    cache: ResponseCache | None,
+) -> RunStats:
+    """Ask every unfinished loop's next turn, round by round, until all have stopped."""
+    stats = RunStats()
     clock = _Clock(cache)
     round_number = 0
     while active := [loop for loop in loops if loop.transcript.stopped_by is None]:
@@ -137,15 +188,6 @@ def run_agents(
             answering.filed(plan.name, loop.result, (0, 0), generation, request)
             loop.take(generation, clock.seconds(key, took), clock, key)
         round_number += 1
-    for loop in loops:
-        result = loop.result
-        if loop.last is not None and not loop.last.has_metadata:
-            result.generations.pop((0, 0), None)
-        seen = loop.final if loop.last is None else _seen(answering, loop.last)
-        result.resps[0] = [seen]
-        loop.transcript.end_state = loop.state
-        result.transcript = loop.transcript
-    answering.refuse_unclosed(plan.name, results)
     return stats
 
 
@@ -201,6 +243,8 @@ class AgentTally:
             "agent_tool_calls_mean": self.calls / n if n else None,
             "agent_tool_errors": self.errors,
         }
-        for reason in ("answer", "max_turns", "max_tokens", "max_seconds"):
+        usual = ("answer", "max_turns", "max_tokens", "max_seconds")
+        # An episode's own limits (BFCL's steps per user turn) are listed when reached.
+        for reason in (*usual, *sorted(set(self.stopped) - set(usual))):
             out[f"agent_stopped_by_{reason}"] = self.stopped.get(reason, 0)
         return out

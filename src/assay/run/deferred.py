@@ -41,6 +41,7 @@ class DeferredBackend(LM):
         """The backend, once a request needed it."""
         self.accepts_messages = described.accepts_messages
         self.accepts_images = described.accepts_images
+        self.accepts_tools = described.accepts_tools
         self.max_length = described.max_length
         self.has_batch_api = described.has_batch_api
         self.batch_size = described.batch_size

@@ -34,6 +34,9 @@ class UnloadedHF(Unloaded):
     """A `--model hf` model as its files describe it: the identity, provenance, chat template,
     token counts and context window of the loaded model, and no weights."""
 
+    accepts_tools = True
+    """As the loaded `hf` model: the chat template's own tool support."""
+
     def __init__(
         self,
         args: HFArgs,

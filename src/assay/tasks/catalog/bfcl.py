@@ -7,9 +7,8 @@ ground truth, the prompt-mode system prompt and the tool schemas all come from t
 `bfcl-eval` package (its data files and helpers, never copies); answers are scored by its
 checker (`assay.metrics.bfcl`). Groups aggregate as BFCL's leaderboard does.
 
-Categories that need the network (web search) or a memory backend, and the multi-turn ones
-(which need an agent loop over bfcl-eval's simulated APIs), are listed and refused with the
-reason.
+Categories that need the network (web search) or a memory backend are listed and refused with
+the reason. The multi-turn categories are agent tasks: `bfcl_multi_turn`.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from typing import Any
 from assay.doc import Doc, OutputType
 from assay.errors import ConfigError
 from assay.metrics.bfcl import bfcl_eval_module
+from assay.metrics.bfcl_multi_turn import MULTI_TURN
 from assay.requests.tools import ToolSpec, Turn
 from assay.tasks.config import MetricSpec, TaskConfig
 from assay.tasks.lm_eval_yaml import GroupConfig
@@ -39,10 +39,6 @@ REFUSED = {
     "memory_kv": "its memory backends are built from earlier conversations of the same model",
     "memory_vector": "its memory backends are built from earlier conversations of the same model",
     "memory_rec_sum": "its memory backends are built from earlier conversations of the same model",
-    "multi_turn_base": "it needs a multi-turn agent loop over bfcl-eval's simulated APIs",
-    "multi_turn_miss_func": "it needs a multi-turn agent loop over bfcl-eval's simulated APIs",
-    "multi_turn_miss_param": "it needs a multi-turn agent loop over bfcl-eval's simulated APIs",
-    "multi_turn_long_context": "it needs a multi-turn agent loop over bfcl-eval's simulated APIs",
 }
 """Categories assay lists but does not run, with the reason."""
 
@@ -140,7 +136,8 @@ def _refused(category: str) -> Any:
     def refuse() -> None:
         raise ConfigError(
             f"BFCL's {category} is not run by assay: {REFUSED[category]}. The offline "
-            f"categories are {', '.join(OFFLINE)}."
+            f"categories are {', '.join(OFFLINE)}, and in function-calling mode "
+            f"{', '.join(MULTI_TURN)}."
         )
 
     return refuse
@@ -198,11 +195,12 @@ TASKS_TABLE = [_task(mode, category) for mode in MODES for category in (*OFFLINE
 
 
 def _groups(mode: str) -> list[GroupConfig]:
-    """BFCL's leaderboard parts that a group computes as bfcl-eval does: non-live simple, the
-    unweighted mean of its three languages; live AST, its four categories weighted by size;
-    irrelevance, the unweighted mean of the non-live and live ones. Non-live AST (a mean over
-    non-live simple and three categories) and the overall score are `leaderboard_scores`'s:
-    a group of groups averages the tasks beneath, not its parts."""
+    """BFCL's leaderboard parts as groups computed as bfcl-eval computes them: non-live simple,
+    the unweighted mean of its three languages; live AST, its four categories weighted by
+    size; irrelevance, the unweighted mean of the non-live and live ones (each with a pooled
+    interval). Non-live AST (an unweighted mean over non-live simple and three categories)
+    and the overall score (prompt mode: multi-turn, which it does not run, counts 0) are
+    computed by `leaderboard_scores` from their categories, without an interval."""
     name = f"bfcl_{mode}"
 
     def group(group: str, tasks: list[str], by_size: bool) -> GroupConfig:
@@ -220,7 +218,34 @@ def _groups(mode: str) -> list[GroupConfig]:
             [f"{name}_irrelevance", f"{name}_live_irrelevance"],
             False,
         ),
+        leaderboard_group(f"{name}_non_live", mode, NON_LIVE_AST, "non_live"),
+        *(
+            [leaderboard_group(f"{name}_overall", mode, OFFLINE, "overall")]
+            if mode == "prompt"
+            else []
+        ),
     ]
+
+
+def leaderboard_group(name: str, mode: str, categories: tuple[str, ...], part: str) -> GroupConfig:
+    """A group over `categories` whose bfcl_accuracy is BFCL's leaderboard `part`
+    (`leaderboard_scores`), computed from its tasks' accuracies and sizes."""
+    tasks = [f"bfcl_{mode}_{c}" for c in categories]
+
+    def aggregate(values: list[float], sizes: list[int], _: bool) -> float:
+        if len(values) != len(categories):
+            raise ConfigError(
+                f"group {name}: bfcl_accuracy came from {len(values)} of its "
+                f"{len(categories)} tasks ({', '.join(tasks)}); run them all."
+            )
+        accuracy = {c: (v, n) for c, v, n in zip(categories, values, sizes, strict=True)}
+        return leaderboard_scores(accuracy, dict.fromkeys(LIVE_AST, 0))[part]
+
+    return GroupConfig(
+        name=name,
+        tasks=tasks,
+        aggregate_metric_list=[{"metric": "bfcl_accuracy", "aggregation": aggregate}],
+    )
 
 
 GROUPS = [group for mode in MODES for group in _groups(mode)]
@@ -234,14 +259,17 @@ def leaderboard_scores(
 ) -> dict[str, float]:
     """BFCL's leaderboard aggregates from per-category (accuracy, entries scored), as bfcl-eval
     computes them: a category not run counts as accuracy 0 over all its entries (`sizes`, by
-    default read from bfcl-eval), so the overall score of the offline categories alone weighs
-    multi-turn and agentic (70 %) as 0, as bfcl-eval's own overall does."""
+    default read from bfcl-eval where a part weighs by size), so an overall score without multi-turn weighs it (30 %) as 0,
+    and agentic (web search and memory, 40 %, which assay does not run) always counts 0, as
+    bfcl-eval's own overall does."""
 
     def score(category: str) -> tuple[float, int]:
         if category in accuracy:
             return accuracy[category]
-        size = sizes[category] if sizes is not None else len(_entries(category))
-        return 0.0, size
+        if sizes is not None and category in sizes:
+            return 0.0, sizes[category]
+        # Only a size-weighted part (live) reads the size of a category not run.
+        return 0.0, len(_entries(category)) if category in LIVE_AST else 0
 
     def unweighted(*parts: tuple[float, int]) -> tuple[float, int]:
         return sum(a for a, _ in parts) / len(parts), sum(n for _, n in parts)
@@ -254,7 +282,13 @@ def leaderboard_scores(
     non_live = unweighted(simple, *(score(c) for c in NON_LIVE_AST[3:]))
     live = weighted(*(score(c) for c in LIVE_AST))
     irrelevance = unweighted(score("irrelevance"), score("live_irrelevance"))
-    parts = {"non_live": non_live[0], "live": live[0], "irrelevance": irrelevance[0]}
+    multi_turn = unweighted(*(score(c) for c in MULTI_TURN))
+    parts = {
+        "non_live": non_live[0],
+        "live": live[0],
+        "irrelevance": irrelevance[0],
+        "multi_turn": multi_turn[0],
+    }
     overall = sum(parts.get(k, 0.0) * w for k, w in OVERALL_WEIGHTS.items())
     return {
         "non_live_simple": simple[0],
