@@ -12,7 +12,9 @@ The page holds everything it shows, so it opens offline and can be mailed or arc
 - a sample browser over every samples record, compressed (gzip, base64) into the page and
   decoded by the browser's own DecompressionStream, rendered a page at a time, so a run of
   100k samples stays usable; it filters by text, flips, score range, and generations that
-  hit the token cap or ended while still thinking.
+  hit the token cap or ended while still thinking; agent samples show their transcripts turn
+  by turn and filter by failed calls, hit limits and wrong final answers
+  (report_transcripts.py).
 
 Plots are plotly figures built in Python; the page's script only lays out tables, filters and
 pages of samples.
@@ -34,6 +36,7 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.results.compare import CompareOptions, CompareReport, Comparison, compare_runs
 from assay.results.readers import Run
+from assay.results.report_transcripts import transcript_fields, transcripts_script
 from assay.results.schema import (
     SampleRecord,
     clustered_stderr_key,
@@ -87,6 +90,7 @@ def build_report(runs: Sequence[Run], options: CompareOptions | None = None) -> 
     template = resources.files("assay.results").joinpath("report_page.html").read_text("utf-8")
     fills = {
         "/*PLOTLY_JS*/": _plotly_js(),
+        "/*TRANSCRIPTS_JS*/": transcripts_script(),
         "/*PAGE_DATA*/": _script_json(page),
         "SAMPLES_GZIP_BASE64": _compressed(samples),
         "REPORT_TITLE": html.escape(" vs ".join(labels)),
@@ -274,6 +278,7 @@ def _sample_view(record: SampleRecord) -> dict[str, Any]:
         "metrics": {k: _jsonable(v) for k, v in sample_metric_values(record).items()},
         "cluster": record.get("cluster"),
         **_endings(record),
+        **transcript_fields(record),
     }
 
 
