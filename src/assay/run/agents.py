@@ -108,7 +108,7 @@ def run_agents(
         raise ModelError(
             f"task {plan.name} is an agent task (it offers tools), but --model "
             f"{getattr(model, 'name', type(model).__name__)} takes no tools; use a backend "
-            "that does (openai-chat, anthropic-chat)."
+            "that does (openai-chat, anthropic-chat, hf, vllm)."
         )
     loops: list[_Loop] = []
     for result in results:

@@ -44,6 +44,7 @@ VLLM_ARGS: dict[str, Arg] = {
     "think_start_token": Arg(str, None, nullable=True),
     "thinking_budget": Arg(int, None, nullable=True, minimum=0),
     "enable_thinking": Arg(bool, None, nullable=True),
+    "tool_parser": Arg(str, None, nullable=True, choices=("hermes", "llama3", "mistral")),
 }
 
 SCORING_PARAMS: dict[str, Any] = {
@@ -112,6 +113,9 @@ class VLLMArgs:
     """Thinking tokens allowed: a generation that thought for more counts as unclosed."""
     enable_thinking: bool | None
     """Passed to chat templates that take it (Qwen3's `enable_thinking`)."""
+    tool_parser: str | None
+    """How tool calls are read from generated text (hermes, llama3, mistral); None: the one
+    the chat template's own tool format calls for (`models.template_tools`)."""
 
     def template_args(self) -> dict[str, Any] | None:
         """Keyword arguments of the chat template: `chat_template_args`, and
