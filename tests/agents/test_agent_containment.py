@@ -53,6 +53,25 @@ def spawn(word: str) -> str:
     return subprocess.run(["echo", word], capture_output=True, text=True).stdout
 
 
+def write_from_a_thread(path: str) -> str:
+    """Write a file from a thread of its own."""
+    import threading
+
+    refused = []
+
+    def work():
+        try:
+            with open(path, "w") as handle:
+                handle.write("pwned")
+        except OSError as exc:
+            refused.append(str(exc))
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    return refused[0] if refused else "wrote " + path
+
+
 def count(step: int, state: dict) -> int:
     """Add to the sample's counter."""
     print("noise the tool prints")
@@ -112,6 +131,8 @@ def test_in_process_tools_may_not_write_connect_or_start_programs(hostile, liste
     assert connected.error and "network" in connected.content and accepted == []
     spawned = call(function_tool(hostile.spawn), word="hi")
     assert spawned.error and "starts a program" in spawned.content
+    threaded = call(function_tool(hostile.write_from_a_thread), path=str(target))
+    assert "writes the file" in threaded.content and not target.exists()
     # Outside a tool's call nothing is guarded: the test itself writes and connects.
     target.write_text("fine")
     socket.create_connection(("127.0.0.1", port), timeout=2).close()
