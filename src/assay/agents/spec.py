@@ -75,13 +75,16 @@ class AgentSpec:
             )
 
 
-_TOOL_KEYS = {"function", "code", "command", "name", "description", "parameters", "timeout_s"}
+_TOOL_KEYS = {
+    "function", "code", "command", "name", "description", "parameters", "timeout_s", "sandbox"
+}  # fmt: skip
 
 
 def agent_spec_from_yaml(raw: Any, where: str) -> AgentSpec:
     """`metadata.agent` of a YAML task: `tools` (each a `function: !function module.fn`, or
     `code:` Python defining run(**arguments), or `command: [argv]`, both run in the sandbox,
-    with `name`, `description`, `parameters`), and the limits."""
+    with `name`, `description`, `parameters`; `sandbox: true` runs a function in the sandbox
+    too), and the limits."""
     if not isinstance(raw, Mapping):
         raise TaskConfigError(f"{where}: 'metadata.agent' must be a mapping, got {raw!r}.")
     known = {"tools", "tool_choice", "state_field", *LIMITS}
@@ -126,14 +129,21 @@ def _tool(entry: Any, where: str) -> AgentTool:
         raise TaskConfigError(f"{where}: 'parameters' must be a JSON Schema object (a mapping).")
     description = entry.get("description")
     timeout = entry.get("timeout_s", 10.0)
+    sandbox = entry.get("sandbox", False)
+    if not isinstance(sandbox, bool) or (kinds != ["function"] and "sandbox" in entry):
+        raise TaskConfigError(
+            f"{where}: 'sandbox' is true or false, on a 'function' tool only ('code' and "
+            f"'command' tools always run in the sandbox); got {sandbox!r}."
+        )
     if kinds == ["function"]:
         function = entry["function"]
         function = function.resolve() if hasattr(function, "resolve") else function
         if not callable(function):
             raise TaskConfigError(f"{where}: 'function' must be a !function, got {function!r}.")
         return function_tool(
-            function, name=entry.get("name"), description=description, parameters=parameters
-        )
+            function, name=entry.get("name"), description=description, parameters=parameters,
+            sandbox=sandbox, timeout_s=float(timeout),
+        )  # fmt: skip
     name = entry.get("name")
     if not isinstance(name, str) or not name:
         raise TaskConfigError(f"{where}: a '{kinds[0]}' tool needs a 'name'.")

@@ -1,5 +1,7 @@
-"""The tools an agent task offers: Python functions run in-process, and programs or commands
-that touch the OS run in assay's sandbox (`assay.sandbox`, the run's --sandbox mode).
+"""The tools an agent task offers: Python functions run in-process (guarded: `agents.guard`
+refuses their writes, connections and programs), and Python functions declared `sandbox`,
+programs and commands, which run in assay's sandbox (`assay.sandbox`, the run's --sandbox mode)
+like model-written code.
 
 A tool's answer is text (what the model reads back). A tool that fails (unknown name,
 arguments that did not parse or do not fit, an exception, a sandboxed program that failed) is
@@ -10,11 +12,14 @@ from __future__ import annotations
 
 import inspect
 import json
+import secrets
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from assay.errors import TaskConfigError
 from assay.requests.tools import ToolCall, ToolSpec
 
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array",
@@ -73,11 +78,19 @@ def function_tool(
     name: str | None = None,
     description: str | None = None,
     parameters: Mapping[str, Any] | None = None,
+    sandbox: bool = False,
+    timeout_s: float = 10.0,
 ) -> AgentTool:
     """A Python function as a tool, called with the model's arguments as keyword arguments
     (and the sample's state as `state` when it takes one). Its name, description (the
     docstring's first paragraph) and parameters (from the signature's annotations; those
-    without a default are required) are read from the function unless given."""
+    without a default are required) are read from the function unless given.
+
+    In-process (the default), its file writes, network connections and programs are refused
+    (`agents.guard`). With `sandbox=True` it runs in the run's sandbox instead, like
+    model-written code: its module's source is run there (standard library imports only in
+    the bwrap mode), the state goes in and comes back as JSON, and the task needs
+    --confirm-run-unsafe-code."""
     signature = inspect.signature(function)
     takes_state = STATE_PARAMETER in signature.parameters
     schema = dict(parameters) if parameters is not None else _schema_of(signature)
@@ -87,12 +100,64 @@ def function_tool(
         description if description is not None else doc.split("\n\n")[0].strip(),
         schema,
     )
+    if sandbox:
+        return AgentTool(spec, _sandboxed_function(function, takes_state, timeout_s), True)
 
     def run(arguments: dict[str, Any], state: dict[str, Any]) -> str:
+        from assay.agents.guard import guarded
+
         extra = {STATE_PARAMETER: state} if takes_state else {}
-        return _as_text(function(**arguments, **extra))
+        with guarded(spec.name):
+            return _as_text(function(**arguments, **extra))
 
     return AgentTool(spec, run)
+
+
+def _sandboxed_function(
+    function: Callable[..., Any], takes_state: bool, timeout_s: float
+) -> Callable[[dict[str, Any], dict[str, Any]], str]:
+    """How a `sandbox=True` function tool is run: its module's source and the call, as one
+    program in the sandbox; the result and the new state come back after a fresh nonce (what
+    the function prints cannot pass for them)."""
+    module = sys.modules.get(function.__module__)
+    where = f"tool function {function.__module__}.{function.__qualname__}"
+    if function.__qualname__ != function.__name__ or module is None:
+        raise TaskConfigError(
+            f"{where}: a sandboxed function tool must be a module's top-level function."
+        )
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError):
+        raise TaskConfigError(
+            f"{where}: its module's source cannot be read, so it cannot run in the sandbox."
+        ) from None
+    path = getattr(module, "__file__", None) or "<tool>"
+
+    def run(arguments: dict[str, Any], state: dict[str, Any]) -> str:
+        nonce = secrets.token_hex(16)
+        state_argument = f", {STATE_PARAMETER}=_state" if takes_state else ""
+        program = (
+            "import json as _json, sys as _sys\n"
+            f"_module = {{'__name__': {function.__module__!r}, '__file__': {path!r}}}\n"
+            f"exec(compile({source!r}, {path!r}, 'exec'), _module)\n"
+            f"_state = _json.loads({json.dumps(state)!r})\n"
+            f"_value = _module[{function.__name__!r}](**_json.loads({json.dumps(arguments)!r}){state_argument})\n"
+            "_text = _value if isinstance(_value, str) else _json.dumps(_value, ensure_ascii=False, default=str)\n"
+            f"_sys.stdout.write('\\n' + {nonce!r} + _json.dumps({{'text': _text, 'state': _state}}))\n"
+        )
+        out = _in_sandbox(program, timeout_s)
+        _, marker, answer = out.rpartition(nonce)
+        if not marker:
+            raise RuntimeError(
+                "the tool's answer did not come back from the sandbox (its output was cut?)"
+            )
+        value = json.loads(answer)
+        state.clear()
+        state.update(value["state"])
+        text: str = value["text"]
+        return text
+
+    return run
 
 
 def _schema_of(signature: inspect.Signature) -> dict[str, Any]:
@@ -167,7 +232,10 @@ def command_tool(
             f"done = subprocess.run({words!r}, capture_output=True, text=True)\n"
             "sys.stdout.write(done.stdout)\n"
             "sys.stderr.write(done.stderr)\n"
-            "sys.exit(done.returncode)\n"
+            # A zero exit returns normally: the sandbox counts sys.exit(0) as a program that
+            # never finished.
+            "if done.returncode:\n"
+            "    sys.exit(done.returncode)\n"
         )
         return _in_sandbox(program, timeout_s)
 

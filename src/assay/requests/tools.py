@@ -146,7 +146,7 @@ def plain_prompt(prompt: str | Messages | Conversation, backend: str) -> str | M
     if is_conversation(prompt):
         raise ModelError(
             f"--model {backend} does not take tool calls or tool results: a conversation with "
-            "tools needs a backend that accepts tools (openai-chat, anthropic-chat)."
+            "tools needs a backend that accepts tools (openai-chat, anthropic-chat, hf, vllm)."
         )
     return prompt  # type: ignore[return-value]
 

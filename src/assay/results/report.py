@@ -11,7 +11,9 @@ The page holds everything it shows, so it opens offline and can be mailed or arc
 - a sample browser over every samples record, compressed (gzip, base64) into the page and
   decoded by the browser's own DecompressionStream, rendered a page at a time, so a run of
   100k samples stays usable; it filters by text, flips, score range, and generations that
-  hit the token cap or ended while still thinking.
+  hit the token cap or ended while still thinking; agent samples show their transcripts turn
+  by turn and filter by failed calls, hit limits and wrong final answers
+  (report_transcripts.py).
 
 Plots are small chart descriptions built here (bars, lines, a forest of intervals); the page's
 own script draws them as inline SVG, its text set as text (a task name or run label holding
@@ -35,6 +37,7 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.results.compare import CompareOptions, CompareReport, Comparison, compare_runs
 from assay.results.readers import Run
+from assay.results.report_transcripts import transcript_fields, transcripts_script
 from assay.results.schema import (
     SampleRecord,
     clustered_stderr_key,
@@ -91,6 +94,7 @@ def build_report(runs: Sequence[Run], options: CompareOptions | None = None) -> 
     }
     template = resources.files("assay.results").joinpath("report_page.html").read_text("utf-8")
     fills = {
+        "/*TRANSCRIPTS_JS*/": transcripts_script(),
         "/*PAGE_DATA*/": _script_json(page),
         "SAMPLES_GZIP_BASE64": _compressed(samples),
         "REPORT_TITLE": html.escape(" vs ".join(labels)),
@@ -266,6 +270,7 @@ def _sample_view(record: SampleRecord) -> dict[str, Any]:
         "metrics": {k: _jsonable(v) for k, v in sample_metric_values(record).items()},
         "cluster": record.get("cluster"),
         **_endings(record),
+        **transcript_fields(record),
     }
 
 

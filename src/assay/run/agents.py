@@ -133,7 +133,7 @@ def run_agents(
         raise ModelError(
             f"task {plan.name} is an agent task (it offers tools), but --model "
             f"{getattr(model, 'name', type(model).__name__)} takes no tools; use a backend "
-            "that does (openai-chat, anthropic-chat)."
+            "that does (openai-chat, anthropic-chat, hf, vllm)."
         )
     loops: list[_Loop] = []
     for result in results:
@@ -215,11 +215,12 @@ class _Clock:
 
 
 class AgentTally:
-    """A task's agent loops counted for results.json: turns, tool calls, tool errors, and how
-    the loops ended."""
+    """A task's agent loops counted for results.json: turns, tool calls, failed and
+    unparseable calls, tokens, and how the loops ended (the answer or which limit)."""
 
     def __init__(self) -> None:
-        self.samples = self.turns = self.calls = self.errors = 0
+        self.samples = self.turns = self.calls = self.errors = self.unparsed = 0
+        self.failing = self.tokens = 0
         self.stopped: dict[str, int] = {}
 
     def add(self, results: list[DocResult]) -> None:
@@ -229,19 +230,29 @@ class AgentTally:
             self.turns += transcript.model_turns
             self.calls += transcript.tool_calls
             self.errors += transcript.tool_errors
+            self.failing += transcript.tool_errors > 0
+            self.unparsed += sum(call.arguments_json is None for call in transcript.calls())
+            self.tokens += transcript.tokens
             reason = transcript.stopped_by or "answer"
             self.stopped[reason] = self.stopped.get(reason, 0) + 1
 
     def entries(self) -> dict[str, Any]:
         """The task entry's keys (means are None for a task with no samples)."""
         n = self.samples
+
+        def mean(total: int) -> float | None:
+            return total / n if n else None
+
         out: dict[str, Any] = {
             "agent_samples": n,
             "agent_model_turns": self.turns,
-            "agent_model_turns_mean": self.turns / n if n else None,
+            "agent_model_turns_mean": mean(self.turns),
             "agent_tool_calls": self.calls,
-            "agent_tool_calls_mean": self.calls / n if n else None,
+            "agent_tool_calls_mean": mean(self.calls),
             "agent_tool_errors": self.errors,
+            "agent_tool_calls_unparsed": self.unparsed,
+            "agent_samples_with_tool_errors": self.failing,
+            "agent_tokens_mean": mean(self.tokens),
         }
         usual = ("answer", "max_turns", "max_tokens", "max_seconds")
         # An episode's own limits (BFCL's steps per user turn) are listed when reached.

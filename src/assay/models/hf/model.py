@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, ClassVar
 
 from assay.errors import ModelError
@@ -24,11 +23,11 @@ from assay.models.hf.load import load
 from assay.models.hf.memory import BatchSizer
 from assay.models.hf.prefix import loaded_attention
 from assay.models.hf.score import Scorer
+from assay.models.template_tools import read_calls, tool_parser, tool_prompt
 from assay.models.thinking import Thinking, thinking_args
 from assay.models.tokens import TokenizerView, rolling_windows
-from assay.models.tool_parsers import PARSERS, Parser, parser_for_template
 from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat
-from assay.requests.tools import conversation_of, is_conversation, plain_prompt, template_messages
+from assay.requests.tools import is_conversation, plain_prompt
 from assay.requests.types import (
     GenerateRequest,
     Generation,
@@ -183,39 +182,13 @@ class HuggingFaceLM(LM):
 
     def _tool_prompt(self, request: GenerateRequest) -> str:
         """A conversation with tools through the chat template's own tool support."""
-        template = self.chat_template()
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise ModelError(template.missing)
-        self._tool_parser()  # a template whose calls cannot be read fails before any compute
-        return str(
-            self.tokenizer.apply_chat_template(
-                template_messages(conversation_of(request.prompt)),
-                tools=[{"type": "function", "function": s.as_dict()} for s in request.tools]
-                or None,
-                add_generation_prompt=True,
-                tokenize=False,
-                **template.template_args,
-            )
-        )
-
-    def _tool_parser(self) -> Parser:
-        name = self.args.tool_parser or parser_for_template(
-            getattr(self.tokenizer, "chat_template", None)
-        )
-        if name is None:
-            raise ModelError(
-                "--model hf: the chat template shows no tool-call format assay can read; give "
-                "tool_parser=hermes|llama3|mistral in --model-args (the format the model "
-                "writes its calls in)."
-            )
-        return PARSERS[name]
+        return tool_prompt(request, self.chat_template(), self.args.tool_parser, self.backend_name)
 
     def _read_calls(self, generation: Generation) -> Generation:
         """The calls in a generation's answer, taken out of its text."""
-        text, calls = self._tool_parser()(generation.text)
-        if not calls:
-            return generation
-        return replace(generation, text=text, tool_calls=calls, finish_reason="tool_calls")
+        return read_calls(
+            generation, tool_parser(self.args.tool_parser, self.tokenizer, self.backend_name)
+        )
 
     def chat_template(self) -> TokenizerChatTemplate:
         """The tokenizer's chat template (BOS included when the template writes it)."""

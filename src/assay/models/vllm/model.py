@@ -42,6 +42,7 @@ from assay.errors import ConfigError, ModelError
 from assay.images import IMAGE_PLACEHOLDER, DocImage
 from assay.models.base import LM, ModelProvenance, ReplicaPlan, TokenCounter, register_model
 from assay.models.spans import ScoredSpan, loglikelihood_spans, rolling_spans
+from assay.models.template_tools import read_calls, tool_parser, tool_prompt
 from assay.models.thinking import thinking_args
 from assay.models.thinking_tokens import TokenThinking, tokens_generation
 from assay.models.tokens import TokenizerView
@@ -69,7 +70,7 @@ from assay.models.vllm.requests import (
     token_order,
 )
 from assay.prompts.chat import TokenizerChatTemplate, as_messages, render_chat, template_sha256
-from assay.requests.tools import plain_prompt
+from assay.requests.tools import is_conversation, plain_prompt
 from assay.requests.types import (
     GenerateRequest,
     Generation,
@@ -94,6 +95,9 @@ class VLLMLM(LM):
     """
 
     accepts_images = True
+    accepts_tools = True
+    """Tools go through the chat template's own tool support; calls are read from the text by
+    `tool_parser`, as on the hf backend (`models.template_tools`)."""
 
     def __init__(self, args: VLLMArgs, engine: Engine | None = None, tokenizer: Any = None) -> None:
         if args.data_parallel_size > 1:
@@ -159,7 +163,7 @@ class VLLMLM(LM):
         """A Generation per request: the text cut at its stop strings, a reasoning model's
         thinking apart, how it ended and its token counts (two engine calls: one prompt per
         shared prefix, then the rest)."""
-        texts = [self._prompt_text(plain_prompt(r.prompt, "vllm")) for r in requests]
+        texts = [self._request_text(r) for r in requests]
         prompts: list[list[int]] = []
         thinks = self._thinking is not None
         params = [generation_params(r, self.args.seed, send_stops=not thinks) for r in requests]
@@ -205,7 +209,7 @@ class VLLMLM(LM):
                 generated[i] = output
         # Decoding here, as the hf backend does, keeps the texts identical: vLLM's incremental
         # detokenizer would hold back a trailing partial UTF-8 character that decode() renders.
-        return [
+        out = [
             tokens_generation(
                 list(output.token_ids),
                 output.ending(),
@@ -217,6 +221,19 @@ class VLLMLM(LM):
             )
             for output, r, text in zip(generated, requests, texts, strict=True)
         ]
+        return [
+            read_calls(g, tool_parser(self.args.tool_parser, self.tokenizer, "vllm"))
+            if r.tools
+            else g
+            for g, r in zip(out, requests, strict=True)
+        ]
+
+    def _request_text(self, request: GenerateRequest) -> str:
+        """The prompt text of one request: through the chat template's tool support when it
+        offers tools or carries a conversation, else as any prompt."""
+        if request.tools or is_conversation(request.prompt):
+            return tool_prompt(request, self.chat_template(), self.args.tool_parser, "vllm")
+        return self._prompt_text(plain_prompt(request.prompt, "vllm"))
 
     def _token_thinking(self) -> TokenThinking | None:
         """The thinking markers of the model args, with their token ids when the tokenizer
@@ -293,6 +310,8 @@ class VLLMLM(LM):
             **images,
             **self._thinking_identity(),
             **self._lm_eval_identity(),
+            # Only when set, so that caches of runs without tools keep their keys.
+            **({"tool_parser": a.tool_parser} if a.tool_parser is not None else {}),
         }
 
     def _lm_eval_identity(self) -> dict[str, Any]:

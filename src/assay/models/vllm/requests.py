@@ -50,6 +50,7 @@ VLLM_ARGS: dict[str, Arg] = {
     "max_batch_size": Arg(int, None, nullable=True, minimum=1),
     "lora_local_path": Arg(str, None, nullable=True),
     "max_lora_rank": Arg(int, 16, minimum=1),
+    "tool_parser": Arg(str, None, nullable=True, choices=("hermes", "llama3", "mistral")),
 }
 
 REFUSED: dict[str, str] = {
@@ -141,6 +142,9 @@ class VLLMArgs:
     one LoRARequest)."""
     max_lora_rank: int
     """vLLM's max_lora_rank when lora_local_path is given."""
+    tool_parser: str | None
+    """How tool calls are read from generated text (hermes, llama3, mistral); None: the one
+    the chat template's own tool format calls for (`models.template_tools`)."""
 
     def template_args(self) -> dict[str, Any] | None:
         """Keyword arguments of the chat template: `chat_template_args`, and
