@@ -103,3 +103,52 @@ def test_a_deferred_hf_model_takes_tools_as_the_loaded_one_does(tiny_model_dir):
     assert isinstance(described, Unloaded) and described.accepts_tools
     assert DeferredBackend(described, lambda: _Built("abc")).accepts_tools
     assert not DeferredBackend(_Described(), lambda: _Built("abc")).accepts_tools
+
+
+def test_a_prefetched_backend_is_built_once_in_the_background_and_waited_for():
+    import threading
+
+    from assay.requests.types import GenerateRequest
+
+    builds: list[str] = []
+    release = threading.Event()
+
+    def build() -> LM:
+        release.wait(10)
+        builds.append(threading.current_thread().name)
+        return _Built("abc")
+
+    model = DeferredBackend(_Described(), build)
+    model.prefetch()
+    model.prefetch()  # a second start is ignored
+    assert model.built is None
+    release.set()
+    assert model.generate_until([GenerateRequest("Q")]) == ["built"]
+    assert builds == ["assay-model-load"] and model.built is not None
+
+
+def test_a_background_build_that_fails_raises_its_own_error_at_the_first_request():
+    from assay.errors import ModelError
+    from assay.requests.types import GenerateRequest
+
+    def build() -> LM:
+        raise ModelError("--model toy: no weights in /nowhere; give pretrained=DIR.")
+
+    model = DeferredBackend(_Described(), build)
+    model.prefetch()
+    with pytest.raises(ModelError, match=r"^--model toy: no weights in /nowhere; give") as err:
+        model.generate_until([GenerateRequest("Q")])
+    assert type(err.value) is ModelError and model.built is None
+    # Asked again, the backend is built again in the foreground, failing the same way.
+    with pytest.raises(ModelError, match="no weights in /nowhere"):
+        model.generate_until([GenerateRequest("Q")])
+
+
+def test_a_prefetched_backend_unlike_its_description_is_refused():
+    from assay.errors import ModelError
+    from assay.requests.types import GenerateRequest
+
+    model = DeferredBackend(_Described(), lambda: _Built("other"))
+    model.prefetch()
+    with pytest.raises(ModelError, match=r"weights: 'abc' read, 'other' loaded"):
+        model.generate_until([GenerateRequest("Q")])

@@ -118,3 +118,51 @@ def test_a_folder_of_another_model_is_refused_before_its_weights_load(
     assert code == 2
     assert "holds the results of a different model" in capsys.readouterr().err
     assert calls == []
+
+
+def test_weights_loaded_in_the_background_give_the_sequential_run_files(
+    task_dir, tiny_model_dir, tmp_path, monkeypatch
+):
+    import threading
+
+    import assay.models.hf.model as hf_model
+    from assay.run.deferred import OVERLAP_ENV
+
+    real_load, threads = hf_model.load, []
+
+    def noted(args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real_load(args)
+
+    monkeypatch.setattr(hf_model, "load", noted)
+    monkeypatch.setenv(OVERLAP_ENV, "0")
+    hf_run(task_dir, tiny_model_dir, tmp_path / "sequential", cache=False)
+    monkeypatch.setenv(OVERLAP_ENV, "1")
+    hf_run(task_dir, tiny_model_dir, tmp_path / "overlapped", cache=False)
+    assert threads == ["MainThread", "assay-model-load"]
+    assert output_files(tmp_path / "overlapped") == output_files(tmp_path / "sequential")
+    assert same_run(tmp_path / "overlapped", tmp_path / "sequential")
+
+
+def test_a_background_load_that_fails_is_reported_as_the_foreground_one(
+    task_dir, tiny_model_dir, tmp_path, monkeypatch, capsys
+):
+    from assay.run.deferred import OVERLAP_ENV
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for path in tiny_model_dir.iterdir():  # the config and tokenizer, but no weights
+        if path.suffix != ".safetensors":
+            (broken / path.name).write_bytes(path.read_bytes())
+    errors = []
+    for overlap in ("0", "1"):
+        monkeypatch.setenv(OVERLAP_ENV, overlap)
+        code = main(
+            ["run", "--model", "hf", "--model-args", f"pretrained={broken}", "--tasks",
+             "toy_mc", "--include-path", str(task_dir), "--no-progress", "--no-cache",
+             "--output-dir", str(tmp_path / f"out-{overlap}")]
+        )  # fmt: skip
+        err = capsys.readouterr().err
+        errors.append((code, err.replace(f"out-{overlap}", "out-N")))
+    assert errors[0] == errors[1]
+    assert errors[0][0] != 0 and "Traceback" not in errors[0][1]

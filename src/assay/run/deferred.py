@@ -4,11 +4,18 @@ A backend with weights describes itself without them (`LM.unloaded`): identity, 
 provenance. The run works with that description, and the response cache answers what it
 holds; the first request it cannot answer builds the backend. A rerun served entirely from the
 cache so never loads the weights.
+
+`prefetch` starts the build in a background thread while the run reads its data, renders prompts
+and plans requests (loading weights is mostly file reads and tensor copies, which release the
+GIL); the first request then waits for it. An error of the background build is raised by that
+request, unchanged, as the build in the foreground would raise it.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,6 +33,15 @@ from assay.requests.types import (
 
 log = logging.getLogger(__name__)
 
+OVERLAP_ENV = "ASSAY_OVERLAP_LOAD"
+"""Set to 0 to build the backend only at the first request, after the run's planning (the
+sequential start-up, for timing the overlap against: benchmarks/startup.py)."""
+
+
+def overlap_enabled() -> bool:
+    """Whether the backend may be built in the background (ASSAY_OVERLAP_LOAD is not 0)."""
+    return os.environ.get(OVERLAP_ENV, "1").strip() != "0"
+
 
 class DeferredBackend(LM):
     """`described` until a request needs the backend that `build` builds (once).
@@ -39,6 +55,9 @@ class DeferredBackend(LM):
         self.described, self._build = described, build
         self.built: LM | None = None
         """The backend, once a request needed it."""
+        self._loader: threading.Thread | None = None
+        self._loaded: LM | None = None
+        self._failed: BaseException | None = None
         self.accepts_messages = described.accepts_messages
         self.accepts_images = described.accepts_images
         self.accepts_tools = described.accepts_tools
@@ -46,13 +65,44 @@ class DeferredBackend(LM):
         self.has_batch_api = described.has_batch_api
         self.batch_size = described.batch_size
 
+    def prefetch(self) -> None:
+        """Start building the backend in a background thread (once); `backend` waits for it.
+
+        The thread is a daemon: Ctrl-C in the run ends the process without waiting for the load.
+        """
+        if self._loader is not None or self.built is not None:
+            return
+        log.info("loading the model in the background while the run plans its requests")
+        self._loader = threading.Thread(target=self._load, name="assay-model-load", daemon=True)
+        self._loader.start()
+
+    def _load(self) -> None:
+        try:
+            self._loaded = self._build()
+        except BaseException as exc:  # re-raised by the request that needs the backend
+            self._failed = exc
+
+    def _take(self) -> LM:
+        """The backend: the background build's (waited for) when one was started, else built."""
+        if self._loader is None:
+            log.info("requests the response cache cannot answer: loading the model")
+            return self._build()
+        # A timed wait keeps the main thread responsive to Ctrl-C on every platform.
+        while self._loader.is_alive():
+            self._loader.join(0.2)
+        if self._failed is not None:
+            failed, self._failed, self._loader = self._failed, None, None
+            raise failed.with_traceback(failed.__traceback__)
+        assert self._loaded is not None
+        return self._loaded
+
     def backend(self) -> LM:
-        """The built backend (built now on first use), refused if its identity is not the
-        description's: the cache and the output folder were checked under that one."""
+        """The built backend (built now on first use, or waited for when `prefetch` started it),
+        refused if its identity is not the description's: the cache and the output folder were
+        checked under that one."""
         if self.built is not None:
             return self.built
-        log.info("requests the response cache cannot answer: loading the model")
-        built = self._build()
+        built = self._take()
         expected, actual = self.described.identity(), built.identity()
         if actual != expected:
             fields = sorted(

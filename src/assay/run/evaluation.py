@@ -42,7 +42,7 @@ from assay.run.agents import AgentTally, run_agents
 from assay.run.answering import Answering
 from assay.run.backend import backend_class, build_executor, described_model
 from assay.run.bill import Bill, Reading, bill_line, earlier_invocations, stopped_by
-from assay.run.deferred import DeferredBackend
+from assay.run.deferred import DeferredBackend, overlap_enabled
 from assay.run.follow_ups import ask_follow_ups
 from assay.run.header import run_info
 from assay.run.judging import Judges, TaskJudging, check_judges
@@ -242,6 +242,12 @@ class Evaluation:
             files = run_files(place, self._run_key(), model.identity(), s.overwrite)
             out = OutputDir(files, place.flag)
         self.files = out.files if out else None
+        cache_path = self._cache_path(out)
+        # No response cache, or an empty one, cannot answer a request: the weights will be
+        # needed, so they load while the docs are read, rendered and planned.
+        fresh = cache_path is None or not cache_path.exists()
+        if isinstance(model, DeferredBackend) and overlap_enabled() and fresh:
+            model.prefetch()
         cache = self._cache(model, out)
         judges = Judges(s, self._cache_path(out))
         try:
