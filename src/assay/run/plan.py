@@ -42,6 +42,8 @@ class Scorers:
 def check_task(config: TaskConfig, *, confirm_run_unsafe_code: bool) -> Scorers:
     """Validate `config` and build its scorers; unknown names and bad settings fail here."""
     config.validate()
+    if not config.unsafe_code:
+        _check_own_code_runs(config, confirm_run_unsafe_code)
     if config.unsafe_code and not confirm_run_unsafe_code:
         raise ConfigError(
             f"{config.where()} executes model-written code. Re-run with "
@@ -54,6 +56,28 @@ def check_task(config: TaskConfig, *, confirm_run_unsafe_code: bool) -> Scorers:
             "do programs it runs some other way than code_eval."
         )
     return Scorers(build_filters(config), build_metrics(config))
+
+
+def _check_own_code_runs(config: TaskConfig, confirmed: bool) -> None:
+    """A task that does not say it runs code, whose scoring could (exec, eval, a process ...),
+    is a code task running in this process: refused without --confirm-run-unsafe-code, and
+    marked `unsafe_code` (so the run says where its code runs) with it."""
+    from assay.tasks.code_routes import runs_code_itself
+
+    runs = runs_code_itself(config)
+    if not runs:
+        return
+    if not confirmed:
+        first = runs[0]
+        raise ConfigError(
+            f"{config.where()}: its scoring code could run code itself "
+            f"({', '.join(map(str, runs[:5]))}{' ...' if len(runs) > 5 else ''}; function "
+            f"{first.function} in {first.file}), though the task does not declare unsafe_code: "
+            "whatever it runs (model output included) would run in this process, with no "
+            "sandbox, your files, network and keys in reach. Re-run with "
+            "--confirm-run-unsafe-code if you accept that."
+        )
+    config.unsafe_code = True
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The first code that runs in every sandbox, before the untrusted program (stdlib only).
 
-Its source is passed to the sandboxed interpreter with `python -I -c`, followed by five
-integers: uid, address-space bytes, CPU seconds, file-size bytes and process count (-1 leaves
-that one alone). In the `rlimits` and `none` modes those come after `supervise`, assay's pid
+Its source is passed to the sandboxed interpreter with `python -I -c`, followed by six
+integers: uid, address-space bytes, CPU seconds, file-size bytes, process count and the
+milliseconds the program's own code may run (-1 leaves that one alone). In the `rlimits` and `none` modes those come after `supervise`, assay's pid
 and a folder for temporary files: the process first becomes the program's supervisor (below).
 
 It reads a one-line nonce and then the program from standard input, then:
@@ -16,8 +16,11 @@ It reads a one-line nonce and then the program from standard input, then:
 3. writes the program to solution.py in the working folder, points standard input at
    /dev/null and runs it as the __main__ module (what `python solution.py` does, without
    importing runpy: start-up time is paid once per program);
-4. only when the program's code returned normally (its checks ran to the end), writes
-   DONE_MARKER and the nonce to stderr and leaves at once. This line, not the exit status,
+4. only when the program's code returned normally (its checks ran to the end) within its
+   run time (the milliseconds above, counted from just before the program is compiled, as
+   evaluate's code_eval counts its `timeout`; interpreter start-up excluded), writes
+   DONE_MARKER and the nonce to stderr and leaves at once; code that returned later gets
+   LATE_MARKER instead, a time-out. This line, not the exit status,
    is what makes a pass: `sys.exit(0)`, `raise SystemExit`, `os._exit(0)`, an atexit handler,
    a replaced `sys.excepthook` or a signal all end the process without it. The nonce is read
    before the program starts, from a pipe it can no longer read, so printing the marker is no
@@ -45,10 +48,12 @@ against that.
 import contextlib
 import os
 import sys
+import time
 
 REPORT_MARKER = "\x00assay-sandbox-report "
 REPORT_SEPARATOR = "\x1f"
 DONE_MARKER = "\x00assay-sandbox-done "
+LATE_MARKER = "\x00assay-sandbox-late\n"
 
 # Audit events whose failure says what the sandbox stopped.
 _WATCHED = (
@@ -94,7 +99,6 @@ def _reap_all() -> None:
     """Kill every process below this one (orphans reparent here, the subreaper) and wait for
     them, round after round, until none is left (bounded)."""
     import signal
-    import time
 
     me = os.getpid()
     for _ in range(500):
@@ -187,7 +191,7 @@ def _main(argv: list[str]) -> None:
 
     if argv and argv[0] == "supervise":
         argv = _supervise(argv[1:])
-    uid, memory, cpu, fsize, nproc = (int(v) for v in argv)
+    uid, memory, cpu, fsize, nproc, run_ms = (int(v) for v in argv)
     nonce = sys.stdin.buffer.readline().strip()
     code = sys.stdin.buffer.read()
     if uid >= 0:
@@ -226,6 +230,8 @@ def _main(argv: list[str]) -> None:
     main = types.ModuleType("__main__")
     main.__file__ = "solution.py"
     sys.modules["__main__"] = main  # pickle and multiprocessing find the program's names
+    clock = time.monotonic
+    started = clock()
     try:
         exec(compile(code, "solution.py", "exec"), main.__dict__)
     except (SystemExit, KeyboardInterrupt):
@@ -236,10 +242,11 @@ def _main(argv: list[str]) -> None:
         line = REPORT_SEPARATOR.join(f.replace("\n", " ")[:300] for f in fields)
         os.write(2, (REPORT_MARKER + line + "\n").encode(errors="replace"))
         raise
+    late = run_ms >= 0 and (clock() - started) * 1000 > run_ms
     for stream in (out, err):
         with contextlib.suppress(BaseException):  # the program's own output is not the verdict
             stream.flush()
-    write(2, done)
+    write(2, LATE_MARKER.encode() if late else done)
     leave(0)
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from assay.sandbox._child import DONE_MARKER, REPORT_MARKER, REPORT_SEPARATOR
+from assay.sandbox._child import DONE_MARKER, LATE_MARKER, REPORT_MARKER, REPORT_SEPARATOR
 from assay.sandbox._types import Limits, Outcome, SandboxResult
 
 _TAIL_BYTES = 16 * 1024
@@ -53,13 +53,15 @@ def child_source() -> str:
 def child_args(
     limits: Limits, *, uid: int = -1, rlimits: bool = True, nproc: bool = False
 ) -> list[str]:
-    """The bootstrap's five arguments (see `_child.py`); -1 leaves a limit alone."""
-    values = [uid, -1, -1, -1, -1]
+    """The bootstrap's six arguments (see `_child.py`); -1 leaves a limit alone."""
+    values = [uid, -1, -1, -1, -1, -1]
     if rlimits:
         cpu = math.ceil(limits.timeout_s) + 1
         values[1:4] = [limits.memory_mb * 1024 * 1024, cpu, limits.file_bytes]
     if nproc:
         values[4] = limits.processes
+    if limits.run_s is not None:
+        values[5] = math.ceil(limits.run_s * 1000)
     return [str(v) for v in values]
 
 
@@ -225,10 +227,13 @@ def execute(launch: Launch, code: str, limits: Limits) -> SandboxResult:
     report = _report(bytes(err.head) + err.tail)
     stderr = _without_reports(bytes(err.head).decode("utf-8", errors="replace"))
     stdout = bytes(out.head).decode("utf-8", errors="replace")
-    outcome, detail = classify(returncode, timed_out, flooded, report, launch.isolating, err.found)
+    late = not err.found and LATE_MARKER.encode() in err.tail
+    outcome, detail = classify(
+        returncode, timed_out or late, flooded, report, launch.isolating, err.found
+    )
     passed = outcome == "passed"
     return SandboxResult(
-        passed, returncode, stdout, stderr, timed_out, outcome, detail, launch.mode
+        passed, returncode, stdout, stderr, timed_out or late, outcome, detail, launch.mode
     )
 
 
@@ -255,7 +260,7 @@ def _without_reports(text: str) -> str:
     return "".join(
         line
         for line in text.splitlines(keepends=True)
-        if not line.startswith((REPORT_MARKER, DONE_MARKER))
+        if not line.startswith((REPORT_MARKER, DONE_MARKER, LATE_MARKER))
     )
 
 

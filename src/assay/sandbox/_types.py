@@ -11,8 +11,9 @@ SandboxMode = Literal["auto", "bwrap", "rlimits", "none", "docker"]
 MODES: tuple[str, ...] = get_args(SandboxMode)
 
 Outcome = Literal["passed", "failed", "timed_out", "killed_by_limit", "blocked"]
-"""How a program's run ended: it passed (exit status 0 in time); failed (its own error: an
-assertion, an exception, a non-zero exit); timed_out (killed at the wall-clock limit);
+"""How a program's run ended: it passed (its code returned, in time); failed (its own error:
+an assertion, an exception, an exit before its code returned); timed_out (killed at the
+wall-clock limit, or its code returned after `Limits.run_s`);
 killed_by_limit (memory, cpu, file_size, tmp_size, processes or output: `detail` says which);
 blocked (the sandbox denied an operation it needed: network, a read-only file system, a
 syscall)."""
@@ -30,6 +31,10 @@ class Limits:
 
     timeout_s: float = 10.0
     """Wall-clock seconds before the program is killed (CPU time is capped one second above)."""
+    run_s: float | None = None
+    """Seconds the program's own code may take, counted from just before it is compiled
+    (interpreter start-up excluded), as evaluate's code_eval counts its `timeout`: code that
+    returns later is timed out too. None: `timeout_s` alone decides."""
     memory_mb: int = 1024
     """Address-space limit in MiB (RLIMIT_AS)."""
     file_bytes: int = MAX_FILE_BYTES
@@ -49,6 +54,8 @@ class Limits:
     def __post_init__(self) -> None:
         if self.timeout_s <= 0 or self.memory_mb <= 0:
             raise ValueError("sandbox limits: timeout_s and memory_mb must be positive")
+        if self.run_s is not None and not 0 < self.run_s <= self.timeout_s:
+            raise ValueError("sandbox limits: run_s must be positive and at most timeout_s")
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ class SandboxedCodeEval:
 
         from assay.sandbox import SandboxPolicy
         from assay.sandbox.policy import using
-        from assay.sandbox.programs import STARTUP_S, pass_at_k, run_programs
+        from assay.sandbox.programs import pass_at_k, run_programs
 
         _check_inputs(predictions, references)
         del num_workers
@@ -70,9 +70,9 @@ class SandboxedCodeEval:
         programs = [predictions[i][j] + "\n" + references[i] for i, j in owners]
         if _IMPORTING.get():
             with using(SandboxPolicy("rlimits")):
-                ran = run_programs(programs, timeout + STARTUP_S)
+                ran = run_programs(programs, timeout)
         else:
-            ran = run_programs(programs, timeout + STARTUP_S)
+            ran = run_programs(programs, timeout)
         results: dict[int, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
         for (i, j), result in zip(owners, ran, strict=True):
             entry = {"task_id": i, "passed": result.passed, "result": _verdict(result)}

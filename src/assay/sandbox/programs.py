@@ -5,6 +5,11 @@ the hub's `code_eval` metric, which lm-eval uses) in the run's sandbox (`--sandb
 `assay.sandbox`) with time and memory limits; it passes when it exits cleanly in time.
 Identical candidates of one problem are run once; every candidate's outcome (passed, failed,
 timed_out, killed_by_limit, blocked) goes to the samples file.
+
+The rules are code_eval's (`benchmarks/code_eval_parity.py` compares the two doc by doc): a
+program passes when its code returned within `timeout` seconds of its own run time (3 by
+default; an exception, an exit of any status, a signal or a later return is no pass), and
+pass@k is the unbiased estimator of Chen et al. (2021).
 """
 
 from __future__ import annotations
@@ -19,24 +24,25 @@ CODE_EVAL_TIMEOUT_S = 3.0
 """Seconds of execution `code_eval` allows a program (its `timeout` default)."""
 
 STARTUP_S = 2.0
-"""What a fresh interpreter's start-up adds to a program's time: a sandboxed run is given its
-execution time plus this."""
-
-TIMEOUT_S = CODE_EVAL_TIMEOUT_S + STARTUP_S
-"""Wall-clock limit per program of the built-in code tasks."""
+"""What a fresh interpreter's start-up adds to a program's time: a sandboxed run is killed
+at its run time plus this (a program whose code returned after its run time is timed out
+all the same)."""
 
 MEMORY_MB = 1024
 """Address-space limit per program."""
 
 
-def run_programs(programs: Sequence[str], timeout_s: float = TIMEOUT_S) -> list[SandboxResult]:
-    """Run each program in the run's sandbox (`assay.sandbox.run_many`), identical programs
-    once; the results, one per program in order, are recorded for the samples file."""
+def run_programs(
+    programs: Sequence[str], run_s: float = CODE_EVAL_TIMEOUT_S
+) -> list[SandboxResult]:
+    """Run each program in the run's sandbox (`assay.sandbox.run_many`), its code given
+    `run_s` seconds, identical programs once; the results, one per program in order, are
+    recorded for the samples file."""
     from assay.sandbox import Limits, run_many
     from assay.sandbox.policy import record
 
     unique = list(dict.fromkeys(programs))
-    limits = Limits(timeout_s=timeout_s, memory_mb=MEMORY_MB)
+    limits = Limits(timeout_s=run_s + STARTUP_S, run_s=run_s, memory_mb=MEMORY_MB)
     ran = dict(zip(unique, run_many(unique, limits), strict=True))
     results = [ran[program] for program in programs]
     record(results)

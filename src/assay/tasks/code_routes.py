@@ -11,12 +11,24 @@ apart by the functions that score it (process_results, `!function` and evaluate 
   programs its own way, in assay's process, where no sandbox reaches.
 
 The run prints one line per code task saying which (`describe`).
+
+A task that does not declare `unsafe_code` is checked by what its scoring runs
+(`runs_code_itself`): when the Python that sees model output (process_results, metric and
+custom filter functions, and the functions of the task's own files they call) could run code
+(exec, eval, compile, a process, ctypes ...), the task counts as a code task whose programs
+run in this process: the run is refused without --confirm-run-unsafe-code, naming the file,
+function and line, and says so when it runs.
 """
 
 from __future__ import annotations
 
+import builtins
+import dis
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from types import CodeType, FunctionType, MethodType, ModuleType
 from typing import Any, Literal
 
 from assay.tasks.config import MetricSpec, TaskConfig
@@ -48,6 +60,13 @@ def _scorers(config: TaskConfig) -> Iterator[Callable[..., Any]]:
     for spec in config.metrics:
         if isinstance(spec, MetricSpec) and spec.function is not None:
             yield spec.function
+
+
+def _filter_functions(config: TaskConfig) -> Iterator[Callable[..., Any]]:
+    """The task's own functions among its filters' arguments (custom filter_fn ...)."""
+    for _, steps in config.filters:
+        for _, kwargs in steps:
+            yield from (v for v in (kwargs or {}).values() if callable(v))
 
 
 def _names_code_eval(config: TaskConfig) -> bool:
@@ -82,6 +101,8 @@ _RUNNING_GLOBALS = frozenset({"exec", "eval", "compile", "__import__", "breakpoi
 _RUNNING_MODULES = frozenset(
     {"subprocess", "multiprocessing", "ctypes", "runpy", "pty", "code", "codeop", "importlib"}
 )
+_READING_MODULES = ("importlib.metadata", "importlib.resources", "importlib.machinery")
+"""Parts of importlib that read package data and run nothing."""
 _RUNNING_ATTRIBUTES = frozenset(
     {"system", "popen", "fork", "forkpty", "execv", "execve", "execvp", "execvpe", "execl",
      "execle", "execlp", "spawnv", "spawnve", "spawnl", "posix_spawn", "posix_spawnp", "Popen",
@@ -94,9 +115,6 @@ def code_runners(file: str) -> list[str]:
     __import__, imports of subprocess, multiprocessing, ctypes, runpy ..., and os.system /
     fork / exec* / spawn* / Popen ("utils.py:12 exec"). A file that cannot be read counts as
     one that could."""
-    import dis
-    from pathlib import Path
-
     try:
         code = compile(Path(file).read_bytes(), file, "exec")
     except (OSError, SyntaxError, ValueError):
@@ -116,6 +134,132 @@ def code_runners(file: str) -> list[str]:
                 line = ins.positions.lineno if ins.positions else None
                 found.append(f"{Path(file).name}:{line} {name}")
     return sorted(set(found))
+
+
+@dataclass(frozen=True)
+class CodeRun:
+    """A place where a task's scoring code could run code of its own."""
+
+    file: str
+    line: int | None
+    function: str
+    """The qualified name of the function holding it."""
+    what: str
+    """What it calls or imports: exec, eval, subprocess, os.system ..."""
+
+    def __str__(self) -> str:
+        return f"{Path(self.file).name}:{self.line} {self.what} in {self.function}()"
+
+
+_MAX_FUNCTIONS = 500
+"""How many of a task's functions the scan follows at most (a bound, not a limit met)."""
+
+
+def runs_code_itself(config: TaskConfig) -> list[CodeRun]:
+    """Where the Python that scores `config` could run code itself: its process_results,
+    metric and custom filter functions, and every function or class method of the task's own
+    folders they name, followed through their globals. assay's own functions (built-in
+    tasks) are not scanned: they run programs in the sandbox."""
+    roots = [
+        f
+        for f in (*_scorers(config), *_filter_functions(config))
+        if not getattr(f, "__module__", "").startswith("assay.")
+    ]
+    folders = {
+        str(Path(code.co_filename).parent) + os.sep
+        for f in roots
+        if (code := getattr(f, "__code__", None)) is not None
+    }
+    found: dict[tuple[str, int | None, str], CodeRun] = {}
+    seen: set[CodeType] = set()
+    stack = list(roots)
+    while stack and len(seen) < _MAX_FUNCTIONS:
+        function = stack.pop()
+        if isinstance(function, MethodType):
+            function = function.__func__
+        code = getattr(function, "__code__", None)
+        if not isinstance(code, CodeType) or code in seen:
+            continue
+        seen.add(code)
+        namespace = getattr(function, "__globals__", {})
+        for run in _scan(code, namespace):
+            if isinstance(run, CodeRun):
+                found.setdefault((run.file, run.line, run.what), run)
+            elif _own(run, folders):
+                stack += _functions_of(run)
+    return sorted(found.values(), key=lambda r: (r.file, r.line or 0, r.what))
+
+
+def _own(obj: Any, folders: set[str]) -> bool:
+    """Whether `obj` (a function or class) is defined in one of the task's own folders."""
+    module = getattr(obj, "__module__", None)
+    if isinstance(obj, type):
+        import sys
+
+        file = getattr(sys.modules.get(module or ""), "__file__", None) or ""
+    else:
+        code = getattr(obj, "__code__", None)
+        file = code.co_filename if isinstance(code, CodeType) else ""
+    return any(file.startswith(folder) for folder in folders)
+
+
+def _functions_of(obj: Any) -> list[Any]:
+    if isinstance(obj, type):
+        return [
+            getattr(v, "__func__", v)
+            for v in vars(obj).values()
+            if isinstance(getattr(v, "__func__", v), FunctionType)
+        ]
+    return [obj]
+
+
+def _scan(code: CodeType, namespace: dict[str, Any]) -> Iterator[CodeRun | Any]:
+    """For one function's code (and the lambdas, comprehensions and nested functions in it):
+    a CodeRun for each call or import that could run code, and each other global it names
+    that is a function or class (for the caller to follow)."""
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        stack += [c for c in current.co_consts if isinstance(c, CodeType)]
+        receiver: Any = None
+        for ins in dis.get_instructions(current):
+            name = ins.argval if isinstance(ins.argval, str) else ""
+            line = ins.positions.lineno if ins.positions else None
+            what = None
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                value = namespace.get(name, getattr(builtins, name, None))
+                what = _runner(value, name)
+                if what is None and isinstance(value, FunctionType | type):
+                    yield value
+                receiver = value
+            elif ins.opname == "IMPORT_NAME" and name.split(".")[0] in _RUNNING_MODULES:
+                what = name
+            elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                if isinstance(receiver, ModuleType):
+                    what = _runner(getattr(receiver, name, None), f"{receiver.__name__}.{name}")
+                elif name in _RUNNING_ATTRIBUTES:
+                    what = name
+                receiver = None
+            if what is not None:
+                yield CodeRun(current.co_filename, line, code.co_qualname, what)
+
+
+def _runner(value: Any, name: str) -> str | None:
+    """`name` when `value` (what a name is bound to) runs code: the builtins exec, eval,
+    compile, __import__; subprocess, multiprocessing, ctypes ... or a function of theirs;
+    os.system, fork, exec*, spawn*, popen."""
+    if value is None:
+        return name if name in _RUNNING_GLOBALS else None
+    if any(value is getattr(builtins, b) for b in _RUNNING_GLOBALS):
+        return name
+    module = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", "")
+    if not isinstance(module, str) or module.startswith(_READING_MODULES):
+        return None
+    if module.split(".")[0].lstrip("_") in _RUNNING_MODULES:
+        return name
+    if module in ("os", "posix") and getattr(value, "__name__", "") in _RUNNING_ATTRIBUTES:
+        return name
+    return None
 
 
 def describe(name: str, route: CodeRoute, where: str) -> str:
