@@ -255,8 +255,7 @@ class SamplesLog:
                     reasoning=self.reasoning,
                 )
                 # A secret the model or server echoed (a key, a URL's password) is hidden.
-                handle.write(clean_text(record_line(record)) + "
-")
+                handle.write(clean_text(record_line(record)) + "\n")
                 if part == 0:
                     hashed.append(
                         record["doc_hash"] + record["prompt_hash"] + record["target_hash"]
