@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.util.redact import clean_text
+
 log = logging.getLogger(__name__)
 
 JOURNAL_FOLDER = "batches"
@@ -201,6 +203,8 @@ def _parse(path: Path) -> dict[str, Any] | None:
 
 
 def _write(path: Path, text: str) -> None:
+    # A provider's failure reason can echo credentials; the journal keeps none.
+    text = clean_text(text)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)

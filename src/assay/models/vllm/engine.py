@@ -100,10 +100,12 @@ def run_engine(
     except (TypeError, ValueError) as exc:
         raise ModelError(f"--model vllm: invalid generation arguments: {exc}") from None
     inputs = engine_prompts(TokensPrompt, prompts, media)
+    # lora_request only when an adapter is set: engines without LoRA support take no such keyword.
+    extra: dict[str, Any] = {} if lora is None else {"lora_request": lora}
     if media is None:
-        return llm.generate(inputs, sampling, use_tqdm=False, lora_request=lora)
+        return llm.generate(inputs, sampling, use_tqdm=False, **extra)
     try:
-        return llm.generate(inputs, sampling, use_tqdm=False, lora_request=lora)
+        return llm.generate(inputs, sampling, use_tqdm=False, **extra)
     except ValueError as exc:
         # The multimodal processor's refusals (an image with no place in the prompt, too many
         # images for limit_mm_per_prompt) are about the input, not a crash.
@@ -154,7 +156,10 @@ def check_engine_kwargs(kwargs: dict[str, Any]) -> None:
     or an engine_args key), before the engine starts."""
     import dataclasses
 
-    from vllm.engine.arg_utils import EngineArgs
+    try:
+        from vllm.engine.arg_utils import EngineArgs
+    except ImportError:  # a vLLM build without the engine-args module: the engine checks them
+        return
 
     known = {f.name for f in dataclasses.fields(EngineArgs)}
     unknown = sorted(k for k in kwargs if k not in known)

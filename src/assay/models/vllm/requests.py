@@ -240,8 +240,8 @@ def _refuse_typos(passed: Mapping[str, Any]) -> None:
         close = difflib.get_close_matches(name, list(VLLM_ARGS), n=1, cutoff=0.8)
         if close:
             raise ConfigError(
-                f"--model vllm: unknown model arg {name!r}; did you mean {close[0]!r}? "
-                f"(vllm.LLM keywords pass through; the backend's own: {', '.join(VLLM_ARGS)})."
+                f"--model vllm: unknown model arg(s) {name!r}; did you mean {close[0]!r}? "
+                f"Valid: {', '.join(VLLM_ARGS)}, or any vllm.LLM keyword (they pass through)."
             )
 
 
