@@ -55,21 +55,21 @@ def test_two_runs_into_one_folder_land_side_by_side_and_each_resumes(task_dir, t
 
 def test_a_killed_run_resumes_into_its_own_files(task_dir, tmp_path):
     """kill -9 after the first task: the re-run keeps the timestamp and answers the finished
-    task from the run's cache."""
+    task from the run's cache. The model stops answering after toy_mc's 96 requests (24 docs x
+    4 choices), so the kill lands inside toy_gen however busy the machine is."""
     out = tmp_path / "out"
     args = [
-        sys.executable, "-m", "assay", "run", "--model", "dummy", "--model-args", "delay=0.02",
+        sys.executable, "-m", "assay", "run", "--model", "dummy", "--model-args", "hold_after=96",
         "--tasks", "toy_mc,toy_gen", "--include-path", str(task_dir), "--no-progress",
         "--output-path", str(out), "--log-samples",
     ]  # fmt: skip
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(600):  # bounded: at most 60 s
+        for _ in range(6000):  # only a bound (600 s): the run holds until it is killed
             found = runs_in(out / "dummy")
             if found and "toy_mc" in json.loads(found[0].read_text() or "{}").get("results", {}):
                 break
-            if process.poll() is not None:
-                break
+            assert process.poll() is None, "the run ended before it was killed"
             time.sleep(0.1)
         process.send_signal(signal.SIGKILL)
     finally:
