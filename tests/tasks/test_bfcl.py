@@ -145,7 +145,7 @@ def test_code_and_huge_values_are_never_evaluated(text):
     started = time.monotonic()
     with pytest.raises(UnsafeAnswer, match="not evaluated"):
         refuse_evaluated_code(text)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 60  # evaluating any of these would take far longer
 
 
 def _conversation_doc(tools=()):
