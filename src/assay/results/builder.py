@@ -38,7 +38,7 @@ def git_hash() -> str | None:
     return out.stdout.strip() or None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunInfo:
     """What produced the run, as results.json records it; taken once, when the run starts."""
 
@@ -58,7 +58,7 @@ class RunInfo:
     """time.perf_counter() when the run started."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TaskRecord:
     """What a finished task adds to results.json."""
 

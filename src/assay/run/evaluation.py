@@ -427,18 +427,18 @@ class Evaluation:
         if replaced and self.executor.primary:
             print(f"warning: {replaced_self_notice(task, replaced)}", file=sys.stderr)
         return TaskRecord(
-            task,
-            entry,  # type: ignore[arg-type]
-            {m.metric.name: m.higher_is_better for m in metrics},
-            len(hashes),
-            stats,
-            samples.finish(),
-            hashes,
-            time.perf_counter() - started,
-            judging.record() if judging is not None else None,
-            self._sandbox_label() if task.config.unsafe_code else None,
-            tally,
-            replaced,
+            task=task,
+            entry=entry,  # type: ignore[arg-type]
+            higher_is_better={m.metric.name: m.higher_is_better for m in metrics},
+            n_docs=len(hashes),
+            stats=stats,
+            task_hash=samples.finish(),
+            doc_hashes=hashes,
+            seconds=time.perf_counter() - started,
+            judges=judging.record() if judging is not None else None,
+            sandbox=self._sandbox_label() if task.config.unsafe_code else None,
+            generations=tally,
+            replaced_self=replaced,
         )
 
     def _usage_stats(self) -> dict[str, int | float | str | None] | None:

@@ -55,15 +55,15 @@ def run_info(
             config[f"{flag}_args"] = spec.model_args
             config[f"{flag}_identity"] = identity
     return RunInfo(
-        config,
-        git_hash(),
-        date,
-        s.system_instruction,
-        prompt_settings(s).multiturn,
-        s.apply_chat_template,
-        run_provenance(backend_identity(model), s, {}),
-        stored_run_key(run_key),
-        started,
+        config=config,
+        git_hash=git_hash(),
+        date=date,
+        system_instruction=s.system_instruction,
+        fewshot_as_multiturn=prompt_settings(s).multiturn,
+        chat_template_applied=s.apply_chat_template,
+        provenance=run_provenance(backend_identity(model), s, {}),
+        run_key=stored_run_key(run_key),
+        started=started,
     )
 
 
