@@ -104,3 +104,16 @@ def test_nested_aliases_are_refused_naming_the_file(tmp_path):
     # A few aliases, as real task files use them, still load.
     path.write_text(laughs(3))
     assert len(read_yaml(path)["l2"]) == 8
+
+
+def test_aliases_of_one_long_string_are_refused_under_the_node_bound(tmp_path):
+    # 900 x 1,000 aliases of a 20 kB string: under a million values, 18 GB of text.
+    path = tmp_path / "wide.yaml"
+    row = "[" + ", ".join(["*s"] * 1000) + "]"
+    path.write_text(
+        "task: wide\ndataset_path: json\noutput_type: generate_until\nmetadata:\n"
+        f"  s: &s {'x' * 20_000}\n  row: &row {row}\n"
+        f"  rows: [{', '.join(['*row'] * 900)}]\n"
+    )
+    with pytest.raises(TaskConfigError, match=r"wide\.yaml: .* characters of text, more than"):
+        read_yaml(path)

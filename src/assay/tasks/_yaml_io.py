@@ -174,34 +174,47 @@ MAX_EXPANDED_NODES = 1_000_000
 trees are thousands; a file of nested aliases ("billion laughs") stands for billions, which
 every walk over the parsed value would visit."""
 
+MAX_EXPANDED_CHARS = 16_000_000
+"""The most characters of text a task file may stand for once its aliases are expanded: a few
+aliases of one long string stand for gigabytes under the node bound, which hashing or writing
+the task's config would spell out."""
+
 
 def _check_expanded_size(root: yaml.Node, path: Path | str) -> None:
-    """Refuse a document whose aliases expand past MAX_EXPANDED_NODES (counted once per node,
-    memoised, so the count itself is cheap)."""
-    sizes: dict[int, int] = {}
+    """Refuse a document whose aliases expand past MAX_EXPANDED_NODES nodes or
+    MAX_EXPANDED_CHARS characters of scalar text (counted once per node, memoised, so the count
+    itself is cheap)."""
+    sizes: dict[int, tuple[int, int]] = {}
 
-    def size(node: yaml.Node, depth: int) -> int:
+    def size(node: yaml.Node, depth: int) -> tuple[int, int]:
         if id(node) in sizes:
             return sizes[id(node)]
         if depth > 1000:
             raise TaskConfigError(
                 f"{path}: YAML nested more than 1000 levels deep; not a task file."
             )
-        sizes[id(node)] = 1  # a node that contains itself counts once
-        total = 1
-        if isinstance(node, yaml.SequenceNode):
-            total += sum(size(item, depth + 1) for item in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            total += sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
+        sizes[id(node)] = (1, 0)  # a node that contains itself counts once
+        if isinstance(node, yaml.ScalarNode):
+            total = (1, len(node.value))
+        else:
+            items = node.value
+            if isinstance(node, yaml.MappingNode):
+                items = [n for pair in node.value for n in pair]
+            parts = [size(item, depth + 1) for item in items]
+            total = (1 + sum(n for n, _ in parts), sum(c for _, c in parts))
         sizes[id(node)] = total
         return total
 
-    expanded = size(root, 0)
-    if expanded > MAX_EXPANDED_NODES:
+    nodes, chars = size(root, 0)
+    if nodes > MAX_EXPANDED_NODES or chars > MAX_EXPANDED_CHARS:
+        what = (
+            f"{nodes:,} values, more than the {MAX_EXPANDED_NODES:,}"
+            if nodes > MAX_EXPANDED_NODES
+            else f"{chars:,} characters of text, more than the {MAX_EXPANDED_CHARS:,}"
+        )
         raise TaskConfigError(
-            f"{path}: its YAML aliases (*name) expand to {expanded:,} values, more than the "
-            f"{MAX_EXPANDED_NODES:,} a task file may hold (nested aliases: a 'billion laughs' "
-            "file); write the values out or use `include:`."
+            f"{path}: its YAML aliases (*name) expand to {what} a task file may hold (nested "
+            "aliases: a 'billion laughs' file); write the values out or use `include:`."
         )
 
 
