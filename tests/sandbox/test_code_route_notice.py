@@ -79,6 +79,23 @@ def test_code_runners_sees_the_usual_ways_and_ignores_lookalikes(tmp_path):
     assert code_runners(str(file)) == ["m.py:2 subprocess", "m.py:6 system", "m.py:7 eval"]
 
 
+def test_code_runners_sees_exec_under_another_spelling(tmp_path):
+    file = tmp_path / "m.py"
+    file.write_text(
+        textwrap.dedent(
+            """            import builtins
+            def f(x, name):
+                getattr(builtins, "ex" + "ec")(x, {})
+                getattr(x, name)
+                return getattr(x, "shape", None)
+            """
+        )
+    )
+    assert code_runners(str(file)) == [
+        "m.py:1 builtins", "m.py:3 getattr", "m.py:4 getattr"
+    ]  # fmt: skip
+
+
 BUILTIN = """\
 from dataclasses import replace
 

@@ -204,3 +204,40 @@ def test_lm_eval_tasks_that_run_code_are_flagged():
         == ["metrics.py:178 eval in _evaluate_countdown_final_solution()"]
         for c in countdown
     )
+
+
+DISGUISED = {
+    "getattr of builtins by a computed name": (
+        "import builtins\n\ndef score(doc, results):\n"
+        "    getattr(builtins, 'ex' + 'ec'.strip())(results[0], {})\n    return {'ok': 1.0}\n"
+    ),
+    "getattr by a name built at run time": (
+        "def score(doc, results):\n    name = ''.join(['ex', 'ec'])\n"
+        "    getattr(__builtins__, name)(results[0], {})\n    return {'ok': 1.0}\n"
+    ),
+    "vars() of the builtins": (
+        "def score(doc, results):\n    vars()['__builtins__']\n    return {'ok': 1.0}\n"
+    ),
+    "a function's globals": (
+        "def score(doc, results):\n    score.__globals__['__builtins__']\n    return {'ok': 1.0}\n"
+    ),
+    "pickle": (
+        "import pickle\n\ndef score(doc, results):\n"
+        "    pickle.loads(bytes.fromhex(results[0]))\n    return {'ok': 1.0}\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(DISGUISED))
+def test_exec_under_another_spelling_is_found(tmp_path, case):
+    write_task(tmp_path / "t", "process_results: !function utils.score\n", DISGUISED[case])
+    assert runs_code_itself(Registry([tmp_path / "t"], builtins=False).get("quiet")), case
+
+
+def test_getattr_of_a_literal_harmless_name_is_not_flagged(tmp_path):
+    utils = (
+        "def score(doc, results):\n    shots = getattr(doc, 'few_shot', None)\n"
+        "    return {'ok': float(shots is None), 'n': len(results)}\n"
+    )
+    write_task(tmp_path / "t", "process_results: !function utils.score\n", utils)
+    assert runs_code_itself(Registry([tmp_path / "t"], builtins=False).get("quiet")) == []

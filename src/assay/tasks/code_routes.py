@@ -15,15 +15,18 @@ The run prints one line per code task saying which (`describe`).
 A task that does not declare `unsafe_code` is checked by what its scoring runs
 (`runs_code_itself`): when the Python that sees model output (process_results, metric and
 custom filter functions, and the functions of the task's own files they call) could run code
-(exec, eval, compile, a process, ctypes ...), the task counts as a code task whose programs
+(exec, eval, compile, a process, ctypes ..., or a lookup by a computed name that could reach
+any of them: `getattr(builtins, name)`, `vars()`, `globals()`, `__builtins__`), the task counts as a code task whose programs
 run in this process: the run is refused without --confirm-run-unsafe-code, naming the file,
 function and line, and says so when it runs.
 """
 
 from __future__ import annotations
 
+import ast
 import builtins
 import dis
+import functools
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -99,8 +102,9 @@ def code_route(config: TaskConfig) -> CodeRoute:
 
 _RUNNING_GLOBALS = frozenset({"exec", "eval", "compile", "__import__", "breakpoint"})
 _RUNNING_MODULES = frozenset(
-    {"subprocess", "multiprocessing", "ctypes", "runpy", "pty", "code", "codeop", "importlib"}
-)
+    {"subprocess", "multiprocessing", "ctypes", "runpy", "pty", "code", "codeop", "importlib",
+     "pickle", "marshal", "dill", "cloudpickle"}
+)  # fmt: skip
 _READING_MODULES = ("importlib.metadata", "importlib.resources", "importlib.machinery")
 """Parts of importlib that read package data and run nothing."""
 _RUNNING_ATTRIBUTES = frozenset(
@@ -108,6 +112,51 @@ _RUNNING_ATTRIBUTES = frozenset(
      "execle", "execlp", "spawnv", "spawnve", "spawnl", "posix_spawn", "posix_spawnp", "Popen",
      "run_path", "run_module", "import_module", "exec_module"}
 )  # fmt: skip
+
+
+_REFLECTIVE_GLOBALS = frozenset({"getattr", "vars", "globals", "locals", "__builtins__"})
+"""Builtins that reach objects by a name computed at run time: `getattr(builtins, "ex" +
+"ec")` is exec under another spelling, so a use the scan cannot read counts as running code.
+A `getattr` whose name is a literal string that runs nothing (`getattr(doc, "few_shot",
+None)`) is read and passes."""
+_REFLECTIVE_ATTRIBUTES = frozenset(
+    {"__builtins__", "__globals__", "__code__", "__subclasses__", "__getattribute__", "__dict__"}
+)
+"""Attributes that lead from any object to the builtins or to code objects."""
+
+
+@functools.cache
+def _literal_getattr_lines(file: str) -> frozenset[int]:
+    """Lines of `file` whose every getattr/setattr/delattr call names its attribute by a
+    literal string that runs nothing."""
+    try:
+        tree = ast.parse(Path(file).read_bytes(), file)
+    except (OSError, SyntaxError, ValueError):
+        return frozenset()
+    calls: dict[int, bool] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "setattr", "delattr")
+        ):
+            name = node.args[1] if len(node.args) > 1 else None
+            literal = (
+                isinstance(name, ast.Constant)
+                and isinstance(name.value, str)
+                and name.value not in _RUNNING_GLOBALS | _RUNNING_ATTRIBUTES
+                and name.value not in _REFLECTIVE_ATTRIBUTES
+            )
+            calls[node.lineno] = calls.get(node.lineno, True) and literal
+    return frozenset(line for line, ok in calls.items() if ok)
+
+
+def _reflective(name: str, file: str, line: int | None) -> bool:
+    """Whether the global `name`, loaded at `line` of `file`, reaches objects by a computed
+    name (see _REFLECTIVE_GLOBALS)."""
+    if name not in _REFLECTIVE_GLOBALS:
+        return False
+    return not (name == "getattr" and line in _literal_getattr_lines(file))
 
 
 def code_runners(file: str) -> list[str]:
@@ -126,12 +175,17 @@ def code_runners(file: str) -> list[str]:
         stack += [c for c in current.co_consts if hasattr(c, "co_code")]
         for ins in dis.get_instructions(current):
             name = ins.argval if isinstance(ins.argval, str) else ""
+            line = ins.positions.lineno if ins.positions else None
             if (
                 (ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and name in _RUNNING_GLOBALS)
+                or (ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and _reflective(name, file, line))
                 or (ins.opname == "IMPORT_NAME" and name.split(".")[0] in _RUNNING_MODULES)
-                or (ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and name in _RUNNING_ATTRIBUTES)
+                or (ins.opname == "IMPORT_NAME" and name == "builtins")
+                or (
+                    ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
+                    and name in _RUNNING_ATTRIBUTES | _REFLECTIVE_ATTRIBUTES
+                )
             ):
-                line = ins.positions.lineno if ins.positions else None
                 found.append(f"{Path(file).name}:{line} {name}")
     return sorted(set(found))
 
@@ -229,13 +283,23 @@ def _scan(code: CodeType, namespace: dict[str, Any]) -> Iterator[CodeRun | Any]:
             if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                 value = namespace.get(name, getattr(builtins, name, None))
                 what = _runner(value, name)
+                if (
+                    what is None
+                    and name not in namespace
+                    and _reflective(name, current.co_filename, line)
+                ):
+                    what = f"{name} (a lookup by a computed name)"
                 if what is None and isinstance(value, FunctionType | type):
                     yield value
                 receiver = value
-            elif ins.opname == "IMPORT_NAME" and name.split(".")[0] in _RUNNING_MODULES:
+            elif ins.opname == "IMPORT_NAME" and (
+                name.split(".")[0] in _RUNNING_MODULES or name == "builtins"
+            ):
                 what = name
             elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD"):
-                if isinstance(receiver, ModuleType):
+                if name in _REFLECTIVE_ATTRIBUTES:
+                    what = name
+                elif isinstance(receiver, ModuleType):
                     what = _runner(getattr(receiver, name, None), f"{receiver.__name__}.{name}")
                 elif name in _RUNNING_ATTRIBUTES:
                     what = name
@@ -250,7 +314,7 @@ def _runner(value: Any, name: str) -> str | None:
     os.system, fork, exec*, spawn*, popen."""
     if value is None:
         return name if name in _RUNNING_GLOBALS else None
-    if any(value is getattr(builtins, b) for b in _RUNNING_GLOBALS):
+    if value is builtins or any(value is getattr(builtins, b) for b in _RUNNING_GLOBALS):
         return name
     module = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", "")
     if not isinstance(module, str) or module.startswith(_READING_MODULES):
