@@ -52,6 +52,8 @@ INJECTIONS = [
     "{{ namespace.__init__.__globals__.os.popen('touch {marker}').read() }}",
     "{% set xs = options %}{{ xs.append('leak') }}{{ question }}",
     "{{ question.__class__.__base__.__subclasses__() }}",
+    # A name built at render time: only the sandbox, rendering the row, can refuse it.
+    "{% set k = '__cla' ~ 'ss__' %}{{ question[k].__base__ }}{{ question[k] }}",
 ]
 
 
@@ -59,11 +61,21 @@ INJECTIONS = [
 def test_a_template_cannot_reach_python_or_change_its_row(tmp_path, template):
     marker = tmp_path / "ran.txt"
     named, _ = task_folder(tmp_path, template.replace("{marker}", str(marker)))
-    task = Task(Registry([named], builtins=False).get("injected"))
     with pytest.raises(TaskConfigError, match=r"task.yaml|base.yaml|injected") as caught:
-        task.first_doc()
+        # Refused when the file loads where the template shows it, else when a row renders.
+        Task(Registry([named], builtins=False).get("injected")).first_doc()
     assert "doc_to_text" in str(caught.value) and "sandbox" in str(caught.value)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("template", INJECTIONS[:-1])
+def test_validate_without_data_refuses_a_template_that_shows_its_reach(tmp_path, template, capsys):
+    from assay.cli.main import main
+
+    named, _ = task_folder(tmp_path, template.replace("{marker}", str(tmp_path / "ran")))
+    code = main(["validate", "--no-data", "--include-path", str(named), "-t", "injected"])
+    captured = capsys.readouterr()
+    assert code != 0 and "reaches outside the row" in captured.out + captured.err
 
 
 TEMPLATES = [

@@ -74,6 +74,38 @@ def _template(source: str) -> jinja2.Template:
     return _environment().from_string(source)
 
 
+_MUTATORS = frozenset(
+    {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem",
+     "sort", "reverse", "add", "discard", "__setitem__"}
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4096)
+def _outside_reach(source: str) -> str | None:
+    """What in `source` reaches past the row it renders, read off the template itself (an
+    attribute or key starting with `_`, the `attr` filter, a call of a mutating method), so a
+    task file is refused when it loads (`assay validate --no-data` included), not only once a
+    row renders; None when nothing does. The sandbox still guards every render."""
+    from jinja2 import nodes
+
+    for node in _environment().parse(source).find_all((nodes.Getattr, nodes.Getitem, nodes.Filter)):
+        if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
+            return f"the attribute {node.attr!r}"
+        if (
+            isinstance(node, nodes.Getitem)
+            and isinstance(node.arg, nodes.Const)
+            and isinstance(node.arg.value, str)
+            and node.arg.value.startswith("_")
+        ):
+            return f"the key {node.arg.value!r}"
+        if isinstance(node, nodes.Filter) and node.name == "attr":
+            return "the attr filter"
+    for call in _environment().parse(source).find_all(nodes.Call):
+        if isinstance(call.node, nodes.Getattr) and call.node.attr in _MUTATORS:
+            return f"a call of {call.node.attr}()"
+    return None
+
+
 @dataclass
 class GroupConfig:
     """An lm-eval group: subtasks plus how their metrics aggregate."""
@@ -111,6 +143,13 @@ class _Field:
                 raise TaskConfigError(
                     f"{where}: '{key}' is not a valid Jinja template: {exc.message} (line {exc.lineno})."
                 ) from None
+            reach = _outside_reach(value)
+            if reach is not None:
+                raise TaskConfigError(
+                    f"{where}: '{key}' template reaches outside the row it renders ({reach}); "
+                    "templates render in a sandbox that refuses Python internals and changes to "
+                    "the data. Use a `!function` for logic that needs them."
+                )
             plain = _PLAIN_VARIABLE.fullmatch(value)
             self.variable = plain.group(1) if plain else None
 
