@@ -6,7 +6,7 @@ import pytest
 
 from assay.errors import ConfigError
 from assay.pipelines import HFModelConfig, ModelConfig, OpenAIAPIModelConfig, VLLMModelConfig
-from assay.pipelines.model_configs import gen_params_from_sampling
+from assay.pipelines.configs.model_configs import gen_params_from_sampling
 
 
 def test_vllm_style_sampling_params_map_onto_gen_params() -> None:
@@ -61,7 +61,7 @@ def test_configs_name_their_backend_and_args() -> None:
 
 def test_rapidfire_api_config_secrets_providers_and_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     from assay.pipelines import RFAPIModelConfig
-    from assay.pipelines.api_models import PROVIDER_BASE_URLS
+    from assay.pipelines.configs.api_models import PROVIDER_BASE_URLS
 
     def config(**endpoint: object) -> RFAPIModelConfig:
         return RFAPIModelConfig(

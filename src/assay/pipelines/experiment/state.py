@@ -13,13 +13,13 @@ import threading
 from typing import Any
 
 from assay.errors import AssayError, ConfigError
-from assay.pipelines.batch import _columns
-from assay.pipelines.early_stop import StopDecision
-from assay.pipelines.eval_config import EvalConfig
-from assay.pipelines.online import ConfigMetrics
-from assay.pipelines.optuna_search import OptunaSearch
-from assay.pipelines.scheduler import ShardScheduler, Status
-from assay.pipelines.store import ExperimentStore
+from assay.pipelines.configs.eval_config import EvalConfig
+from assay.pipelines.configs.optuna_search import OptunaSearch
+from assay.pipelines.shards.batch import _columns
+from assay.pipelines.shards.early_stop import StopDecision
+from assay.pipelines.shards.live_metrics import ConfigMetrics
+from assay.pipelines.shards.scheduler import ShardScheduler, Status
+from assay.pipelines.shards.store import ExperimentStore
 
 
 class RunState:

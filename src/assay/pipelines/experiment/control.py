@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from assay.pipelines.eval_config import apply_changes, validate
-from assay.pipelines.experiment_log import ExperimentLog
-from assay.pipelines.experiment_persistence import ExperimentPersistence
-from assay.pipelines.experiment_state import RunState
-from assay.pipelines.scheduler import Status
-from assay.pipelines.store import is_plain_json
+from assay.pipelines.configs.eval_config import apply_changes, validate
+from assay.pipelines.experiment.log import ExperimentLog
+from assay.pipelines.experiment.persistence import ExperimentPersistence
+from assay.pipelines.experiment.state import RunState
+from assay.pipelines.shards.scheduler import Status
+from assay.pipelines.shards.store import is_plain_json
 from assay.util.redact import redact
 
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.fingerprint import fingerprint
-from assay.pipelines.knobs import flatten_knobs
-from assay.pipelines.model_configs import ModelConfig
-from assay.pipelines.search import GridSearch, RandomSearch
+from assay.pipelines.configs.fingerprint import fingerprint
+from assay.pipelines.configs.knobs import flatten_knobs
+from assay.pipelines.configs.model_configs import ModelConfig
+from assay.pipelines.configs.search import GridSearch, RandomSearch
 from assay.requests.types import GenParams
 from assay.stats.online import OnlineSettings
 from assay.util.redact import find_secrets, redact, scrub
@@ -150,9 +150,9 @@ def apply_changes(leaf: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[s
     a dict of changes rebuilds the object with those constructor arguments changed, e.g.
     ``{"pipeline": {"sampling_params": {"temperature": 0.7}, "rag": {"search_cfg": {"k": 3}}}}``.
     RapidFire's clone payload (``{"pipeline_type": "vllm", "sampling_params": {...},
-    "rag_config": {...}}``) is accepted too (see pipelines.clone_payload).
+    "rag_config": {...}}``) is accepted too (see pipelines.configs.clone_payload).
     """
-    from assay.pipelines.clone_payload import apply_clone_payload, is_clone_payload
+    from assay.pipelines.configs.clone_payload import apply_clone_payload, is_clone_payload
 
     if is_clone_payload(changes):
         return apply_clone_payload(leaf, changes)
@@ -160,7 +160,7 @@ def apply_changes(leaf: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[s
 
 
 def _merge(base: Any, change: Any) -> Any:
-    from assay.pipelines.knobs import Configurable
+    from assay.pipelines.configs.knobs import Configurable
 
     if isinstance(change, Mapping) and isinstance(base, Configurable):
         params = base.knob_params()

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.eval_config import EvalConfig, apply_changes, validate
-from assay.pipelines.fingerprint import fingerprint
-from assay.pipelines.online import ConfigMetrics
-from assay.pipelines.store import ExperimentStore
+from assay.pipelines.configs.eval_config import EvalConfig, apply_changes, validate
+from assay.pipelines.configs.fingerprint import fingerprint
+from assay.pipelines.shards.live_metrics import ConfigMetrics
+from assay.pipelines.shards.store import ExperimentStore
 
 
 @dataclass(frozen=True)

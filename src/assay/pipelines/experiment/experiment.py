@@ -7,8 +7,8 @@ in the store, and the table is refreshed. Between shards, queued interactive ope
 resume, delete, clone-and-modify) are applied.
 
 `Experiment` is the public face; collaborators it owns do its jobs over one shared `RunState`:
-scheduling (experiment_runner), control (experiment_control), the store (experiment_persistence)
-and tables and numbers (experiment_views). Composition rather than mixins: each collaborator
+scheduling (`runner`), control (`control`), the store (`persistence`)
+and tables and numbers (`views`). Composition rather than mixins: each collaborator
 states what it reads and calls; mixins would share every attribute and hide which job does what.
 """
 
@@ -20,36 +20,36 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.control_panel import ControlServer, panel_html
-from assay.pipelines.display import ConfigRow, LiveView, to_html, to_markdown
-from assay.pipelines.early_stop import EarlyStop, StopDecision
-from assay.pipelines.engines import (
+from assay.pipelines.experiment.control import ExperimentControl
+from assay.pipelines.experiment.control_panel import ControlServer, panel_html
+from assay.pipelines.experiment.display import ConfigRow, LiveView, to_html, to_markdown
+from assay.pipelines.experiment.log import (
+    ExperimentLog,
+    check_resources,
+    log,
+    warn_rapidfire_trackers,
+)
+from assay.pipelines.experiment.persistence import ExperimentPersistence
+from assay.pipelines.experiment.runner import (
+    BackgroundRun,
+    ShardRunner,
+    check_early_stop,
+    check_error_rate,
+)
+from assay.pipelines.experiment.state import RunState
+from assay.pipelines.experiment.table import export_frame, results_table
+from assay.pipelines.experiment.views import ExperimentViews, Results
+from assay.pipelines.rag.resources import SharedResources
+from assay.pipelines.shards.early_stop import EarlyStop, StopDecision
+from assay.pipelines.shards.engines import (
     EngineFactory,
     EnginePool,
     actor_options,
     local_engine,
     ray_engines,
 )
-from assay.pipelines.experiment_control import ExperimentControl
-from assay.pipelines.experiment_log import (
-    ExperimentLog,
-    check_resources,
-    log,
-    warn_rapidfire_trackers,
-)
-from assay.pipelines.experiment_persistence import ExperimentPersistence
-from assay.pipelines.experiment_runner import (
-    BackgroundRun,
-    ShardRunner,
-    check_early_stop,
-    check_error_rate,
-)
-from assay.pipelines.experiment_state import RunState
-from assay.pipelines.experiment_table import export_frame, results_table
-from assay.pipelines.experiment_views import ExperimentViews, Results
-from assay.pipelines.resources import SharedResources
-from assay.pipelines.scheduler import Status
-from assay.pipelines.store import ExperimentStore
+from assay.pipelines.shards.scheduler import Status
+from assay.pipelines.shards.store import ExperimentStore
 from assay.run.settings import executor_settings, unused_on_local
 from assay.stats.online import Estimate
 
@@ -167,7 +167,7 @@ class Experiment:
         its rows so far failed (checked after every shard); whatever the setting, a config
         whose rows all failed fails. Failed rows are recorded and counted either way.
         early_stop: ``EarlyStop("Accuracy")`` stops, after every shard, the configs that an
-        anytime-valid comparison shows to be beaten (see assay.pipelines.early_stop); each
+        anytime-valid comparison shows to be beaten (see assay.pipelines.shards.early_stop); each
         decision is logged and kept in ``early_stops``, stopped configs keep their results.
         """
         self._early_stop = check_early_stop(early_stop)
@@ -279,7 +279,7 @@ class Experiment:
     # -- interactive control ---------------------------------------------------------------
     def control_server(self) -> ControlServer:
         """The loopback HTTP endpoint that stops, resumes, deletes and clones configs while
-        run_evals runs (started on first use; see pipelines.control_panel)."""
+        run_evals runs (started on first use; see pipelines.experiment.control_panel)."""
         if self._control_server is None:
             self._control_server = ControlServer(self)
         return self._control_server
@@ -324,7 +324,7 @@ class Experiment:
     # -- results ---------------------------------------------------------------------------
     def metrics(self, config_id: int) -> dict[str, dict[str, Any]]:
         """The config's metrics now: ``run_id``, ``model_name``, RapidFire's knob columns
-        (``search_cfg``, ``reranker_cfg``, ``sampling_params``, ...; see pipelines.headers),
+        (``search_cfg``, ``reranker_cfg``, ``sampling_params``, ...; see pipelines.experiment.headers),
         counts, then user metrics with intervals."""
         return self._views.metrics(config_id)
 

@@ -1,6 +1,6 @@
 """The scheduling loop of `run_evals`: which config runs which shard next, and what follows a shard.
 
-The shard scheduler picks the least advanced active config (see pipelines.scheduler); the runner
+The shard scheduler picks the least advanced active config (see pipelines.shards.scheduler); the runner
 runs that config's shard batch by batch, writes its rows and metric entries to the store, and
 completes the shard only when the config's error budget holds. After each shard it applies the
 early-stopping rule and reports to an Optuna search. `BackgroundRun` runs it in a thread.
@@ -15,18 +15,18 @@ from dataclasses import replace
 from typing import Any
 
 from assay.errors import AssayError, ConfigError, ModelError
-from assay.pipelines.batch import run_batch
-from assay.pipelines.early_stop import EarlyStop, MetricTrace, decide
-from assay.pipelines.engines import EnginePool
-from assay.pipelines.eval_config import EvalConfig, expand, validate
-from assay.pipelines.experiment_control import ExperimentControl
-from assay.pipelines.experiment_log import ExperimentLog, log
-from assay.pipelines.experiment_persistence import ExperimentPersistence
-from assay.pipelines.experiment_state import RunState
-from assay.pipelines.experiment_views import ExperimentViews, Results
-from assay.pipelines.online import SAMPLES, batch_entries
-from assay.pipelines.resources import SharedResources
-from assay.pipelines.scheduler import ACTIVE, Status
+from assay.pipelines.configs.eval_config import EvalConfig, expand, validate
+from assay.pipelines.experiment.control import ExperimentControl
+from assay.pipelines.experiment.log import ExperimentLog, log
+from assay.pipelines.experiment.persistence import ExperimentPersistence
+from assay.pipelines.experiment.state import RunState
+from assay.pipelines.experiment.views import ExperimentViews, Results
+from assay.pipelines.rag.resources import SharedResources
+from assay.pipelines.shards.batch import run_batch
+from assay.pipelines.shards.early_stop import EarlyStop, MetricTrace, decide
+from assay.pipelines.shards.engines import EnginePool
+from assay.pipelines.shards.live_metrics import SAMPLES, batch_entries
+from assay.pipelines.shards.scheduler import ACTIVE, Status
 from assay.util.redact import scrub
 
 
@@ -214,7 +214,7 @@ class ShardRunner:
         )
 
     def _stop_beaten(self, rule: EarlyStop | None) -> None:
-        """Apply the early-stopping rule after a shard (see assay.pipelines.early_stop)."""
+        """Apply the early-stopping rule after a shard (see assay.pipelines.shards.early_stop)."""
         if rule is None:
             return
         state = self._state

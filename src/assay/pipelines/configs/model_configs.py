@@ -15,8 +15,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
-from assay.pipelines.fingerprint import fingerprint
-from assay.pipelines.knobs import Configurable, describe_value
+from assay.pipelines.configs.fingerprint import fingerprint
+from assay.pipelines.configs.knobs import Configurable, describe_value
 from assay.requests.types import GenParams
 from assay.util.redact import redact
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.pipelines.batch import _columns
-from assay.pipelines.display import ConfigRow
-from assay.pipelines.experiment_state import RunState
-from assay.pipelines.experiment_table import paired_scores
-from assay.pipelines.headers import config_headers
-from assay.pipelines.online import SAMPLES
-from assay.pipelines.scheduler import Status
+from assay.pipelines.experiment.display import ConfigRow
+from assay.pipelines.experiment.headers import config_headers
+from assay.pipelines.experiment.state import RunState
+from assay.pipelines.experiment.table import paired_scores
+from assay.pipelines.shards.batch import _columns
+from assay.pipelines.shards.live_metrics import SAMPLES
+from assay.pipelines.shards.scheduler import Status
 from assay.stats.online import Estimate, paired_difference
 from assay.util.redact import scrub, scrub_value
 

@@ -11,17 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.data import dataset_fingerprint, dataset_rows, shard_plan
-from assay.pipelines.early_stop import StopDecision
-from assay.pipelines.eval_config import EvalConfig, expand, validate
-from assay.pipelines.experiment_log import log
-from assay.pipelines.experiment_state import RunState
-from assay.pipelines.fingerprint import fingerprint
-from assay.pipelines.online import ConfigMetrics
-from assay.pipelines.optuna_search import OptunaSearch
-from assay.pipelines.restore import rebuild_clone, restore_shards
-from assay.pipelines.scheduler import ShardScheduler, Status
-from assay.pipelines.store import ExperimentStore
+from assay.pipelines.configs.eval_config import EvalConfig, expand, validate
+from assay.pipelines.configs.fingerprint import fingerprint
+from assay.pipelines.configs.optuna_search import OptunaSearch
+from assay.pipelines.experiment.log import log
+from assay.pipelines.experiment.restore import rebuild_clone, restore_shards
+from assay.pipelines.experiment.state import RunState
+from assay.pipelines.shards.data import dataset_fingerprint, dataset_rows, shard_plan
+from assay.pipelines.shards.early_stop import StopDecision
+from assay.pipelines.shards.live_metrics import ConfigMetrics
+from assay.pipelines.shards.scheduler import ShardScheduler, Status
+from assay.pipelines.shards.store import ExperimentStore
 from assay.util.redact import find_secrets
 
 

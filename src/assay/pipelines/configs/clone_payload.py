@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.model_configs import (
+from assay.pipelines.configs.model_configs import (
     HFModelConfig,
     ModelConfig,
     OpenAIAPIModelConfig,
@@ -165,7 +165,7 @@ def _reranker_class(name: str, parent_class: Any) -> Any:
     ):
         return parent_class
     if name == "CrossEncoderReranker":
-        from assay.pipelines.retrieval import CrossEncoderReranker
+        from assay.pipelines.rag.retrieval import CrossEncoderReranker
 
         return CrossEncoderReranker
     raise ConfigError(
