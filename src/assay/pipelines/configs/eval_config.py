@@ -131,12 +131,16 @@ def validate(leaf: dict[str, Any], config_id: int, parent_id: int | None = None)
             f"{where}: accumulate_metrics_fn needs a compute_metrics_fn to accumulate"
         )
     settings = OnlineSettings.from_kwargs(leaf.get("online_strategy_kwargs"))
+    try:
+        gen_params = model.gen_params()
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     return EvalConfig(
         config_id=config_id,
         leaf=leaf,
         model=model,
         batch_size=batch_size,
-        gen_params=model.gen_params(),
+        gen_params=gen_params,
         settings=settings,
         parent_id=parent_id,
         **functions,
