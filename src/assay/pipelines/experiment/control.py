@@ -69,7 +69,7 @@ class ExperimentControl:
         """See `Experiment.clone_modify`."""
         state = self._state
         state.check_known(config_id)
-        parent = state.configs[config_id]
+        parent = state.runs[config_id].config
         new_id = state.take_id()
         clone = validate(apply_changes(parent.leaf, changes), new_id, parent_id=config_id)
         storable = is_plain_json(changes) and redact(changes) == changes

@@ -192,7 +192,7 @@ class Experiment:
             self.engines = EnginePool(cache_dir, *self._engine_plan())
         self._persistence.add_configs(leaves, config_group, num_shards)
         self._log.info(
-            f"run_evals: {len(self._state.configs)} config(s), {len(self._state.rows)} rows, "
+            f"run_evals: {len(self._state.runs)} config(s), {len(self._state.rows)} rows, "
             f"{num_shards} shards, seed {seed}"
         )
         return self.continue_evals(on_shard_complete)
@@ -231,8 +231,9 @@ class Experiment:
             self._control.running = False
             view.close()
         statuses = self._state.statuses()
-        if self._state.configs and all(s == Status.FAILED for s in statuses.values()):
-            raise self._state.failures[min(self._state.failures)]
+        if self._state.runs and all(s == Status.FAILED for s in statuses.values()):
+            failures = self._state.failures()
+            raise failures[min(failures)]
         failed = sorted(cid for cid, s in statuses.items() if s == Status.FAILED)
         if failed:
             log.warning(
@@ -288,7 +289,7 @@ class Experiment:
         """The notebook control panel (an IPython HTML object; run_evals shows it in notebooks)."""
         from IPython.display import HTML
 
-        return HTML(panel_html(self.control_server(), sorted(self._state.configs)))
+        return HTML(panel_html(self.control_server(), sorted(self._state.runs)))
 
     def cancel_current(self) -> None:
         """Stop every active config after its shard in flight (resume() picks any up again)."""
