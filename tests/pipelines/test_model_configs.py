@@ -50,12 +50,14 @@ BAD_SAMPLING = [
 def test_sampling_params_are_refused_with_the_cores_gen_kwargs_message(sampling: dict) -> None:
     """Every model config kind refuses what `normalize_gen_kwargs` refuses, in its words."""
     core = dict(sampling)
+    said = ""
     if "stop" in core:
         core["until"] = core.pop("stop")
+        said = " ('stop' is gen_kwargs' 'until')"
 
     def core_message(source: str) -> str:
         with pytest.raises(ConfigError) as refused:
-            normalize_gen_kwargs(core, default_until=[], source=source)
+            normalize_gen_kwargs(core, default_until=[], source=source + said)
         return str(refused.value)
 
     configs = [

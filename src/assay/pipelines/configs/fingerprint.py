@@ -73,7 +73,7 @@ IDENTITY_MODULES = {
     "assay.pipelines.experiment.log": "assay.pipelines.experiment_log",
     "assay.pipelines.experiment.persistence": "assay.pipelines.experiment_persistence",
     "assay.pipelines.experiment.restore": "assay.pipelines.restore",
-    "assay.pipelines.experiment.runner": "assay.pipelines.experiment_runner",
+    "assay.pipelines.experiment.shard_runner": "assay.pipelines.experiment_runner",
     "assay.pipelines.experiment.state": "assay.pipelines.experiment_state",
     "assay.pipelines.experiment.table": "assay.pipelines.experiment_table",
     "assay.pipelines.experiment.views": "assay.pipelines.experiment_views",
@@ -84,11 +84,11 @@ IDENTITY_MODULES = {
     "assay.pipelines.rag.spec": "assay.pipelines.rag",
     "assay.pipelines.row_metrics": "assay.pipelines.metrics",
     "assay.pipelines.shards.batch": "assay.pipelines.batch",
-    "assay.pipelines.shards.data": "assay.pipelines.data",
     "assay.pipelines.shards.early_stop": "assay.pipelines.early_stop",
     "assay.pipelines.shards.engines": "assay.pipelines.engines",
     "assay.pipelines.shards.live_metrics": "assay.pipelines.online",
     "assay.pipelines.shards.scheduler": "assay.pipelines.scheduler",
+    "assay.pipelines.shards.split": "assay.pipelines.data",
     "assay.pipelines.shards.store": "assay.pipelines.store",
 }
 """Modules of assay.pipelines by the name they had when it was one flat package. Identities

@@ -50,6 +50,8 @@ def checked_sampling(sampling_params: Mapping[str, Any], where: str) -> GenParam
         if "until" in params:
             raise ConfigError(f"{where}: give 'stop' or 'until', not both (they are one setting)")
         params["until"] = params.pop("stop")
+        # The core's messages name 'until': say it is the 'stop' the user wrote.
+        where = f"{where} ('stop' is gen_kwargs' 'until')"
     return normalize_gen_kwargs(params, default_until=[], source=where)
 
 

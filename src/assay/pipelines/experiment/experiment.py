@@ -7,7 +7,7 @@ in the store, and the table is refreshed. Between shards, queued interactive ope
 resume, delete, clone-and-modify) are applied.
 
 `Experiment` is the public face; collaborators it owns do its jobs over one shared `RunState`:
-scheduling (`runner`), control (`control`), the store (`persistence`)
+scheduling (`shard_runner`), control (`control`), the store (`persistence`)
 and tables and numbers (`views`). Composition rather than mixins: each collaborator
 states what it reads and calls; mixins would share every attribute and hide which job does what.
 """
@@ -30,7 +30,7 @@ from assay.pipelines.experiment.log import (
     warn_rapidfire_trackers,
 )
 from assay.pipelines.experiment.persistence import ExperimentPersistence
-from assay.pipelines.experiment.runner import (
+from assay.pipelines.experiment.shard_runner import (
     BackgroundRun,
     ShardRunner,
     check_early_stop,

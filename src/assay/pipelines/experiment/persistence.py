@@ -17,9 +17,9 @@ from assay.pipelines.configs.optuna_search import OptunaSearch
 from assay.pipelines.experiment.log import log
 from assay.pipelines.experiment.restore import rebuild_clone, restore_shards
 from assay.pipelines.experiment.state import RunState
-from assay.pipelines.shards.data import dataset_fingerprint, dataset_rows, shard_plan
 from assay.pipelines.shards.early_stop import StopDecision
 from assay.pipelines.shards.scheduler import ShardScheduler, Status
+from assay.pipelines.shards.split import dataset_fingerprint, dataset_rows, shard_plan
 from assay.pipelines.shards.store import ExperimentStore
 from assay.util.redact import find_secrets
 

@@ -1,6 +1,6 @@
 """Running configs over a dataset shard by shard.
 
-The seeded split into shards (`data`), the fair scheduler (`scheduler`), the loaded engines
+The seeded split into shards (`split`), the fair scheduler (`scheduler`), the loaded engines
 (`engines`), one batch of rows through the user's functions (`batch`), the experiment's SQLite
 store (`store`), each config's live estimates (`live_metrics`) and early stopping (`early_stop`).
 """
