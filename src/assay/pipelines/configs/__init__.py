@@ -2,7 +2,7 @@
 
 Model configs (`model_configs`, `api_models`), RapidFire's knob types and searches (`knobs`,
 `search`, `optuna_search`), the identity of a config (`fingerprint`) and the expansion of a
-config group into validated leaves (`eval_config`, with clone-and-modify in `clone_payload`).
+config group into validated leaves (`eval_config`).
 """
 
 __all__: list[str] = []

@@ -145,39 +145,3 @@ def validate(leaf: dict[str, Any], config_id: int, parent_id: int | None = None)
         parent_id=parent_id,
         **functions,
     )
-
-
-def apply_changes(leaf: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `leaf` with `changes` merged key by key (clone-and-modify).
-
-    Nested dicts merge recursively; for the model config and its RAG spec / prompt manager,
-    a dict of changes rebuilds the object with those constructor arguments changed, e.g.
-    ``{"pipeline": {"sampling_params": {"temperature": 0.7}, "rag": {"search_cfg": {"k": 3}}}}``.
-    RapidFire's clone payload (``{"pipeline_type": "vllm", "sampling_params": {...},
-    "rag_config": {...}}``) is accepted too (see pipelines.configs.clone_payload).
-    """
-    from assay.pipelines.configs.clone_payload import apply_clone_payload, is_clone_payload
-
-    if is_clone_payload(changes):
-        return apply_clone_payload(leaf, changes)
-    return _merge(dict(leaf), changes)
-
-
-def _merge(base: Any, change: Any) -> Any:
-    from assay.pipelines.configs.knobs import Configurable
-
-    if isinstance(change, Mapping) and isinstance(base, Configurable):
-        params = base.knob_params()
-        unknown = sorted(set(change) - set(params))
-        if unknown:
-            raise ConfigError(
-                f"clone: {type(base).__name__} has no argument(s) {unknown}; "
-                f"its arguments: {sorted(params)}"
-            )
-        return base.replace(**{k: _merge(params[k], v) for k, v in change.items()})
-    if isinstance(change, Mapping) and isinstance(base, Mapping):
-        merged = dict(base)
-        for key, value in change.items():
-            merged[key] = _merge(base.get(key), value) if key in base else value
-        return merged
-    return change

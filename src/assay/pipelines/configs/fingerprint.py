@@ -58,13 +58,13 @@ def identity_value(value: Any) -> Any:
 
 IDENTITY_MODULES = {
     "assay.pipelines.configs.api_models": "assay.pipelines.api_models",
-    "assay.pipelines.configs.clone_payload": "assay.pipelines.clone_payload",
     "assay.pipelines.configs.eval_config": "assay.pipelines.eval_config",
     "assay.pipelines.configs.fingerprint": "assay.pipelines.fingerprint",
     "assay.pipelines.configs.knobs": "assay.pipelines.knobs",
     "assay.pipelines.configs.model_configs": "assay.pipelines.model_configs",
     "assay.pipelines.configs.optuna_search": "assay.pipelines.optuna_search",
     "assay.pipelines.configs.search": "assay.pipelines.search",
+    "assay.pipelines.experiment.cloning": "assay.pipelines.clone_payload",
     "assay.pipelines.experiment.control": "assay.pipelines.experiment_control",
     "assay.pipelines.experiment.control_panel": "assay.pipelines.control_panel",
     "assay.pipelines.experiment.display": "assay.pipelines.display",

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from assay.pipelines.configs.eval_config import apply_changes, validate
+from assay.pipelines.configs.eval_config import validate
+from assay.pipelines.experiment.cloning import apply_changes
 from assay.pipelines.experiment.log import ExperimentLog
 from assay.pipelines.experiment.persistence import ExperimentPersistence
 from assay.pipelines.experiment.state import RunState

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.configs.eval_config import EvalConfig, apply_changes, validate
+from assay.pipelines.configs.eval_config import EvalConfig, validate
 from assay.pipelines.configs.fingerprint import fingerprint
+from assay.pipelines.experiment.cloning import apply_changes
 from assay.pipelines.shards.live_metrics import ConfigMetrics
 from assay.pipelines.shards.store import ExperimentStore
 
