@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from assay.pipelines.early_stop import EarlyStop, MetricTrace, decide
+from assay.pipelines.shards.early_stop import EarlyStop, MetricTrace, decide
 from assay.stats.anytime import confidence_sequence
 from assay.stats.online import OnlineSettings, mean_interval, paired_difference
 

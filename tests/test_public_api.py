@@ -46,7 +46,7 @@ def test_knob_types_are_not_top_level_names_and_the_error_says_where_they_are():
 
 def test_the_two_prompt_managers_have_distinct_names():
     import assay.pipelines as pipelines
-    from assay.pipelines.prompt_manager import FewShotPromptManager
+    from assay.pipelines.rag.fewshot_prompts import FewShotPromptManager
 
     assert "FewShotPromptManager" in pipelines.__all__ and "PromptManager" not in pipelines.__all__
     assert pipelines.RFPromptManager is FewShotPromptManager  # RapidFire's name

@@ -189,8 +189,8 @@ def test_run_evals_vllm_data_parallel_spreads_each_batch_over_its_replicas(
     ray_instance, fake_vllm, tiny_model_dir
 ):
     from assay.execution.ray import RayExecutor
-    from assay.pipelines.engines import local_engine
-    from assay.pipelines.model_configs import VLLMModelConfig
+    from assay.pipelines.configs.model_configs import VLLMModelConfig
+    from assay.pipelines.shards.engines import local_engine
     from assay.requests.types import GenerateRequest, GenParams
 
     model = {"model": str(tiny_model_dir), "max_model_len": 256}

@@ -6,7 +6,7 @@ import pytest
 
 from assay.errors import ConfigError
 from assay.pipelines import RagSpec, RFAPIModelConfig, RFvLLMModelConfig
-from assay.pipelines.eval_config import apply_changes
+from assay.pipelines.experiment.cloning import apply_changes
 
 
 def vllm_leaf() -> dict:

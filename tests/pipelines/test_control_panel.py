@@ -96,7 +96,7 @@ def _request(server: Any, headers: dict[str, str], body: bytes = b'{"config_id":
 
 
 def test_cross_origin_and_rebound_hosts_are_refused_and_no_page_gets_a_wildcard() -> None:
-    from assay.pipelines.control_panel import ControlServer
+    from assay.pipelines.experiment.control_panel import ControlServer
 
     experiment = _Stops()
     server = ControlServer(experiment)

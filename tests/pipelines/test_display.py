@@ -8,7 +8,7 @@ from typing import Any
 
 from assay.models.base import LM
 from assay.pipelines import Experiment, GridSearch, List, OpenAIAPIModelConfig
-from assay.pipelines.display import ConfigRow, LiveView, to_html, to_markdown
+from assay.pipelines.experiment.display import ConfigRow, LiveView, to_html, to_markdown
 from assay.util.redact import find_secrets, redact, scrub
 
 SECRET = "sk-live-DO-NOT-LEAK-0123456789"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from assay.errors import ConfigError
-from assay.pipelines.early_stop import EarlyStop, MetricTrace, decide
+from assay.pipelines.shards.early_stop import EarlyStop, MetricTrace, decide
 
 
 def bernoulli_rows(p: float, size: int, seed: int) -> np.ndarray:

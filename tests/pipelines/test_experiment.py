@@ -531,7 +531,7 @@ def test_unmatched_metric_falls_back_to_bound_variance_with_one_warning(
     )
     config["pipeline"] = config["pipeline"].replace(sampling_params={})
     exp = experiment(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="assay.pipelines.online"):
+    with caplog.at_level(logging.WARNING, logger="assay.pipelines.shards.live_metrics"):
         results = exp.run_evals(config, arithmetic_rows(12), num_shards=3)
     accuracy = results[1][1]["Accuracy"]
     assert accuracy["ci_method"].startswith("normal (bound variance)")
@@ -590,7 +590,7 @@ def test_gsm8k_use_case_with_a_tiny_local_model(tmp_path: Path, tiny_model_dir: 
 def test_a_store_written_before_clones_were_resumable_still_opens(tmp_path: Path) -> None:
     import sqlite3
 
-    from assay.pipelines.store import ExperimentStore
+    from assay.pipelines.shards.store import ExperimentStore
 
     path = tmp_path / "experiment.sqlite"
     with sqlite3.connect(path) as db:

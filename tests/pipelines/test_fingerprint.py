@@ -13,7 +13,7 @@ import pytest
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from assay.pipelines import ModelConfig, RagSpec
-from assay.pipelines.fingerprint import fingerprint
+from assay.pipelines.configs.fingerprint import fingerprint
 
 THRESHOLD = 0.5
 
@@ -132,7 +132,7 @@ SCRIPT = textwrap.dedent(
     """
     from langchain_text_splitters import RecursiveCharacterTextSplitter
     from assay.pipelines import ModelConfig, RagSpec
-    from assay.pipelines.fingerprint import fingerprint
+    from assay.pipelines.configs.fingerprint import fingerprint
 
     def keep(batch):
         return {k: v for k, v in batch.items() if k in {"query", "answer", "id", "context"}}
@@ -162,3 +162,36 @@ def test_fingerprint_is_the_same_in_another_process(tmp_path: Path) -> None:
     exec(compile(code, str(script), "exec", dont_inherit=True), namespace)
     assert out.stdout.strip() == namespace["result"]
     assert len(namespace["result"]) == 16
+
+
+def test_identities_are_those_stores_were_written_with_before_the_package_split() -> None:
+    """Stores match configs by fingerprint; classes moved into sub-packages keep their identity."""
+    from assay.pipelines import (
+        HFModelConfig,
+        List,
+        OpenAIAPIModelConfig,
+        VLLMModelConfig,
+        exact_match_per_row,
+    )
+    from assay.pipelines.configs.fingerprint import identity_value
+
+    leaf = {
+        "pipeline": ModelConfig(
+            "dummy",
+            {},
+            {"temperature": List([0.0, 0.5])},
+            rag=RagSpec(search_cfg={"type": "similarity", "k": 3}),
+        ),
+        "others": [
+            VLLMModelConfig({"model": "m"}, {"max_tokens": 3}),
+            HFModelConfig({"pretrained": "x"}),
+            OpenAIAPIModelConfig({"api_key": "k"}, {"model": "m"}),
+        ],
+        "batch_size": 2,
+    }
+    # Computed by the flat package (assay.pipelines.model_configs, assay.pipelines.rag, ...).
+    assert fingerprint(leaf) == "dbf92ad0ef7f7b81"
+    # The default normaliser's closure names its function as it was named then.
+    assert "assay.pipelines.metrics.exact_match.<locals>.<lambda>" in str(
+        identity_value(exact_match_per_row())
+    )

@@ -6,8 +6,8 @@ import pytest
 
 from assay.errors import ConfigError
 from assay.pipelines import GridSearch, List, ModelConfig, RandomSearch, Range
-from assay.pipelines.fingerprint import fingerprint
-from assay.pipelines.knobs import flatten_knobs, has_knobs
+from assay.pipelines.configs.fingerprint import fingerprint
+from assay.pipelines.configs.knobs import flatten_knobs, has_knobs
 
 
 def base(**overrides: object) -> dict:
@@ -38,7 +38,7 @@ def test_grid_over_a_list_of_configs_and_nested_lists() -> None:
 def test_grid_draws_a_range_once_from_the_seed(caplog: pytest.LogCaptureFixture) -> None:
     k = Range(5, 20, step=5)
     config = {"search": {"k": k}, "temperature": List([0.0, 0.5]), "top_n": k}
-    with caplog.at_level("INFO", logger="assay.pipelines.knobs"):
+    with caplog.at_level("INFO", logger="assay.pipelines.configs.knobs"):
         runs = GridSearch(config).get_runs(seed=7)
     assert len(runs) == 2  # the List alone multiplies configs
     drawn = {r["search"]["k"] for r in runs} | {r["top_n"] for r in runs}

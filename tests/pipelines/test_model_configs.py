@@ -6,7 +6,8 @@ import pytest
 
 from assay.errors import ConfigError
 from assay.pipelines import HFModelConfig, ModelConfig, OpenAIAPIModelConfig, VLLMModelConfig
-from assay.pipelines.model_configs import gen_params_from_sampling
+from assay.pipelines.configs.model_configs import gen_params_from_sampling
+from assay.requests.types import normalize_gen_kwargs
 
 
 def test_vllm_style_sampling_params_map_onto_gen_params() -> None:
@@ -28,8 +29,74 @@ def test_vllm_style_sampling_params_map_onto_gen_params() -> None:
     assert gen_params_from_sampling({"temperature": 0}, "t").do_sample is False
     with pytest.raises(ConfigError, match="n=4"):
         gen_params_from_sampling({"n": 4}, "t")
-    with pytest.raises(ConfigError, match="only one"):
+    with pytest.raises(ConfigError, match="both set the generation length"):
         gen_params_from_sampling({"max_tokens": 4, "max_new_tokens": 5}, "t")
+
+
+BAD_SAMPLING = [
+    {"temperature": -1},
+    {"temperature": "hot"},
+    {"top_p": 1.5},
+    {"top_k": 2.5},
+    {"seed": "abc"},
+    {"max_tokens": 0},
+    {"max_tokens": True},
+    {"stop": 5},
+    {"max_tokens": 4, "max_completion_tokens": 5},
+]
+
+
+@pytest.mark.parametrize("sampling", BAD_SAMPLING, ids=repr)
+def test_sampling_params_are_refused_with_the_cores_gen_kwargs_message(sampling: dict) -> None:
+    """Every model config kind refuses what `normalize_gen_kwargs` refuses, in its words."""
+    core = dict(sampling)
+    said = ""
+    if "stop" in core:
+        core["until"] = core.pop("stop")
+        said = " ('stop' is gen_kwargs' 'until')"
+
+    def core_message(source: str) -> str:
+        with pytest.raises(ConfigError) as refused:
+            normalize_gen_kwargs(core, default_until=[], source=source + said)
+        return str(refused.value)
+
+    configs = [
+        (ModelConfig("dummy", {}, sampling), "ModelConfig sampling_params"),
+        (HFModelConfig({"model": "m"}, sampling), "HFModelConfig sampling_params"),
+        (VLLMModelConfig({"model": "m"}, sampling), "RFvLLMModelConfig sampling_params"),
+        (
+            OpenAIAPIModelConfig({}, {"model": "m", **sampling}),
+            "OpenAIAPIModelConfig model_config",
+        ),
+    ]
+    for config, source in configs:
+        with pytest.raises(ConfigError) as refused:
+            config.gen_params()
+        assert str(refused.value) == core_message(source)
+
+
+def test_a_bad_sampling_value_names_the_config_when_run_evals_validates_it() -> None:
+    from assay.pipelines.configs.eval_config import validate
+
+    leaf = {"pipeline": ModelConfig("dummy", {}, {"top_p": 7}), "batch_size": 2}
+    with pytest.raises(ConfigError) as refused:
+        validate(leaf, config_id=3)
+    assert str(refused.value) == (
+        "config 3: ModelConfig sampling_params: 'top_p' must be a number from 0 to 1, got 7."
+    )
+    with pytest.raises(ConfigError, match="config 4: ModelConfig sampling_params: give 'stop'"):
+        validate({**leaf, "pipeline": ModelConfig("d", {}, {"stop": "a", "until": "b"})}, 4)
+
+
+def test_sampling_follows_the_cores_rules_for_what_it_accepts() -> None:
+    # do_sample=False means greedy whatever the temperature, as in gen_kwargs.
+    greedy = gen_params_from_sampling({"temperature": 0.7, "do_sample": False}, "t")
+    assert (greedy.do_sample, greedy.temperature) == (False, 0.0)
+    # Two names for one length that agree are one setting.
+    assert gen_params_from_sampling({"max_tokens": 4, "max_new_tokens": 4}, "t").max_gen_toks == 4
+    # Nothing is added to the stop strings, and unknown keys travel as written.
+    plain = gen_params_from_sampling({"repetition_penalty": 1.1}, "t")
+    assert plain.until == () and plain.extra == (("repetition_penalty", 1.1),)
 
 
 def test_configs_name_their_backend_and_args() -> None:
@@ -61,7 +128,7 @@ def test_configs_name_their_backend_and_args() -> None:
 
 def test_rapidfire_api_config_secrets_providers_and_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     from assay.pipelines import RFAPIModelConfig
-    from assay.pipelines.api_models import PROVIDER_BASE_URLS
+    from assay.pipelines.configs.api_models import PROVIDER_BASE_URLS
 
     def config(**endpoint: object) -> RFAPIModelConfig:
         return RFAPIModelConfig(

@@ -11,7 +11,7 @@ from pipeline_fakes import arithmetic_rows
 
 from assay.errors import ConfigError
 from assay.pipelines import Experiment, List, ModelConfig, Range, RFOptuna
-from assay.pipelines.optuna_search import labels, search_space, substitute
+from assay.pipelines.configs.optuna_search import labels, search_space, substitute
 
 
 def preprocess(batch: dict, rag: Any, prompt_manager: Any) -> dict:

@@ -14,7 +14,7 @@ from pipeline_fakes import BagOfWordsEmbeddings
 
 from assay.errors import ConfigError
 from assay.pipelines import PromptManager
-from assay.pipelines.resources import SharedResources
+from assay.pipelines.rag.resources import SharedResources
 
 EXAMPLES = [
     {"question": "Tom has 3 apples and buys 4 more apples.", "answer": "7"},

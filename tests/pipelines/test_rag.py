@@ -24,8 +24,8 @@ from assay.pipelines import (
     RagSpec,
     retrieval_metrics,
 )
-from assay.pipelines.metrics import ndcg_at_k
-from assay.pipelines.resources import SharedResources
+from assay.pipelines.rag.resources import SharedResources
+from assay.pipelines.row_metrics import ndcg_at_k
 
 TOPICS = {
     0: "Index funds track a market index and charge low fees, which suits passive investors.",
@@ -193,7 +193,7 @@ def test_grid_drops_rerankers_keeping_more_than_k(corpus: Path) -> None:
         search_cfg={"type": "similarity", "k": 2},
         reranker_cfg={"class": CrossEncoderReranker, "top_n": List([1, 5])},
     )
-    from assay.pipelines.eval_config import expand
+    from assay.pipelines.configs.eval_config import expand
 
     leaves = expand(GridSearch({"pipeline": ModelConfig("dummy", rag=spec), "batch_size": 1}), 0)
     assert [leaf["pipeline"].rag.top_n() for leaf in leaves] == [1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from assay.errors import ConfigError
-from assay.pipelines.scheduler import ShardScheduler, Status
+from assay.pipelines.shards.scheduler import ShardScheduler, Status
 
 
 def drain(s: ShardScheduler, loaded: str | None = None) -> list[tuple[int, int]]:

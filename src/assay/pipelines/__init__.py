@@ -13,12 +13,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from assay.pipelines.api_models import APIModelConfig, RFAPIModelConfig
-from assay.pipelines.batch import PipelineError
-from assay.pipelines.early_stop import EarlyStop
-from assay.pipelines.experiment import Experiment, run_evals
-from assay.pipelines.knobs import List, Range
-from assay.pipelines.model_configs import (
+from assay.pipelines.configs.api_models import APIModelConfig, RFAPIModelConfig
+from assay.pipelines.configs.knobs import List, Range
+from assay.pipelines.configs.model_configs import (
     HFModelConfig,
     ModelConfig,
     OpenAIAPIModelConfig,
@@ -26,26 +23,32 @@ from assay.pipelines.model_configs import (
     RFvLLMModelConfig,
     VLLMModelConfig,
 )
-from assay.pipelines.optuna_search import OptunaSearch, RFOptuna
-from assay.pipelines.search import GridSearch, RandomSearch, RFGridSearch, RFRandomSearch
+from assay.pipelines.configs.optuna_search import OptunaSearch, RFOptuna
+from assay.pipelines.configs.search import GridSearch, RandomSearch, RFGridSearch, RFRandomSearch
+from assay.pipelines.experiment import Experiment, run_evals
+from assay.pipelines.shards.batch import PipelineError
+from assay.pipelines.shards.early_stop import EarlyStop
 
 _LAZY = {
-    "RagSpec": "assay.pipelines.rag",
-    "LangChainRagSpec": "assay.pipelines.rag",
-    "RFLangChainRagSpec": "assay.pipelines.rag",
-    "JSONLinesLoader": "assay.pipelines.rag",
-    "FewShotPromptManager": "assay.pipelines.prompt_manager",
+    "RagSpec": "assay.pipelines.rag.spec",
+    "LangChainRagSpec": "assay.pipelines.rag.spec",
+    "RFLangChainRagSpec": "assay.pipelines.rag.spec",
+    "JSONLinesLoader": "assay.pipelines.rag.spec",
+    "FewShotPromptManager": "assay.pipelines.rag.fewshot_prompts",
     # RapidFire's name, kept importable; FewShotPromptManager is the one that cannot be
     # confused with assay.PromptManager (benchmark prompts).
-    "PromptManager": "assay.pipelines.prompt_manager",
-    "RFPromptManager": "assay.pipelines.prompt_manager",
-    "SentenceTransformerEmbeddings": "assay.pipelines.embeddings",
-    "HuggingFaceEmbeddings": "assay.pipelines.embeddings",
-    "FaissVectorStore": "assay.pipelines.retrieval",
-    "CrossEncoderReranker": "assay.pipelines.retrieval",
-    "exact_match": "assay.pipelines.metrics",
-    "retrieval_metrics": "assay.pipelines.metrics",
-    "mean_of_rows": "assay.pipelines.metrics",
+    "PromptManager": "assay.pipelines.rag.fewshot_prompts",
+    "RFPromptManager": "assay.pipelines.rag.fewshot_prompts",
+    "SentenceTransformerEmbeddings": "assay.pipelines.rag.embeddings",
+    "HuggingFaceEmbeddings": "assay.pipelines.rag.embeddings",
+    "FaissVectorStore": "assay.pipelines.rag.retrieval",
+    "CrossEncoderReranker": "assay.pipelines.rag.retrieval",
+    "exact_match_per_row": "assay.pipelines.row_metrics",
+    # The short name, kept importable; exact_match_per_row cannot be confused with the
+    # benchmark metric exact_match.
+    "exact_match": "assay.pipelines.row_metrics",
+    "retrieval_metrics": "assay.pipelines.row_metrics",
+    "mean_of_rows": "assay.pipelines.row_metrics",
 }
 
 
@@ -86,6 +89,7 @@ __all__ = [
     "SentenceTransformerEmbeddings",
     "VLLMModelConfig",
     "exact_match",
+    "exact_match_per_row",
     "mean_of_rows",
     "retrieval_metrics",
     "run_evals",

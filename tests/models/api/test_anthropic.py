@@ -152,7 +152,7 @@ def test_overloaded_is_retried_and_a_bad_request_is_not(fake):
 
 
 def test_run_evals_configs_naming_anthropic_go_through_the_native_backend(fake, monkeypatch):
-    from assay.pipelines.api_models import RFAPIModelConfig
+    from assay.pipelines.configs.api_models import RFAPIModelConfig
 
     native = RFAPIModelConfig(
         client_config={"max_retries": 1},

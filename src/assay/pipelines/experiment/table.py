@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.store import ExperimentStore
+from assay.pipelines.shards.store import ExperimentStore
 
 
 def results_table(store: ExperimentStore | None) -> list[dict[str, Any]]:

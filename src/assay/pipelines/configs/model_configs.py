@@ -15,68 +15,70 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
-from assay.pipelines.fingerprint import fingerprint
-from assay.pipelines.knobs import Configurable, describe_value
-from assay.requests.types import GenParams
+from assay.pipelines.configs.fingerprint import fingerprint
+from assay.pipelines.configs.knobs import Configurable, describe_value
+from assay.requests.types import MAX_TOKEN_ALIASES, GenParams, normalize_gen_kwargs
 from assay.util.redact import redact
 
 if TYPE_CHECKING:
     from assay.models.base import LM
 
-_TOKENS_KEYS = ("max_tokens", "max_new_tokens", "max_completion_tokens", "max_gen_toks")
-_DIRECT_KEYS = ("temperature", "top_p", "top_k", "seed", "do_sample")
 VLLM_DEFAULT_MAX_TOKENS = 16
 """vllm.SamplingParams' max_tokens when none is given."""
 
 
+def refuse_several_outputs(sampling_params: Mapping[str, Any], where: str) -> None:
+    """Refuse n != 1: run_evals scores one output per prompt."""
+    n = sampling_params.get("n", 1)
+    if n != 1:
+        raise ConfigError(
+            f"{where}: sampling_params n={n!r} is not supported; run_evals scores one output per "
+            "prompt. Use a List of seeds to compare several samples."
+        )
+
+
+def checked_sampling(sampling_params: Mapping[str, Any], where: str) -> GenParams:
+    """vLLM / OpenAI style sampling parameters under the core's gen_kwargs rules.
+
+    ``stop`` is the core's ``until``; the generation length, temperature, do_sample, top_p,
+    top_k and seed follow `normalize_gen_kwargs` (names, types, ranges and its messages, with
+    `where` as the source); anything else travels in ``extra``. Nothing is added to the stop
+    strings.
+    """
+    params = {k: v for k, v in sampling_params.items() if k != "n"}
+    if "stop" in params:
+        if "until" in params:
+            raise ConfigError(f"{where}: give 'stop' or 'until', not both (they are one setting)")
+        params["until"] = params.pop("stop")
+        # The core's messages name 'until': say it is the 'stop' the user wrote.
+        where = f"{where} ('stop' is gen_kwargs' 'until')"
+    return normalize_gen_kwargs(params, default_until=[], source=where)
+
+
 def gen_params_from_sampling(sampling_params: Mapping[str, Any] | None, where: str) -> GenParams:
-    """Map vLLM / OpenAI style sampling parameters onto `GenParams`.
+    """Map vLLM / OpenAI style sampling parameters onto `GenParams` (see `checked_sampling`).
 
     max_tokens (or max_new_tokens / max_completion_tokens) -> max_gen_toks, stop -> until;
     temperature, top_p, top_k and seed keep their names; a positive temperature implies sampling
     unless do_sample is given; anything else travels in `extra` for backends that accept it.
     """
     params = dict(sampling_params or {})
-    n = params.pop("n", 1)
-    if n != 1:
-        raise ConfigError(
-            f"{where}: sampling_params n={n!r} is not supported; run_evals scores one output per "
-            "prompt. Use a List of seeds to compare several samples."
-        )
-    tokens = [k for k in _TOKENS_KEYS if k in params]
-    if len(tokens) > 1:
-        raise ConfigError(f"{where}: give only one of {tokens} in sampling_params")
-    kwargs: dict[str, Any] = {}
-    if tokens:
-        kwargs["max_gen_toks"] = int(params.pop(tokens[0]))
-    stop = params.pop("stop", None)
-    if stop is not None:
-        kwargs["until"] = (stop,) if isinstance(stop, str) else tuple(stop)
-    for key in _DIRECT_KEYS:
-        if key in params:
-            kwargs[key] = params.pop(key)
-    if kwargs.get("temperature") is not None:
-        kwargs["temperature"] = float(kwargs["temperature"])
-        kwargs.setdefault("do_sample", kwargs["temperature"] > 0)
-    kwargs["extra"] = tuple(sorted(params.items()))
-    try:
-        return GenParams(**kwargs)
-    except TypeError as exc:
-        raise ConfigError(f"{where}: invalid sampling_params: {exc}") from None
+    refuse_several_outputs(params, where)
+    return checked_sampling(params, where)
 
 
 def as_given_params(params: Mapping[str, Any], where: str) -> GenParams:
     """Generation parameters an API receives exactly as written (nothing added).
 
-    The requested output size (max_completion_tokens or max_tokens) also sizes token rate
-    limits; without one, limits count the backend's default.
+    They are checked by the core's rules first (`checked_sampling`), so a value the core
+    refuses is refused here with the same message. The requested output size
+    (max_completion_tokens or max_tokens) also sizes token rate limits; without one, limits
+    count the backend's default.
     """
-    tokens = [k for k in _TOKENS_KEYS if k in params]
-    if len(tokens) > 1:
-        raise ConfigError(f"{where}: give only one of {tokens}")
+    checked = checked_sampling(params, where)
     kwargs: dict[str, Any] = {"as_given": True, "extra": tuple(sorted(params.items()))}
-    if tokens:
-        kwargs["max_gen_toks"] = int(params[tokens[0]])
+    if any(k in params for k in MAX_TOKEN_ALIASES):
+        kwargs["max_gen_toks"] = checked.max_gen_toks
     return GenParams(**kwargs)
 
 
@@ -192,12 +194,7 @@ class VLLMModelConfig(HFModelConfig):
 
     def gen_params(self) -> GenParams:
         sampling = self.sampling()
-        n = sampling.get("n", 1)
-        if n != 1:
-            raise ConfigError(
-                f"RFvLLMModelConfig sampling_params n={n!r} is not supported; run_evals scores "
-                "one output per prompt. Use a List of seeds to compare several samples."
-            )
+        refuse_several_outputs(sampling, "RFvLLMModelConfig")
         params = as_given_params(sampling, "RFvLLMModelConfig sampling_params")
         if "max_tokens" not in sampling:
             # vLLM's own default, which sizes the room left for the prompt.

@@ -33,8 +33,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.knobs import List
-from assay.pipelines.model_configs import OpenAIAPIModelConfig, as_given_params
+from assay.pipelines.configs.knobs import List
+from assay.pipelines.configs.model_configs import OpenAIAPIModelConfig, as_given_params
 
 PROVIDER_BASE_URLS = {
     "openai": "https://api.openai.com/v1",

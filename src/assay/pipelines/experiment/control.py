@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from assay.pipelines.eval_config import apply_changes, validate
-from assay.pipelines.experiment_log import ExperimentLog
-from assay.pipelines.experiment_persistence import ExperimentPersistence
-from assay.pipelines.experiment_state import RunState
-from assay.pipelines.scheduler import Status
-from assay.pipelines.store import is_plain_json
+from assay.pipelines.configs.eval_config import validate
+from assay.pipelines.experiment.cloning import apply_changes
+from assay.pipelines.experiment.log import ExperimentLog
+from assay.pipelines.experiment.persistence import ExperimentPersistence
+from assay.pipelines.experiment.state import RunState
+from assay.pipelines.shards.scheduler import Status
+from assay.pipelines.shards.store import is_plain_json
 from assay.util.redact import redact
 
 
@@ -69,7 +70,7 @@ class ExperimentControl:
         """See `Experiment.clone_modify`."""
         state = self._state
         state.check_known(config_id)
-        parent = state.configs[config_id]
+        parent = state.runs[config_id].config
         new_id = state.take_id()
         clone = validate(apply_changes(parent.leaf, changes), new_id, parent_id=config_id)
         storable = is_plain_json(changes) and redact(changes) == changes

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from assay.pipelines.knobs import describe_value
+from assay.pipelines.configs.knobs import describe_value
 from assay.util.redact import redact
 
 HEADER_KEYS = (

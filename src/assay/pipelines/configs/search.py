@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.fingerprint import fingerprint
-from assay.pipelines.knobs import RangeDraws, draw, grid
+from assay.pipelines.configs.fingerprint import fingerprint
+from assay.pipelines.configs.knobs import RangeDraws, draw, grid
 
 
 class GridSearch:

@@ -1,5 +1,7 @@
 """Built-in per-row metrics for eval pipelines, and an accumulator for per-row metrics.
 
+Not assay's benchmark metrics (assay.metrics): these build a pipeline's ``compute_metrics_fn``.
+
 Each factory returns a ``compute_metrics_fn(batch)`` whose values are lists with one score per
 row, so intervals use the observed variance and configs can be compared row by row. Pair them
 with ``accumulate_metrics_fn=mean_of_rows`` for live intervals after every shard.
@@ -25,7 +27,7 @@ def _column(batch: Mapping[str, Any], key: str, fn: str) -> list[Any]:
     return list(batch[key])
 
 
-def exact_match(
+def exact_match_per_row(
     prediction_key: str = "model_answer",
     reference_key: str = "ground_truth",
     name: str = "Accuracy",
@@ -40,8 +42,13 @@ def exact_match(
         scores = [float(norm(p) == norm(r)) for p, r in zip(predictions, references, strict=True)]
         return {name: {"value": scores, "value_range": (0.0, 1.0)}}
 
+    # The name users call it by (assay.pipelines.exact_match); it is part of the config's identity.
     compute.__qualname__ = f"exact_match({prediction_key!r}, {reference_key!r})"
     return compute
+
+
+exact_match = exact_match_per_row
+"""The name assay.pipelines has always exported."""
 
 
 def ndcg_at_k(retrieved: Sequence[Any], relevant: Sequence[Any], k: int) -> float:

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from assay.pipelines.fingerprint import fingerprint
+from assay.pipelines.configs.fingerprint import fingerprint
 
 T = TypeVar("T")
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.knobs import Configurable, List, Range, has_knobs
+from assay.pipelines.configs.knobs import Configurable, List, Range, has_knobs
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from assay.errors import DataError
-from assay.pipelines.store import to_json
+from assay.pipelines.shards.store import to_json
 from assay.requests.batching import shard
 
 

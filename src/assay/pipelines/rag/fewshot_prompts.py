@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.knobs import Configurable
-from assay.pipelines.resources import SharedResources
+from assay.pipelines.configs.knobs import Configurable
+from assay.pipelines.rag.resources import SharedResources
 
 _SELECTORS = {"semantic": "semantic", "similarity": "semantic", "mmr": "mmr"}
 
@@ -143,8 +143,8 @@ class FewShotPromptManager(Configurable):
     def _index_examples(
         self, resources: SharedResources, examples: list[Mapping[str, Any]]
     ) -> Callable[[], Any]:
-        from assay.pipelines.embeddings import shared_embeddings
-        from assay.pipelines.retrieval import FaissVectorStore
+        from assay.pipelines.rag.embeddings import shared_embeddings
+        from assay.pipelines.rag.retrieval import FaissVectorStore
 
         def build() -> Any:
             embeddings = shared_embeddings(

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.eval_config import EvalConfig, apply_changes, validate
-from assay.pipelines.fingerprint import fingerprint
-from assay.pipelines.online import ConfigMetrics
-from assay.pipelines.store import ExperimentStore
+from assay.pipelines.configs.eval_config import EvalConfig, validate
+from assay.pipelines.configs.fingerprint import fingerprint
+from assay.pipelines.experiment.cloning import apply_changes
+from assay.pipelines.shards.live_metrics import ConfigMetrics
+from assay.pipelines.shards.store import ExperimentStore
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from assay.pipelines.online import metric_cell
+from assay.pipelines.shards.live_metrics import metric_cell
 
 _HIDDEN_METRICS = {"Samples Processed"}
 

@@ -1,6 +1,6 @@
 """The scheduling loop of `run_evals`: which config runs which shard next, and what follows a shard.
 
-The shard scheduler picks the least advanced active config (see pipelines.scheduler); the runner
+The shard scheduler picks the least advanced active config (see pipelines.shards.scheduler); the runner
 runs that config's shard batch by batch, writes its rows and metric entries to the store, and
 completes the shard only when the config's error budget holds. After each shard it applies the
 early-stopping rule and reports to an Optuna search. `BackgroundRun` runs it in a thread.
@@ -15,18 +15,18 @@ from dataclasses import replace
 from typing import Any
 
 from assay.errors import AssayError, ConfigError, ModelError
-from assay.pipelines.batch import run_batch
-from assay.pipelines.early_stop import EarlyStop, MetricTrace, decide
-from assay.pipelines.engines import EnginePool
-from assay.pipelines.eval_config import EvalConfig, expand, validate
-from assay.pipelines.experiment_control import ExperimentControl
-from assay.pipelines.experiment_log import ExperimentLog, log
-from assay.pipelines.experiment_persistence import ExperimentPersistence
-from assay.pipelines.experiment_state import RunState
-from assay.pipelines.experiment_views import ExperimentViews, Results
-from assay.pipelines.online import SAMPLES, batch_entries
-from assay.pipelines.resources import SharedResources
-from assay.pipelines.scheduler import ACTIVE, Status
+from assay.pipelines.configs.eval_config import expand, validate
+from assay.pipelines.experiment.control import ExperimentControl
+from assay.pipelines.experiment.log import ExperimentLog, log
+from assay.pipelines.experiment.persistence import ExperimentPersistence
+from assay.pipelines.experiment.state import ConfigRun, RunState
+from assay.pipelines.experiment.views import ExperimentViews, Results
+from assay.pipelines.rag.resources import SharedResources
+from assay.pipelines.shards.batch import run_batch
+from assay.pipelines.shards.early_stop import EarlyStop, MetricTrace, decide
+from assay.pipelines.shards.engines import EnginePool
+from assay.pipelines.shards.live_metrics import SAMPLES, batch_entries
+from assay.pipelines.shards.scheduler import ACTIVE, Status
 from assay.util.redact import scrub
 
 
@@ -135,23 +135,24 @@ class ShardRunner:
                 self._search_step(config_id, shard)
             after_shard(config_id, shard)
 
-    def _ensure_built(self, config: EvalConfig) -> None:
-        if config.config_id in self._state.built:
+    def _ensure_built(self, run: ConfigRun) -> None:
+        if run.built:
             return
-        for part in (config.rag, config.prompt_manager):
+        for part in (run.config.rag, run.config.prompt_manager):
             if part is not None:
                 part.build(self._resources)
-        self._state.built.add(config.config_id)
+        run.mark_built()
 
     def _run_shard(self, cid: int, shard: int, engines: EnginePool, max_error_rate: float) -> None:
         state = self._state
         assert state.store is not None and state.scheduler is not None
-        config, metrics = state.configs[cid], state.metrics[cid]
+        run = state.runs[cid]
+        config, metrics = run.config, run.metrics
         started = time.perf_counter()
         rows = state.shards[shard]
         shard_errors = 0
         try:
-            self._ensure_built(config)
+            self._ensure_built(run)
             for b, start in enumerate(range(0, len(rows), config.batch_size)):
                 indices = rows[start : start + config.batch_size]
                 where = f"config {cid}, shard {shard}, batch {b}"
@@ -163,8 +164,6 @@ class ShardRunner:
                     for row in outcome.stored_rows(cid, shard)
                 ]
                 failed = next(((r.row_index, r.error) for r in stored if r.error), None)
-                if failed is not None and cid not in state.first_error:
-                    state.first_error[cid] = failed
                 entries = batch_entries(outcome.metrics, len(outcome.scored))
                 state.store.write_batch(cid, shard, b, stored, entries)
                 n_errors = len(indices) - len(outcome.scored)
@@ -176,24 +175,23 @@ class ShardRunner:
                     outcome.row_scores,
                     [outcome.row_indices[i] for i in outcome.scored],
                 )
-                state.records[cid].extend(outcome.records[i] for i in outcome.scored)
+                run.add_batch([outcome.records[i] for i in outcome.scored], failed)
             metrics.end_shard()
             # Before the shard counts as complete: a resumed run redoes it.
             self._check_errors(cid, max_error_rate)
             seconds = time.perf_counter() - started
-            state.seconds[cid] = state.seconds.get(cid, 0.0) + seconds
+            run.end_shard(seconds)
             state.store.complete_shard(cid, shard, len(rows), shard_errors, seconds)
             state.scheduler.complete(cid, shard)
-            state.final.pop(cid, None)
             if state.scheduler.status(cid) == Status.COMPLETED:
-                state.user_metrics(cid)  # a failing end-of-run compute_metrics_fn fails the config
+                run.user_metrics()  # a failing end-of-run compute_metrics_fn fails the config
             snapshot = self._views.metrics(cid) if metrics.live else {}
             state.store.record_metrics(cid, shard + 1, metrics.samples, snapshot)
         except AssayError as exc:
-            state.failures[cid] = exc
+            run.fail(exc)
             state.scheduler.fail(cid)
             log.error("experiment %r: %s", state.name, scrub(str(exc), state.secrets))
-        error = state.failures.get(cid)
+        error = run.failure
         message = scrub(str(error), state.secrets) if error else None
         status = state.scheduler.status(cid).value
         state.store.set_status(cid, status, message)
@@ -204,26 +202,29 @@ class ShardRunner:
 
     def _check_errors(self, cid: int, max_error_rate: float) -> None:
         """Fail the config when its rows failed beyond max_error_rate (see ConfigMetrics)."""
-        why = self._state.metrics[cid].error_budget_exceeded(max_error_rate)
+        run = self._state.runs[cid]
+        why = run.metrics.error_budget_exceeded(max_error_rate)
         if why is None:
             return
-        row, message = self._state.first_error[cid]
+        assert run.first_error is not None  # failed rows exceed the budget: one came first
+        row, message = run.first_error
         raise ModelError(
             f"config {cid}: {why}; first error, row {row}: {message}. Its failed shard is not "
             "kept: fix the cause and run again to redo it (completed shards are kept)"
         )
 
     def _stop_beaten(self, rule: EarlyStop | None) -> None:
-        """Apply the early-stopping rule after a shard (see assay.pipelines.early_stop)."""
+        """Apply the early-stopping rule after a shard (see assay.pipelines.shards.early_stop)."""
         if rule is None:
             return
         state = self._state
         assert state.scheduler is not None and state.store is not None
         traces: dict[int, MetricTrace] = {}
         for cid, status in state.statuses().items():
-            if status in (Status.DELETED, Status.FAILED) or not state.metrics[cid].samples:
+            metrics = state.runs[cid].metrics
+            if status in (Status.DELETED, Status.FAILED) or not metrics.samples:
                 continue
-            trace = state.metrics[cid].trace(rule.metric)
+            trace = metrics.trace(rule.metric)
             if trace is None:
                 raise ConfigError(
                     f"early_stop metric {rule.metric!r}: config {cid} has no such metric; "
@@ -239,8 +240,8 @@ class ShardRunner:
             log.info("experiment %r: %s", state.name, decision.message)
 
     def _metric_names(self, cid: int) -> set[str]:
-        metrics = self._state.metrics[cid]
-        return set(self._state.user_metrics(cid)) | set(metrics.row_values) - {SAMPLES}
+        run = self._state.runs[cid]
+        return set(run.user_metrics()) | set(run.metrics.row_values) - {SAMPLES}
 
     def _search_step(self, cid: int, shard: int) -> None:
         """Report the shard to the Optuna search; prune and replace configs as it decides."""

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.fingerprint import fingerprint
-from assay.pipelines.knobs import flatten_knobs
-from assay.pipelines.model_configs import ModelConfig
-from assay.pipelines.search import GridSearch, RandomSearch
+from assay.pipelines.configs.fingerprint import fingerprint
+from assay.pipelines.configs.knobs import flatten_knobs
+from assay.pipelines.configs.model_configs import ModelConfig
+from assay.pipelines.configs.search import GridSearch, RandomSearch
 from assay.requests.types import GenParams
 from assay.stats.online import OnlineSettings
 from assay.util.redact import find_secrets, redact, scrub
@@ -131,49 +131,17 @@ def validate(leaf: dict[str, Any], config_id: int, parent_id: int | None = None)
             f"{where}: accumulate_metrics_fn needs a compute_metrics_fn to accumulate"
         )
     settings = OnlineSettings.from_kwargs(leaf.get("online_strategy_kwargs"))
+    try:
+        gen_params = model.gen_params()
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     return EvalConfig(
         config_id=config_id,
         leaf=leaf,
         model=model,
         batch_size=batch_size,
-        gen_params=model.gen_params(),
+        gen_params=gen_params,
         settings=settings,
         parent_id=parent_id,
         **functions,
     )
-
-
-def apply_changes(leaf: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `leaf` with `changes` merged key by key (clone-and-modify).
-
-    Nested dicts merge recursively; for the model config and its RAG spec / prompt manager,
-    a dict of changes rebuilds the object with those constructor arguments changed, e.g.
-    ``{"pipeline": {"sampling_params": {"temperature": 0.7}, "rag": {"search_cfg": {"k": 3}}}}``.
-    RapidFire's clone payload (``{"pipeline_type": "vllm", "sampling_params": {...},
-    "rag_config": {...}}``) is accepted too (see pipelines.clone_payload).
-    """
-    from assay.pipelines.clone_payload import apply_clone_payload, is_clone_payload
-
-    if is_clone_payload(changes):
-        return apply_clone_payload(leaf, changes)
-    return _merge(dict(leaf), changes)
-
-
-def _merge(base: Any, change: Any) -> Any:
-    from assay.pipelines.knobs import Configurable
-
-    if isinstance(change, Mapping) and isinstance(base, Configurable):
-        params = base.knob_params()
-        unknown = sorted(set(change) - set(params))
-        if unknown:
-            raise ConfigError(
-                f"clone: {type(base).__name__} has no argument(s) {unknown}; "
-                f"its arguments: {sorted(params)}"
-            )
-        return base.replace(**{k: _merge(params[k], v) for k, v in change.items()})
-    if isinstance(change, Mapping) and isinstance(base, Mapping):
-        merged = dict(base)
-        for key, value in change.items():
-            merged[key] = _merge(base.get(key), value) if key in base else value
-        return merged
-    return change

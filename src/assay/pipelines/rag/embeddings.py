@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from assay.errors import ConfigError
-from assay.pipelines.resources import SharedResources
+from assay.pipelines.rag.resources import SharedResources
 
 _PACKAGED_MINILM = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2")
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.knobs import Configurable
-from assay.pipelines.resources import SharedResources
+from assay.pipelines.configs.knobs import Configurable
+from assay.pipelines.rag.resources import SharedResources
 
 log = logging.getLogger(__name__)
 
@@ -166,8 +166,8 @@ class RagSpec(Configurable):
         self.search_settings()
 
     def _build_index(self, resources: SharedResources) -> Callable[[], Any]:
-        from assay.pipelines.embeddings import shared_embeddings
-        from assay.pipelines.retrieval import FaissVectorStore
+        from assay.pipelines.rag.embeddings import shared_embeddings
+        from assay.pipelines.rag.retrieval import FaissVectorStore
 
         def build() -> Any:
             loaders = self._params.get("document_loader")

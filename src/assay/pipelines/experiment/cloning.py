@@ -1,4 +1,7 @@
-"""RapidFire's clone-and-modify payload, applied to a parent config.
+"""Clone-and-modify: a parent config's leaf with changes applied, in assay's form or RapidFire's.
+
+assay's changes merge key by key (`apply_changes`); RapidFire's clone payload is recognised
+and applied by its own rules (`apply_clone_payload`).
 
 RapidFire's control panel (and its autopilot) clone a run with a JSON object such as::
 
@@ -20,7 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.model_configs import (
+from assay.pipelines.configs.knobs import Configurable
+from assay.pipelines.configs.model_configs import (
     HFModelConfig,
     ModelConfig,
     OpenAIAPIModelConfig,
@@ -165,10 +169,42 @@ def _reranker_class(name: str, parent_class: Any) -> Any:
     ):
         return parent_class
     if name == "CrossEncoderReranker":
-        from assay.pipelines.retrieval import CrossEncoderReranker
+        from assay.pipelines.rag.retrieval import CrossEncoderReranker
 
         return CrossEncoderReranker
     raise ConfigError(
         f"clone: reranker class {name!r} is unknown; name the parent's reranker class or "
         "'CrossEncoderReranker', or clone with assay's changes and the class itself"
     )
+
+
+def apply_changes(leaf: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `leaf` with `changes` merged key by key (clone-and-modify).
+
+    Nested dicts merge recursively; for the model config and its RAG spec / prompt manager,
+    a dict of changes rebuilds the object with those constructor arguments changed, e.g.
+    ``{"pipeline": {"sampling_params": {"temperature": 0.7}, "rag": {"search_cfg": {"k": 3}}}}``.
+    RapidFire's clone payload (``{"pipeline_type": "vllm", "sampling_params": {...},
+    "rag_config": {...}}``) is accepted too (`apply_clone_payload`).
+    """
+    if is_clone_payload(changes):
+        return apply_clone_payload(leaf, changes)
+    return _merge(dict(leaf), changes)
+
+
+def _merge(base: Any, change: Any) -> Any:
+    if isinstance(change, Mapping) and isinstance(base, Configurable):
+        params = base.knob_params()
+        unknown = sorted(set(change) - set(params))
+        if unknown:
+            raise ConfigError(
+                f"clone: {type(base).__name__} has no argument(s) {unknown}; "
+                f"its arguments: {sorted(params)}"
+            )
+        return base.replace(**{k: _merge(params[k], v) for k, v in change.items()})
+    if isinstance(change, Mapping) and isinstance(base, Mapping):
+        merged = dict(base)
+        for key, value in change.items():
+            merged[key] = _merge(base.get(key), value) if key in base else value
+        return merged
+    return change

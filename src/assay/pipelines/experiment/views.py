@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.pipelines.batch import _columns
-from assay.pipelines.display import ConfigRow
-from assay.pipelines.experiment_state import RunState
-from assay.pipelines.experiment_table import paired_scores
-from assay.pipelines.headers import config_headers
-from assay.pipelines.online import SAMPLES
-from assay.pipelines.scheduler import Status
+from assay.pipelines.experiment.display import ConfigRow
+from assay.pipelines.experiment.headers import config_headers
+from assay.pipelines.experiment.state import RunState
+from assay.pipelines.experiment.table import paired_scores
+from assay.pipelines.shards.batch import _columns
+from assay.pipelines.shards.live_metrics import SAMPLES
+from assay.pipelines.shards.scheduler import Status
 from assay.stats.online import Estimate, paired_difference
 from assay.util.redact import scrub, scrub_value
 
@@ -29,9 +29,9 @@ class ExperimentViews:
         """See `Experiment.metrics`."""
         state = self._state
         state.check_known(config_id)
-        config, counts = state.configs[config_id], state.metrics[config_id]
-        user = state.user_metrics(config_id)
-        seconds = state.seconds.get(config_id, 0.0)
+        run = state.runs[config_id]
+        config, counts, seconds = run.config, run.metrics, run.seconds
+        user = run.user_metrics()
         out: dict[str, dict[str, Any]] = {
             "run_id": {"value": config_id},
             "model_name": {"value": config.model.model_name},
@@ -53,13 +53,13 @@ class ExperimentViews:
         for cid, status in self._state.statuses().items():
             if status in (Status.DELETED, Status.FAILED):
                 continue
-            out[cid] = (_columns(self._state.records[cid]), self.metrics(cid))
+            out[cid] = (_columns(self._state.runs[cid].records), self.metrics(cid))
         return out
 
     def errors(self) -> dict[int, str]:
         """See `Experiment.errors`."""
         state = self._state
-        return {cid: scrub(str(exc), state.secrets) for cid, exc in state.failures.items()}
+        return {cid: scrub(str(exc), state.secrets) for cid, exc in state.failures().items()}
 
     def status_rows(self) -> list[ConfigRow]:
         """See `Experiment.status_rows`."""
@@ -68,7 +68,7 @@ class ExperimentViews:
         for cid, status in state.statuses().items():
             if status == Status.DELETED:
                 continue
-            counts = state.metrics[cid]
+            run = state.runs[cid]
             assert state.scheduler is not None
             shown = {} if status == Status.FAILED else self._shown_metrics(cid, status)
             rows.append(
@@ -77,19 +77,20 @@ class ExperimentViews:
                     status=status.value,
                     shards_done=state.scheduler.configs[cid].shards_done,
                     num_shards=state.scheduler.num_shards,
-                    n=counts.samples,
+                    n=run.metrics.samples,
                     population=len(state.rows),
-                    errors=counts.errors,
-                    seconds=state.seconds.get(cid, 0.0),
+                    errors=run.metrics.errors,
+                    seconds=run.seconds,
                     metrics=shown,
-                    knobs=state.configs[cid].knobs(),
+                    knobs=run.config.knobs(),
                 )
             )
         return rows
 
     def _shown_metrics(self, cid: int, status: Status) -> dict[str, dict[str, Any]]:
-        if self._state.metrics[cid].live or status in (Status.COMPLETED, Status.STOPPED):
-            return self._state.user_metrics(cid)
+        run = self._state.runs[cid]
+        if run.metrics.live or status in (Status.COMPLETED, Status.STOPPED):
+            return run.user_metrics()
         return {}
 
     def compare(self, config_a: int, config_b: int, metric: str) -> Estimate:
@@ -105,5 +106,5 @@ class ExperimentViews:
             scores_b,
             value_range=tuple(entry.get("value_range") or (0.0, 1.0)),
             population=len(state.rows),
-            settings=state.configs[config_a].settings,
+            settings=state.runs[config_a].config.settings,
         )

@@ -7,8 +7,8 @@ in the store, and the table is refreshed. Between shards, queued interactive ope
 resume, delete, clone-and-modify) are applied.
 
 `Experiment` is the public face; collaborators it owns do its jobs over one shared `RunState`:
-scheduling (experiment_runner), control (experiment_control), the store (experiment_persistence)
-and tables and numbers (experiment_views). Composition rather than mixins: each collaborator
+scheduling (`shard_runner`), control (`control`), the store (`persistence`)
+and tables and numbers (`views`). Composition rather than mixins: each collaborator
 states what it reads and calls; mixins would share every attribute and hide which job does what.
 """
 
@@ -20,36 +20,36 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.control_panel import ControlServer, panel_html
-from assay.pipelines.display import ConfigRow, LiveView, to_html, to_markdown
-from assay.pipelines.early_stop import EarlyStop, StopDecision
-from assay.pipelines.engines import (
+from assay.pipelines.experiment.control import ExperimentControl
+from assay.pipelines.experiment.control_panel import ControlServer, panel_html
+from assay.pipelines.experiment.display import ConfigRow, LiveView, to_html, to_markdown
+from assay.pipelines.experiment.log import (
+    ExperimentLog,
+    check_resources,
+    log,
+    warn_rapidfire_trackers,
+)
+from assay.pipelines.experiment.persistence import ExperimentPersistence
+from assay.pipelines.experiment.shard_runner import (
+    BackgroundRun,
+    ShardRunner,
+    check_early_stop,
+    check_error_rate,
+)
+from assay.pipelines.experiment.state import RunState
+from assay.pipelines.experiment.table import export_frame, results_table
+from assay.pipelines.experiment.views import ExperimentViews, Results
+from assay.pipelines.rag.resources import SharedResources
+from assay.pipelines.shards.early_stop import EarlyStop, StopDecision
+from assay.pipelines.shards.engines import (
     EngineFactory,
     EnginePool,
     actor_options,
     local_engine,
     ray_engines,
 )
-from assay.pipelines.experiment_control import ExperimentControl
-from assay.pipelines.experiment_log import (
-    ExperimentLog,
-    check_resources,
-    log,
-    warn_rapidfire_trackers,
-)
-from assay.pipelines.experiment_persistence import ExperimentPersistence
-from assay.pipelines.experiment_runner import (
-    BackgroundRun,
-    ShardRunner,
-    check_early_stop,
-    check_error_rate,
-)
-from assay.pipelines.experiment_state import RunState
-from assay.pipelines.experiment_table import export_frame, results_table
-from assay.pipelines.experiment_views import ExperimentViews, Results
-from assay.pipelines.resources import SharedResources
-from assay.pipelines.scheduler import Status
-from assay.pipelines.store import ExperimentStore
+from assay.pipelines.shards.scheduler import Status
+from assay.pipelines.shards.store import ExperimentStore
 from assay.run.settings import executor_settings, unused_on_local
 from assay.stats.online import Estimate
 
@@ -167,7 +167,7 @@ class Experiment:
         its rows so far failed (checked after every shard); whatever the setting, a config
         whose rows all failed fails. Failed rows are recorded and counted either way.
         early_stop: ``EarlyStop("Accuracy")`` stops, after every shard, the configs that an
-        anytime-valid comparison shows to be beaten (see assay.pipelines.early_stop); each
+        anytime-valid comparison shows to be beaten (see assay.pipelines.shards.early_stop); each
         decision is logged and kept in ``early_stops``, stopped configs keep their results.
         """
         self._early_stop = check_early_stop(early_stop)
@@ -192,7 +192,7 @@ class Experiment:
             self.engines = EnginePool(cache_dir, *self._engine_plan())
         self._persistence.add_configs(leaves, config_group, num_shards)
         self._log.info(
-            f"run_evals: {len(self._state.configs)} config(s), {len(self._state.rows)} rows, "
+            f"run_evals: {len(self._state.runs)} config(s), {len(self._state.rows)} rows, "
             f"{num_shards} shards, seed {seed}"
         )
         return self.continue_evals(on_shard_complete)
@@ -231,8 +231,9 @@ class Experiment:
             self._control.running = False
             view.close()
         statuses = self._state.statuses()
-        if self._state.configs and all(s == Status.FAILED for s in statuses.values()):
-            raise self._state.failures[min(self._state.failures)]
+        if self._state.runs and all(s == Status.FAILED for s in statuses.values()):
+            failures = self._state.failures()
+            raise failures[min(failures)]
         failed = sorted(cid for cid, s in statuses.items() if s == Status.FAILED)
         if failed:
             log.warning(
@@ -279,7 +280,7 @@ class Experiment:
     # -- interactive control ---------------------------------------------------------------
     def control_server(self) -> ControlServer:
         """The loopback HTTP endpoint that stops, resumes, deletes and clones configs while
-        run_evals runs (started on first use; see pipelines.control_panel)."""
+        run_evals runs (started on first use; see pipelines.experiment.control_panel)."""
         if self._control_server is None:
             self._control_server = ControlServer(self)
         return self._control_server
@@ -288,7 +289,7 @@ class Experiment:
         """The notebook control panel (an IPython HTML object; run_evals shows it in notebooks)."""
         from IPython.display import HTML
 
-        return HTML(panel_html(self.control_server(), sorted(self._state.configs)))
+        return HTML(panel_html(self.control_server(), sorted(self._state.runs)))
 
     def cancel_current(self) -> None:
         """Stop every active config after its shard in flight (resume() picks any up again)."""
@@ -324,7 +325,7 @@ class Experiment:
     # -- results ---------------------------------------------------------------------------
     def metrics(self, config_id: int) -> dict[str, dict[str, Any]]:
         """The config's metrics now: ``run_id``, ``model_name``, RapidFire's knob columns
-        (``search_cfg``, ``reranker_cfg``, ``sampling_params``, ...; see pipelines.headers),
+        (``search_cfg``, ``reranker_cfg``, ``sampling_params``, ...; see pipelines.experiment.headers),
         counts, then user metrics with intervals."""
         return self._views.metrics(config_id)
 

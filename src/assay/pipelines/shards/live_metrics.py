@@ -24,9 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.batch import PipelineError, split_metrics
-from assay.pipelines.early_stop import MetricTrace
-from assay.pipelines.store import to_json
+from assay.pipelines.shards.batch import PipelineError, split_metrics
+from assay.pipelines.shards.early_stop import MetricTrace
+from assay.pipelines.shards.store import to_json
 from assay.stats.anytime import ConfidenceSequence, confidence_sequence
 from assay.stats.online import (
     Estimate,

@@ -11,17 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.data import dataset_fingerprint, dataset_rows, shard_plan
-from assay.pipelines.early_stop import StopDecision
-from assay.pipelines.eval_config import EvalConfig, expand, validate
-from assay.pipelines.experiment_log import log
-from assay.pipelines.experiment_state import RunState
-from assay.pipelines.fingerprint import fingerprint
-from assay.pipelines.online import ConfigMetrics
-from assay.pipelines.optuna_search import OptunaSearch
-from assay.pipelines.restore import rebuild_clone, restore_shards
-from assay.pipelines.scheduler import ShardScheduler, Status
-from assay.pipelines.store import ExperimentStore
+from assay.pipelines.configs.eval_config import EvalConfig, expand, validate
+from assay.pipelines.configs.fingerprint import fingerprint
+from assay.pipelines.configs.optuna_search import OptunaSearch
+from assay.pipelines.experiment.log import log
+from assay.pipelines.experiment.restore import rebuild_clone, restore_shards
+from assay.pipelines.experiment.state import RunState
+from assay.pipelines.shards.early_stop import StopDecision
+from assay.pipelines.shards.scheduler import ShardScheduler, Status
+from assay.pipelines.shards.split import dataset_fingerprint, dataset_rows, shard_plan
+from assay.pipelines.shards.store import ExperimentStore
 from assay.util.redact import find_secrets
 
 
@@ -85,7 +84,7 @@ class ExperimentPersistence:
         state.early_stops = [
             StopDecision.from_dict(d)
             for d in state.store.early_stops()
-            if d["config_id"] in state.configs
+            if d["config_id"] in state.runs
         ]
         state.search = config_group if isinstance(config_group, OptunaSearch) else None
         if state.search is not None:
@@ -99,10 +98,10 @@ class ExperimentPersistence:
     def _restore_clones(self, stored_configs: list[dict[str, Any]]) -> None:
         """Re-register the stored clones of this run's configs (by id, so parents come first)."""
         for stored in stored_configs:
-            if stored["parent_id"] is None or stored["config_id"] in self._state.configs:
+            if stored["parent_id"] is None or stored["config_id"] in self._state.runs:
                 continue
             try:
-                clone = rebuild_clone(self._state.configs, stored)
+                clone = rebuild_clone(self._state.configs(), stored)
             except ConfigError as exc:
                 log.warning(
                     "experiment %r: clone %d of config %d is not resumed (%s); clone it again "
@@ -127,15 +126,7 @@ class ExperimentPersistence:
         assert state.store is not None and state.scheduler is not None
         cid = config.config_id
         state.secrets |= find_secrets(config.model.knob_params())
-        state.configs[cid] = config
-        state.metrics[cid] = ConfigMetrics(
-            len(state.rows),
-            config.settings,
-            config.compute_metrics_fn,
-            config.accumulate_metrics_fn,
-            where=f"config {cid}",
-        )
-        state.records[cid] = []
+        state.add(config)
         status = Status(previous["status"]) if previous else Status.NEW
         if status == Status.FAILED:
             status = Status.NEW
@@ -157,8 +148,6 @@ class ExperimentPersistence:
     def _restore(self, cid: int, completed: list[int]) -> None:
         state = self._state
         assert state.store is not None
-        restored = restore_shards(state.store, cid, completed, state.metrics[cid])
-        state.records[cid] = restored.records
-        state.seconds[cid] = restored.seconds
-        if restored.first_error is not None:
-            state.first_error[cid] = restored.first_error
+        run = state.runs[cid]
+        restored = restore_shards(state.store, cid, completed, run.metrics)
+        run.restore(restored.records, restored.seconds, restored.first_error)

@@ -39,7 +39,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from assay.pipelines.knobs import Configurable, List, Range
+from assay.pipelines.configs.knobs import Configurable, List, Range
 
 _MAX_HASHED_TENSOR = 1 << 20
 """Tensors with more elements are identified by dtype and shape only (see module docstring)."""
@@ -56,8 +56,55 @@ def identity_value(value: Any) -> Any:
     return _Encoder().encode(value)
 
 
+IDENTITY_MODULES = {
+    "assay.pipelines.configs.api_models": "assay.pipelines.api_models",
+    "assay.pipelines.configs.eval_config": "assay.pipelines.eval_config",
+    "assay.pipelines.configs.fingerprint": "assay.pipelines.fingerprint",
+    "assay.pipelines.configs.knobs": "assay.pipelines.knobs",
+    "assay.pipelines.configs.model_configs": "assay.pipelines.model_configs",
+    "assay.pipelines.configs.optuna_search": "assay.pipelines.optuna_search",
+    "assay.pipelines.configs.search": "assay.pipelines.search",
+    "assay.pipelines.experiment.cloning": "assay.pipelines.clone_payload",
+    "assay.pipelines.experiment.control": "assay.pipelines.experiment_control",
+    "assay.pipelines.experiment.control_panel": "assay.pipelines.control_panel",
+    "assay.pipelines.experiment.display": "assay.pipelines.display",
+    "assay.pipelines.experiment.experiment": "assay.pipelines.experiment",
+    "assay.pipelines.experiment.headers": "assay.pipelines.headers",
+    "assay.pipelines.experiment.log": "assay.pipelines.experiment_log",
+    "assay.pipelines.experiment.persistence": "assay.pipelines.experiment_persistence",
+    "assay.pipelines.experiment.restore": "assay.pipelines.restore",
+    "assay.pipelines.experiment.shard_runner": "assay.pipelines.experiment_runner",
+    "assay.pipelines.experiment.state": "assay.pipelines.experiment_state",
+    "assay.pipelines.experiment.table": "assay.pipelines.experiment_table",
+    "assay.pipelines.experiment.views": "assay.pipelines.experiment_views",
+    "assay.pipelines.rag.embeddings": "assay.pipelines.embeddings",
+    "assay.pipelines.rag.fewshot_prompts": "assay.pipelines.prompt_manager",
+    "assay.pipelines.rag.resources": "assay.pipelines.resources",
+    "assay.pipelines.rag.retrieval": "assay.pipelines.retrieval",
+    "assay.pipelines.rag.spec": "assay.pipelines.rag",
+    "assay.pipelines.row_metrics": "assay.pipelines.metrics",
+    "assay.pipelines.shards.batch": "assay.pipelines.batch",
+    "assay.pipelines.shards.early_stop": "assay.pipelines.early_stop",
+    "assay.pipelines.shards.engines": "assay.pipelines.engines",
+    "assay.pipelines.shards.live_metrics": "assay.pipelines.online",
+    "assay.pipelines.shards.scheduler": "assay.pipelines.scheduler",
+    "assay.pipelines.shards.split": "assay.pipelines.data",
+    "assay.pipelines.shards.store": "assay.pipelines.store",
+}
+"""Modules of assay.pipelines by the name they had when it was one flat package. Identities
+name classes and functions by module, and stores match configs by identity: a store written
+before the split into sub-packages must still resume its configs."""
+
+
+IDENTITY_NAMES = {"assay.pipelines.row_metrics.exact_match_per_row": "exact_match"}
+"""Functions of assay.pipelines by the name they had before (their closures carry it)."""
+
+
 def _qualname(obj: Any) -> str:
-    return f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
+    module = getattr(obj, "__module__", "")
+    outer, dot, inner = getattr(obj, "__qualname__", type(obj).__name__).partition(".")
+    outer = IDENTITY_NAMES.get(f"{module}.{outer}", outer)
+    return f"{IDENTITY_MODULES.get(module, module)}.{outer}{dot}{inner}"
 
 
 def _sort_key(encoded: Any) -> str:

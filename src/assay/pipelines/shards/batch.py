@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.pipelines.engines import EnginePool, GenerationFailure, to_prompt
-from assay.pipelines.eval_config import EvalConfig
-from assay.pipelines.store import StoredRow
+from assay.pipelines.configs.eval_config import EvalConfig
+from assay.pipelines.shards.engines import EnginePool, GenerationFailure, to_prompt
+from assay.pipelines.shards.store import StoredRow
 
 
 class PipelineError(ConfigError):

@@ -21,7 +21,7 @@ from assay.errors import ConfigError
 from assay.execution.executor import Executor
 from assay.execution.local import LocalExecutor
 from assay.models.base import LM
-from assay.pipelines.model_configs import ModelConfig
+from assay.pipelines.configs.model_configs import ModelConfig
 from assay.requests.types import GenerateRequest, GenParams, Messages
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def ray_engines(
     spread over the replicas (about one chunk each), since run_evals hands one batch at a time.
     """
     from assay.execution.ray import import_ray, replica_executor
-    from assay.pipelines.model_configs import OpenAIAPIModelConfig
+    from assay.pipelines.configs.model_configs import OpenAIAPIModelConfig
     from assay.run.backend import replica_plan
 
     import_ray()  # a clear error now rather than at the first shard
