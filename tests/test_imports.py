@@ -151,13 +151,17 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("models", ("assay.models",)),
     ("execution", ("assay.execution",)),
-    ("tasks", ("assay.tasks",)),
+    # Metrics sit below tasks: a task config asks the metric registry what its metrics declare
+    # (the output type they prefer, whether a judge grades them).
     ("metrics", ("assay.metrics",)),
+    ("tasks", ("assay.tasks",)),
     # The built-in task families: each picks its metrics' functions (IFEval's checks, math
     # answer matching, perplexity's word and byte counts), so they sit above metrics. The
     # registry imports them by module name, as it imports plugins' task modules (`catalog`
     # itself, a folder listing, stays with tasks).
     ("task catalog", ("assay.tasks.catalog.*",)),
+    # Other harnesses' formats and names, adapted to the core (lighteval's metrics).
+    ("compatibility", ("assay.compat",)),
     ("results", ("assay.results",)),
     ("run", ("assay.run",)),
     ("pipelines and test helpers", ("assay.pipelines", "assay.testing")),
@@ -214,9 +218,10 @@ def test_the_layer_check_finds_a_lazy_upward_import(tmp_path):
     )
     assert _imported("assay.results.typed", typed) == set()
     assert (
-        _layer("assay.tasks.catalog")
-        < _layer("assay.metrics")
+        _layer("assay.metrics")
+        < _layer("assay.tasks.catalog")
         < _layer("assay.tasks.catalog.gsm8k")
+        < _layer("assay.compat.lighteval.metrics")
     )
 
 
