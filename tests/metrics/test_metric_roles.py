@@ -95,7 +95,7 @@ def test_every_lazily_declared_metric_is_registered_by_its_module():
 # Where naming several metrics is the point: a metric module registering and documenting its
 # own metrics, a built-in task choosing its metric_list, and lm-eval's default metrics per output
 # type (its own list, copied as it is).
-_MAY_NAME_METRICS = ("metrics/", "tasks/catalog/")
+_MAY_NAME_METRICS = ("metrics/", "catalog/")
 _LM_EVAL_DEFAULTS = "DEFAULT_METRICS"
 
 

@@ -82,7 +82,7 @@ def test_code_runners_sees_the_usual_ways_and_ignores_lookalikes(tmp_path):
 BUILTIN = """\
 from dataclasses import replace
 
-from assay.tasks.catalog.humaneval import TASKS_TABLE as HUMANEVAL
+from assay.catalog.humaneval import TASKS_TABLE as HUMANEVAL
 
 TASKS_TABLE = [
     replace(c, name="example_" + c.name, hf_repo=None,
