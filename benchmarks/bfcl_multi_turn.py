@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bfcl_loopback import Loopback, ScriptedBfcl
 from bfcl_parity import bfcl_verdicts
 
+from assay.catalog.bfcl import leaderboard_scores
 from assay.metrics.bfcl_multi_turn import MULTI_TURN, entries
-from assay.tasks.catalog.bfcl import leaderboard_scores
 
 
 def chosen(category: str, sample: int | None) -> list[int]:

@@ -28,8 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from assay.tasks.catalog import bfcl
-from assay.tasks.catalog.bfcl import OFFLINE
+from assay.catalog import bfcl
+from assay.catalog.bfcl import OFFLINE
 
 VARIANTS = (
     "right",

@@ -193,8 +193,8 @@ def _assay_kind(outcome: str) -> str:
 BUILTIN = """\
 from dataclasses import replace
 
-from assay.tasks.catalog.humaneval import TASKS_TABLE as HUMANEVAL
-from assay.tasks.catalog.mbpp import TASKS_TABLE as MBPP
+from assay.catalog.humaneval import TASKS_TABLE as HUMANEVAL
+from assay.catalog.mbpp import TASKS_TABLE as MBPP
 
 ROWS = {rows}
 

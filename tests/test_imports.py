@@ -36,6 +36,25 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
+def _is_import_module(func: ast.expr) -> bool:
+    """`importlib.import_module` or a bare `import_module`."""
+    return (isinstance(func, ast.Attribute) and func.attr == "import_module") or (
+        isinstance(func, ast.Name) and func.id == "import_module"
+    )
+
+
+def _named_modules(arg: ast.expr) -> set[str]:
+    """The assay modules an `import_module` argument names: a literal name, or every module under
+    the literal prefix of an f-string (`f"assay.catalog.{name}"`). A name computed otherwise (a
+    lazy export table's value) is not followed."""
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return {arg.value}
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        prefix = str(arg.values[0].value)
+        return {m for m in MODULES if m.startswith(prefix) and m != prefix.rstrip(".")}
+    return set()
+
+
 def _imported(name: str, path: Path) -> set[str]:
     """The assay modules that module `name` imports."""
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
@@ -57,6 +76,8 @@ def _imported(name: str, path: Path) -> set[str]:
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
                 found.add(sub if sub in MODULES else base)
+        elif isinstance(node, ast.Call) and _is_import_module(node.func) and node.args:
+            found.update(_named_modules(node.args[0]))
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -151,31 +172,32 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("models", ("assay.models",)),
     ("execution", ("assay.execution",)),
-    ("tasks", ("assay.tasks",)),
+    # Metrics sit below tasks: a task config asks the metric registry what its metrics declare
+    # (the output type they prefer, whether a judge grades them).
     ("metrics", ("assay.metrics",)),
+    ("tasks", ("assay.tasks",)),
     # The built-in task families: each picks its metrics' functions (IFEval's checks, math
-    # answer matching, perplexity's word and byte counts), so they sit above metrics. The
-    # registry imports them by module name, as it imports plugins' task modules (`catalog`
-    # itself, a folder listing, stays with tasks).
-    ("task catalog", ("assay.tasks.catalog.*",)),
+    # answer matching, perplexity's word and byte counts), so they sit above metrics and tasks.
+    ("task catalog", ("assay.catalog",)),
+    # Every task a run can name: the catalog (imported by module name), plugins, YAML folders
+    # and custom files, so it sits above the catalog.
+    ("task registry", ("assay.tasks.registry",)),
+    # Other harnesses' formats and names, adapted to the core (lighteval's metrics).
+    ("compatibility", ("assay.compat",)),
     ("results", ("assay.results",)),
     ("run", ("assay.run",)),
     ("pipelines and test helpers", ("assay.pipelines", "assay.testing")),
     ("cli", ("assay.cli", "assay.__main__")),
 ]
 """The package's layers, lowest first: a module imports only from its own layer or below.
-A name ending in ".*" places the modules under a package, not the package itself; a module
-takes the layer of the longest name that covers it."""
+A module takes the layer of the longest name that covers it."""
 
 
 def _layer(module: str) -> int | None:
     best: tuple[int, int] | None = None  # (length of the matching name, layer)
     for index, (_, names) in enumerate(LAYERS):
         for name in names:
-            if name.endswith(".*"):
-                covers = module.startswith(name[:-1])
-            else:
-                covers = module == name or module.startswith(name + ".")
+            covers = module == name or module.startswith(name + ".")
             if covers and (best is None or len(name) > best[0]):
                 best = (len(name), index)
     return None if best is None else best[1]
@@ -214,9 +236,24 @@ def test_the_layer_check_finds_a_lazy_upward_import(tmp_path):
     )
     assert _imported("assay.results.typed", typed) == set()
     assert (
-        _layer("assay.tasks.catalog")
-        < _layer("assay.metrics")
-        < _layer("assay.tasks.catalog.gsm8k")
+        _layer("assay.metrics")
+        < _layer("assay.catalog.gsm8k")
+        < _layer("assay.tasks.registry.python_tasks")
+        < _layer("assay.compat.lighteval.metrics")
+    )
+    loads = tmp_path / "loads.py"
+    loads.write_text(
+        "import importlib\n"
+        "def f(name):\n"
+        "    importlib.import_module('assay.run.settings')\n"
+        "    importlib.import_module(f'assay.catalog.{name}')\n",
+        encoding="utf-8",
+    )
+    loaded = _imported("assay.tasks.loads", loads)
+    assert "assay.run.settings" in loaded
+    assert "assay.catalog.gsm8k" in loaded
+    assert "assay.tasks.loads (tasks) -> assay.run.settings (run)" in _upward(
+        {"assay.tasks.loads": loaded}
     )
 
 

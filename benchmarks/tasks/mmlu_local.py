@@ -14,7 +14,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from assay.tasks.catalog.mmlu import TASKS_TABLE as MMLU
+from assay.catalog.mmlu import TASKS_TABLE as MMLU
 
 HELLASWAG = Path(__file__).resolve().parents[2].parent / "shared/data/hellaswag/hellaswag_val.jsonl"
 SUBJECTS = ("anatomy", "astronomy", "marketing", "sociology")

@@ -59,7 +59,7 @@ def test_list_filters_by_a_substring_of_the_name(folder, capsys):
 LOCAL_ARC = """\
 from dataclasses import replace
 
-from assay.tasks.catalog.arc import TASKS_TABLE as BUILTIN
+from assay.catalog.arc import TASKS_TABLE as BUILTIN
 
 TASKS_TABLE = [
     replace(next(c for c in BUILTIN if c.name == "arc_easy"), hf_repo="json", hf_subset=None,

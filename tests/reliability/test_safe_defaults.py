@@ -251,7 +251,7 @@ HEADER = 'def add(a: int, b: int) -> int:\n    """Return a + b."""\n'
 CODE_TASKS = """\
 from dataclasses import replace
 
-from assay.tasks.catalog.humaneval import TASKS_TABLE as BUILTIN
+from assay.catalog.humaneval import TASKS_TABLE as BUILTIN
 
 TASKS_TABLE = [
     replace(BUILTIN[0], name="local_humaneval", hf_repo="json",

@@ -99,7 +99,7 @@ def test_code_runners_sees_exec_under_another_spelling(tmp_path):
 BUILTIN = """\
 from dataclasses import replace
 
-from assay.tasks.catalog.humaneval import TASKS_TABLE as HUMANEVAL
+from assay.catalog.humaneval import TASKS_TABLE as HUMANEVAL
 
 TASKS_TABLE = [
     replace(c, name="example_" + c.name, hf_repo=None,

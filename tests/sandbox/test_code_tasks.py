@@ -30,7 +30,7 @@ COMPLETIONS = [
 TASKS = """\
 from dataclasses import replace
 
-from assay.tasks.catalog.humaneval import TASKS_TABLE as HUMANEVAL
+from assay.catalog.humaneval import TASKS_TABLE as HUMANEVAL
 
 
 def example_rows(config):
@@ -106,7 +106,7 @@ def test_humaneval_scores_the_same_with_and_without_the_namespace_sandbox(tmp_pa
 FOUR_DOCS = """\
 from dataclasses import replace
 
-from assay.tasks.catalog.humaneval import TASKS_TABLE as HUMANEVAL
+from assay.catalog.humaneval import TASKS_TABLE as HUMANEVAL
 
 ROWS = [dict(HUMANEVAL[0].example_rows[0], task_id=f"HumanEval/{i}") for i in range(4)]
 TASKS_TABLE = [replace(HUMANEVAL[0], name="four_docs", hf_repo=None,

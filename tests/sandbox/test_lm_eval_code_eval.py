@@ -217,7 +217,7 @@ def test_a_yaml_that_reaches_code_eval_is_a_code_task_whatever_it_says(tmp_path,
 def test_lm_eval_humaneval_yaml_scores_pass_at_1_in_the_sandbox(tmp_path):
     """lm-eval's humaneval metric returns {"pass@1": ...} from `pass_at_k`: reported as
     pass@1, as lm-eval reports it; the right completion passes, a wrong one fails."""
-    from assay.tasks.catalog.humaneval import TASKS_TABLE
+    from assay.catalog.humaneval import TASKS_TABLE
 
     humaneval = lm_eval_tasks() / "humaneval"
     row = TASKS_TABLE[0].example_rows[0]  # add(a, b)

@@ -131,8 +131,8 @@ def test_a_python_task_file_whose_scoring_runs_code_is_refused(tmp_path, capsys)
         textwrap.dedent(
             """\
             from assay.doc import OutputType
-            from assay.tasks.catalog._common import generation_doc
-            from assay.tasks.catalog._generative import computed_metrics
+            from assay.catalog._common import generation_doc
+            from assay.catalog._generative import computed_metrics
             from assay.tasks.config import TaskConfig
 
 

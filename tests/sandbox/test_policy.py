@@ -179,7 +179,7 @@ def test_the_pool_keeps_input_order_whatever_finishes_first():
 TASK = """\
 from dataclasses import replace
 
-from assay.tasks.catalog.humaneval import TASKS_TABLE
+from assay.catalog.humaneval import TASKS_TABLE
 
 TASKS_TABLE = [replace(TASKS_TABLE[0], name="example_humaneval", hf_repo=None,
                        dataset_loader=lambda **_: {"test": list(TASKS_TABLE[0].example_rows)})]

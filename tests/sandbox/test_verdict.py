@@ -288,7 +288,7 @@ class ByAttack(DummyLM):
 BUILTIN = """\
 from dataclasses import replace
 
-from assay.tasks.catalog.humaneval import TASKS_TABLE as HUMANEVAL
+from assay.catalog.humaneval import TASKS_TABLE as HUMANEVAL
 
 
 def example_rows(config):

@@ -113,10 +113,10 @@ def kill(out: Path) -> dict[str, object]:
 def hostile(out: Path) -> dict[str, object]:
     """Calls that would make bfcl-eval's `eval` run code or reach builtins, straight into an
     episode; and a model that never stops calling tools."""
+    from assay.catalog.bfcl_multi_turn import BfclEpisode
     from assay.metrics.bfcl_multi_turn import multi_turn_verdict
     from assay.requests.tools import ToolCall
     from assay.requests.types import Generation
-    from assay.tasks.catalog.bfcl_multi_turn import BfclEpisode
 
     out.mkdir(parents=True)
     victim = out / "victim.txt"

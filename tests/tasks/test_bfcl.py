@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from assay.catalog import bfcl
 from assay.doc import Doc, OutputType
 from assay.errors import ConfigError
 from assay.metrics.bfcl import (
@@ -21,7 +22,6 @@ from assay.prompts.manager import PromptManager
 from assay.requests.build import build_requests
 from assay.requests.plan import Capabilities, GenerationPolicy, RequestPlan
 from assay.requests.tools import ToolCall, ToolSpec, Turn
-from assay.tasks.catalog import bfcl
 from assay.tasks.registry import Registry
 
 

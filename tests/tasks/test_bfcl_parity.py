@@ -79,7 +79,7 @@ from pathlib import Path
 sys.path.insert(0, "benchmarks")
 import bfcl_parity as b
 from assay import evaluate
-from assay.tasks.catalog import bfcl
+from assay.catalog import bfcl
 tmp = Path(sys.argv[1])
 lines = []
 counts = {c: 2 + len(c) % 4 for c in bfcl.OFFLINE}  # unequal sizes: weighting shows

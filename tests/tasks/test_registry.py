@@ -183,7 +183,7 @@ def test_a_custom_task_files_module_name_is_the_same_in_every_process(tmp_path):
 SHADOW_GSM8K = """
 from dataclasses import replace
 
-from assay.tasks.catalog.gsm8k import TASKS_TABLE as GSM8K
+from assay.catalog.gsm8k import TASKS_TABLE as GSM8K
 
 TASKS_TABLE = [replace(GSM8K[0], source="")]
 """

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 def _family(config: TaskConfig) -> str:
     module = sys.modules.get(getattr(config.prompt_function, "__module__", "") or "")
     name = getattr(module, "__name__", "") if module else ""
-    if name.startswith("assay.tasks.catalog."):
+    if name.startswith("assay.catalog."):
         return name.rsplit(".", 1)[-1]
     return "yaml" if config.raw_config is not None else "custom"
 

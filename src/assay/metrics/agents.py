@@ -44,7 +44,7 @@ def _key(name: Any, arguments: Any) -> str:
     return json.dumps([name, arguments], sort_keys=True)
 
 
-@register_metric("tool_call_match")
+@register_metric("tool_call_match", output_type=OutputType.GENERATE_UNTIL)
 def tool_call_match(*, field: str = "expected_calls", ordered: bool = True) -> Metric:
     """1.0 when the model's tool calls equal the doc's expected calls (see the module)."""
     if not isinstance(field, str) or not isinstance(ordered, bool):
@@ -70,7 +70,7 @@ def tool_call_match(*, field: str = "expected_calls", ordered: bool = True) -> M
                   {"field": field, "ordered": ordered})  # fmt: skip
 
 
-@register_metric("end_state")
+@register_metric("end_state", output_type=OutputType.GENERATE_UNTIL)
 def end_state(*, field: str = "expected_state") -> Metric:
     """1.0 when the sample's state after the loop equals the doc's expected state."""
     if not isinstance(field, str):

@@ -93,9 +93,43 @@ METRICS: ComponentRegistry[MetricFactory] = ComponentRegistry("metric", "assay.m
 AGGREGATIONS: ComponentRegistry[Aggregation] = ComponentRegistry("aggregation")
 
 
-def register_metric(name: str, *aliases: str) -> Callable[[MetricFactory], MetricFactory]:
-    """Register a metric factory under `name`."""
+@dataclass(frozen=True, slots=True)
+class MetricRole:
+    """What a metric declares about itself at registration, for the stages that ask by name."""
+
+    output_type: OutputType | None = None
+    """The output type a task that names this metric, and gives none, queries the model with;
+    None: no preference (a task whose metrics prefer none is multiple_choice)."""
+    judge: bool = False
+    """Model-graded: a judge model grades the answers before the metric scores them."""
+
+
+_ROLES: dict[str, MetricRole] = {}
+
+
+def register_metric(
+    name: str, *aliases: str, output_type: OutputType | None = None, judge: bool = False
+) -> Callable[[MetricFactory], MetricFactory]:
+    """Register a metric factory under `name`, with the output type a task using it defaults to
+    and whether a judge model grades it (`metric_role`)."""
+    role = MetricRole(output_type=output_type, judge=judge)
+    for key in (name, *aliases):
+        _ROLES[key] = role
     return METRICS.register(name, *aliases)
+
+
+def metric_role(name: str) -> MetricRole:
+    """The role metric `name` declared at registration (importing its module on first use); a
+    name no registry knows, or a plugin's metric that declared none, has the default role."""
+    if name not in _ROLES and name in METRICS:
+        METRICS.get(name)
+    return _ROLES.get(name, MetricRole())
+
+
+def judge_metric_names() -> list[str]:
+    """The registered metrics a judge model grades, sorted (imports every metric module: for
+    messages, not for the hot path)."""
+    return [name for name in METRICS.names() if metric_role(name).judge]
 
 
 def register_aggregation(aggregation: Aggregation) -> Aggregation:

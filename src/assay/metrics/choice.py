@@ -182,7 +182,7 @@ def _mc_metric(
     )
 
 
-@register_metric("acc")
+@register_metric("acc", output_type=OutputType.MULTIPLE_CHOICE)
 def acc(**options: Any) -> Metric:
     """Accuracy: the most likely choice is gold (multiple_choice, 1.0/0.0), or the
     continuation is the greedy one (loglikelihood, 1/0). Mean, closed-form stderr."""
@@ -205,19 +205,19 @@ def acc(**options: Any) -> Metric:
     )
 
 
-@register_metric("acc_norm")
+@register_metric("acc_norm", output_type=OutputType.MULTIPLE_CHOICE)
 def acc_norm(**options: Any) -> Metric:
     """Accuracy of the best choice by log-likelihood per character of the choice text."""
     return _mc_metric("acc_norm", _accuracy_norm, "mean", options)
 
 
-@register_metric("acc_bytes")
+@register_metric("acc_bytes", output_type=OutputType.MULTIPLE_CHOICE)
 def acc_bytes(**options: Any) -> Metric:
     """Accuracy of the best choice by log-likelihood per UTF-8 byte of the choice text."""
     return _mc_metric("acc_bytes", _accuracy_bytes, "mean", options)
 
 
-@register_metric("acc_mutual_info")
+@register_metric("acc_mutual_info", output_type=OutputType.MULTIPLE_CHOICE)
 def acc_mutual_info(**options: Any) -> Metric:
     """Accuracy of the best choice by log P(choice | context) - log P(choice | "")."""
     return _mc_metric(
@@ -225,7 +225,7 @@ def acc_mutual_info(**options: Any) -> Metric:
     )
 
 
-@register_metric("brier_score")
+@register_metric("brier_score", output_type=OutputType.MULTIPLE_CHOICE)
 def brier_score(**options: Any) -> Metric:
     """Brier score of the softmax over choice log-likelihoods (lower is better)."""
     return _mc_metric(
@@ -233,13 +233,13 @@ def brier_score(**options: Any) -> Metric:
     )
 
 
-@register_metric("f1")
+@register_metric("f1", output_type=OutputType.MULTIPLE_CHOICE)
 def f1(**options: Any) -> Metric:
     """Binary F1 of (gold, predicted choice) over the corpus; bootstrap stderr."""
     return _mc_metric("f1", _gold_and_prediction, "f1", options)
 
 
-@register_metric("mcc")
+@register_metric("mcc", output_type=OutputType.MULTIPLE_CHOICE)
 def mcc(**options: Any) -> Metric:
     """Matthews correlation of (gold, predicted choice) over the corpus; bootstrap stderr."""
     return _mc_metric("mcc", _gold_and_prediction, "matthews_corrcoef", options)

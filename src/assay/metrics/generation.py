@@ -105,7 +105,7 @@ def _non_text_match(sample: SampleInput, golds: list[str], normalise: _Normalise
     return 1.0 if any(response == gold for gold in converted) else 0.0
 
 
-@register_metric("exact_match")
+@register_metric("exact_match", output_type=OutputType.GENERATE_UNTIL)
 def exact_match(
     *,
     regexes_to_ignore: Sequence[str] | None = None,
@@ -178,19 +178,19 @@ def _corpus_metric(name: str, higher_is_better: bool, options: dict[str, Any]) -
     )
 
 
-@register_metric("bleu")
+@register_metric("bleu", output_type=OutputType.GENERATE_UNTIL)
 def bleu(**options: Any) -> Metric:
     """sacrebleu corpus BLEU; per sample the [reference, prediction] pair."""
     return _corpus_metric("bleu", True, options)
 
 
-@register_metric("chrf")
+@register_metric("chrf", output_type=OutputType.GENERATE_UNTIL)
 def chrf(**options: Any) -> Metric:
     """sacrebleu corpus chrF; per sample the [reference, prediction] pair."""
     return _corpus_metric("chrf", True, options)
 
 
-@register_metric("ter")
+@register_metric("ter", output_type=OutputType.GENERATE_UNTIL)
 def ter(**options: Any) -> Metric:
     """sacrebleu corpus TER (lower is better); per sample the [reference, prediction] pair."""
     return _corpus_metric("ter", False, options)
@@ -199,7 +199,7 @@ def ter(**options: Any) -> Metric:
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 
-@register_metric("rouge")
+@register_metric("rouge", output_type=OutputType.GENERATE_UNTIL)
 def rouge(*, rouge_type: str = "rougeL", use_stemmer: bool = False, **unknown: Any) -> Metric:
     """ROUGE F-measure (0..1) of the response against the best-matching gold, mean-aggregated.
 

@@ -4,7 +4,7 @@ In an assay TaskConfig or YAML, a lighteval metric name whose metric computes wh
 metric computes is served by that metric (with one log line saying so); a name with no exact
 counterpart is refused with the closest assay metric and what differs, so a ported task never
 reports a number under a metric that is not the one its author chose. In a task converted from
-lighteval (`metrics.lighteval_metrics`), the metric objects of `SAME_COMPUTATION` are assay's and
+lighteval (`compat.lighteval.metrics`), the metric objects of `SAME_COMPUTATION` are assay's and
 every other runs lighteval's own functions.
 """
 
@@ -66,7 +66,7 @@ SAME_COMPUTATION = {
     "LoglikelihoodAcc()": "acc",
     "LoglikelihoodAcc(LogProbCharNorm(ignore_first_space=False))": "acc_norm",
 }
-"""lighteval metric objects, by their sample function (as `lighteval_metrics._signature` writes
+"""lighteval metric objects, by their sample function (as `compat.lighteval.metrics._signature` writes
 it), that assay's metric computes
 identically: the argmax of the choices' log-probabilities (divided by each choice's length in
 characters for acc_norm; the first maximum wins; any gold counts), 1 or 0 per doc, averaged."""

@@ -48,7 +48,7 @@ def _math_verify(sample: SampleInput) -> int:
     return int(any(answers_match(gold, response) for gold in sample.doc.get_golds()))
 
 
-@register_metric("math_verify")
+@register_metric("math_verify", output_type=OutputType.GENERATE_UNTIL)
 def math_verify(**options: Any) -> Metric:
     """1 if the response's answer is equivalent to a gold (Math-Verify), else 0; mean."""
     reject_unknown("math_verify", options)

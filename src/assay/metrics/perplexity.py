@@ -75,19 +75,19 @@ def _rolling_metric(name: str, aggregation: str, count: Any, options: dict[str, 
     )
 
 
-@register_metric("word_perplexity")
+@register_metric("word_perplexity", output_type=OutputType.LOGLIKELIHOOD_ROLLING)
 def word_perplexity(**options: Any) -> Metric:
     """exp(-sum ll / sum words) over the corpus; per sample (ll, words of doc.query)."""
     return _rolling_metric("word_perplexity", "weighted_perplexity", count_words, options)
 
 
-@register_metric("byte_perplexity")
+@register_metric("byte_perplexity", output_type=OutputType.LOGLIKELIHOOD_ROLLING)
 def byte_perplexity(**options: Any) -> Metric:
     """exp(-sum ll / sum bytes) over the corpus; per sample (ll, UTF-8 bytes of doc.query)."""
     return _rolling_metric("byte_perplexity", "weighted_perplexity", count_bytes, options)
 
 
-@register_metric("bits_per_byte")
+@register_metric("bits_per_byte", output_type=OutputType.LOGLIKELIHOOD_ROLLING)
 def bits_per_byte(**options: Any) -> Metric:
     """-sum ll / sum bytes / ln 2 over the corpus; per sample (ll, UTF-8 bytes of doc.query)."""
     return _rolling_metric("bits_per_byte", "bits_per_byte", count_bytes, options)

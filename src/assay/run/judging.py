@@ -26,6 +26,7 @@ from typing import Any
 from assay.errors import ConfigError, FailedRequests, ModelError, TaskConfigError
 from assay.execution.executor import Executor
 from assay.execution.stats import RunStats
+from assay.metrics.base import judge_metric_names
 from assay.metrics.judges.grading import JudgeMetric
 from assay.metrics.judges.stage import Verdict, judge_shard
 from assay.metrics.judges.tally import JudgeTally
@@ -41,9 +42,10 @@ from assay.util.redact import redact
 
 log = logging.getLogger(__name__)
 
-JUDGE_METRIC_NAMES = (
-    "judge_score, judge_pairwise, judge_correct, judge_rubric, judge_mt_bench, judge_alpaca_eval"
-)
+
+def _judge_metrics() -> str:
+    """The registered judge metrics, for messages."""
+    return ", ".join(judge_metric_names())
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ def check_judges(
         if config.judge_model is not None and name not in judged and not settings.predict_only:
             raise TaskConfigError(
                 f"{config.where()}: names a judge model ({config.judge_model}) but has no judge "
-                f"metric ({JUDGE_METRIC_NAMES}); remove judge_model or add one to its metrics."
+                f"metric ({_judge_metrics()}); remove judge_model or add one to its metrics."
             )
     flagged = run_judges(settings)
     if flagged and settings.predict_only:
@@ -125,14 +127,14 @@ def check_judges(
     for name, specs in chosen.items():
         if not specs:
             raise ConfigError(
-                f"task {name} has judge metrics ({JUDGE_METRIC_NAMES}): pass --judge-model NAME "
+                f"task {name} has judge metrics ({_judge_metrics()}): pass --judge-model NAME "
                 "(and --judge-model-args) to grade them, or name the task's judge_model."
             )
     if flagged and not any(configs[name].judge_model is None for name in judged):
         reason = (
             "every task with judge metrics names its own judge_model"
             if judged
-            else f"no task of this run has a judge metric ({JUDGE_METRIC_NAMES})"
+            else f"no task of this run has a judge metric ({_judge_metrics()})"
         )
         raise ConfigError(
             f"--judge-model {settings.judge_model}: {reason}; remove --judge-model"

@@ -43,7 +43,7 @@ def build_metrics(config: TaskConfig) -> list[ScoredMetric]:
     for spec in config.metrics:
         assert isinstance(spec, MetricSpec)
         if spec.lighteval is not None:
-            from assay.metrics.lighteval_metrics import build
+            from assay.compat.lighteval.metrics import build
 
             metric, aggregation = build(spec.name, spec.lighteval, config)
             out.append(ScoredMetric(metric, aggregation, metric.higher_is_better))

@@ -378,9 +378,8 @@ class RunSettings:
     )  # fmt: skip
     judge_model: str | None = _setting(
         None, _NUMBERS,
-        "backend that grades answers for judge metrics (judge_score, judge_pairwise, "
-        "judge_correct, judge_rubric): hf, openai-chat, vllm, dummy, replay ...; a task that "
-        "names its own judge_model uses that one",
+        "backend that grades answers for model-graded (judge) metrics: hf, openai-chat, vllm, "
+        "dummy, replay ...; a task that names its own judge_model uses that one",
         "--judge-model", check=_OPTIONAL_TEXT,
     )  # fmt: skip
     judge_model_args: dict[str, Any] = _setting(

@@ -12,6 +12,7 @@ from typing import Any
 
 from assay.doc import Doc, OutputType, SamplingMethod
 from assay.errors import TaskConfigError
+from assay.metrics.base import metric_role
 from assay.prompts.manager import PROMPT_LAYOUTS, PromptLayout
 from assay.requests.types import lm_eval_gen_kwargs, normalize_gen_kwargs
 from assay.tasks.fewshot import LIGHTEVAL_SELECTORS
@@ -283,16 +284,12 @@ class TaskConfig:
         """The output type, derived from the metrics when not given."""
         if self.output_type is not None:
             return self.output_type
-        generative = {
-            "exact_match", "bleu", "rouge", "chrf", "ter", "math_verify",
-            "judge_score", "judge_pairwise", "judge_correct", "judge_rubric",
-            "judge_mt_bench", "judge_alpaca_eval", "tool_call_match", "end_state",
-        }  # fmt: skip
-        names = {m.name for m in self.metrics}  # type: ignore[union-attr]
-        if names & {"word_perplexity", "byte_perplexity", "bits_per_byte"}:
-            return OutputType.LOGLIKELIHOOD_ROLLING
-        if names & generative or any(n.startswith(("prompt_level", "inst_level")) for n in names):
-            return OutputType.GENERATE_UNTIL
+        # Each metric declares the output type it prefers at registration; a rolling metric
+        # wins over a generative one, and a task whose metrics prefer none is multiple_choice.
+        preferred = {metric_role(m.name).output_type for m in self.metrics}  # type: ignore[union-attr]
+        for output_type in (OutputType.LOGLIKELIHOOD_ROLLING, OutputType.GENERATE_UNTIL):
+            if output_type in preferred:
+                return output_type
         return OutputType.MULTIPLE_CHOICE
 
     @property

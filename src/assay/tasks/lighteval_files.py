@@ -14,7 +14,7 @@ built-in tasks, is converted here field by field, keeping what lighteval's nativ
 | few_shots_split (None) | lighteval's choice: the first available non-evaluation split matching train, dev, valid or default, else the evaluation split |
 | few_shots_select (None = balanced) | `lighteval:<name>`: lighteval's own selection (`tasks.fewshot`) |
 | generation_size, stop_sequence | the same; as in lighteval they override what a prompt function put on its Doc |
-| metrics | `metrics.lighteval_metrics`: assay's metric where the computation is identical, else lighteval's own functions |
+| metrics | `compat.lighteval.metrics`: assay's metric where the computation is identical, else lighteval's own functions |
 | num_samples | derived from the metrics, as lighteval does (the field itself is unused by lighteval) |
 | num_fewshots | from the task string (`name|k`), as lighteval (the field itself is overwritten) |
 | generation_grammar | refused (no assay backend is grammar-constrained) |

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.doc import Doc, OutputType
 from assay.errors import DataError, TaskConfigError
+from assay.metrics.base import metric_role
 from assay.tasks._yaml_io import FunctionRef
 from assay.tasks.config import MetricSpec, TaskConfig
 
@@ -409,10 +410,10 @@ def _metric_specs(raw: dict[str, Any], output_type: OutputType, where: str) -> l
             entry = {}
         if (
             isinstance(metric, str)
-            and metric in _PASSTHROUGH
             and not entry.get("hf_evaluate")
             and output_type == OutputType.GENERATE_UNTIL
             and raw.get("process_results") is None
+            and _scores_choices(metric)
         ):
             specs.append(_passthrough_spec(metric, entry, aggregation, higher, where, i))
             continue
@@ -452,10 +453,11 @@ def _metric_specs(raw: dict[str, Any], output_type: OutputType, where: str) -> l
     return specs
 
 
-# lm-eval registers these as pass-through functions of (gold, prediction) pairs; on generated
-# text it calls them with the pair alone (its keyword call fails), so the task's aggregation
-# receives the pairs and every option is dropped.
-_PASSTHROUGH = {"acc", "acc_norm", "acc_mutual_info", "acc_bytes", "f1", "mcc", "brier_score"}
+def _scores_choices(metric: str) -> bool:
+    """A metric of choices (acc, f1 ...): lm-eval registers these as pass-through functions of
+    (gold, prediction) pairs; on generated text it calls them with the pair alone (its keyword
+    call fails), so the task's aggregation receives the pairs and every option is dropped."""
+    return metric_role(metric).output_type == OutputType.MULTIPLE_CHOICE
 
 
 def _gold_and_prediction(references: list[Any], predictions: list[Any], **_: Any) -> list[Any]:

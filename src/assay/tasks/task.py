@@ -516,7 +516,7 @@ def _local_files_recipe(cfg: TaskConfig) -> str:
             f"{{data_files: {{{files}}}}}."
         )
     module = getattr(cfg.prompt_function, "__module__", "") or ""
-    if module.startswith("assay.tasks.catalog."):
+    if module.startswith("assay.catalog."):
         return (
             "replace the built-in task by a custom task file reading local files (rows as the "
             "hub's), then give that file to the run (--custom-tasks local_tasks.py on the "

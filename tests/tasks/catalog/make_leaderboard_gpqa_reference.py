@@ -3,7 +3,7 @@
 Not a test. lm-eval's GPQA shuffles the answers with Python's global random state, seeded 0
 once per run, so in a run of the `leaderboard_gpqa` group the second and third subtasks
 continue the stream where the previous one left it. assay shuffles each subtask as a fresh
-single-task lm-eval run does (see src/assay/tasks/catalog/leaderboard_gpqa.py); this script
+single-task lm-eval run does (see src/assay/catalog/leaderboard_gpqa.py); this script
 reseeds Python's random state with 0 before lm-eval 0.4.13 builds each leaderboard GPQA task,
 which changes nothing for single-task runs, and records the runs of
 tests/tasks/catalog/data/leaderboard_gpqa.json.

@@ -74,7 +74,7 @@ def _needs_bfcl_eval(name: str) -> str | None:
     does not run; None for any other task."""
     if not name.startswith("bfcl_"):
         return None
-    from assay.tasks.catalog.bfcl import OFFLINE
+    from assay.catalog.bfcl import OFFLINE
 
     multi_turn = "_multi_turn_" in name and name.startswith("bfcl_fc_")
     if not multi_turn and not any(name.endswith(f"_{category}") for category in OFFLINE):
@@ -125,7 +125,7 @@ def test_a_local_copy_replaces_the_hub_dataset(tmp_path):
     override = tmp_path / "local_boolq.py"
     override.write_text(
         "from dataclasses import replace\n"
-        "from assay.tasks.catalog.boolq import TASKS_TABLE as BUILTIN\n"
+        "from assay.catalog.boolq import TASKS_TABLE as BUILTIN\n"
         "TASKS_TABLE = [replace(BUILTIN[0], hf_repo='json', hf_subset=None,\n"
         f"    hf_data_files={{'validation': {str(data)!r}}})]\n",
         encoding="utf-8",

@@ -12,12 +12,12 @@ from math import comb
 
 import pytest
 
+from assay.catalog import bbh, drop, humaneval, leaderboard, mbpp, minerva_math
 from assay.errors import ConfigError
 from assay.run.evaluation import Evaluation
 from assay.run.settings import RunSettings
 from assay.sandbox import run_untrusted
 from assay.sandbox.programs import count_passing, pass_at_k, pass_at_ks
-from assay.tasks.catalog import bbh, drop, humaneval, leaderboard, mbpp, minerva_math
 from assay.tasks.registry import Registry
 
 # ---------------------------------------------------------------- code execution

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from assay.tasks.catalog import chartqa, mmmu
+from assay.catalog import chartqa, mmmu
 
 OPTIONS = ["circle", "square", "triangle", "the big red one"]
 LETTERS = ["A", "B", "C", "D"]

@@ -100,25 +100,25 @@ def _metric(name: str, sample_fn: Callable[[SampleInput], Any], aggregation: str
     )
 
 
-@register_metric("prompt_level_strict_acc")
+@register_metric("prompt_level_strict_acc", output_type=OutputType.GENERATE_UNTIL)
 def prompt_level_strict_acc() -> Metric:
     """Share of prompts whose every instruction is followed by the response as generated."""
     return _metric("prompt_level_strict_acc", _prompt_level_strict, "mean")
 
 
-@register_metric("inst_level_strict_acc")
+@register_metric("inst_level_strict_acc", output_type=OutputType.GENERATE_UNTIL)
 def inst_level_strict_acc() -> Metric:
     """Share of instructions followed by the response as generated."""
     return _metric("inst_level_strict_acc", _inst_level_strict, "inst_level_acc")
 
 
-@register_metric("prompt_level_loose_acc")
+@register_metric("prompt_level_loose_acc", output_type=OutputType.GENERATE_UNTIL)
 def prompt_level_loose_acc() -> Metric:
     """Share of prompts whose every instruction is followed by some loose variant."""
     return _metric("prompt_level_loose_acc", _prompt_level_loose, "mean")
 
 
-@register_metric("inst_level_loose_acc")
+@register_metric("inst_level_loose_acc", output_type=OutputType.GENERATE_UNTIL)
 def inst_level_loose_acc() -> Metric:
     """Share of instructions followed by some loose variant of the response."""
     return _metric("inst_level_loose_acc", _inst_level_loose, "inst_level_acc")

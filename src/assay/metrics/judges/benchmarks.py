@@ -27,6 +27,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from assay.doc import OutputType
 from assay.errors import DataError
 from assay.metrics.base import Metric, register_metric
 from assay.metrics.judges.grading import OUTCOME_POINTS, Grader, JudgeInput, Prompt, judge_metric
@@ -129,7 +130,7 @@ class AlpacaEvalGrader(Grader):
         return (OUTCOME_POINTS[first] + (1.0 - OUTCOME_POINTS[second])) / 2, None
 
 
-@register_metric("judge_mt_bench")
+@register_metric("judge_mt_bench", output_type=OutputType.GENERATE_UNTIL, judge=True)
 def judge_mt_bench(**options: Any) -> Metric:
     """MT-Bench single-answer grading (1-10) with FastChat's judge prompts; a doc's turn is
     its number of follow-up turns plus one, its references `Doc.specific["references"]`."""
@@ -138,7 +139,7 @@ def judge_mt_bench(**options: Any) -> Metric:
     return judge_metric("judge_mt_bench", "score", options, grader=grader)
 
 
-@register_metric("judge_alpaca_eval")
+@register_metric("judge_alpaca_eval", output_type=OutputType.GENERATE_UNTIL, judge=True)
 def judge_alpaca_eval(**options: Any) -> Metric:
     """AlpacaEval win rate against the doc's reference output: the annotator's ``m``/``M`` in
     both orders, win 1, tie (a split decision) 0.5, loss 0."""

@@ -361,28 +361,28 @@ def judge_metric(
     )
 
 
-@register_metric("judge_score")
+@register_metric("judge_score", output_type=OutputType.GENERATE_UNTIL, judge=True)
 def judge_score(**options: Any) -> Metric:
     """MT-Bench single-answer grading: the judge scores the answer from 1 to 10 (verdict
     ``[[N]]``, see SCORE_PATTERN); the task's number is the mean over parsed verdicts."""
     return judge_metric("judge_score", "score", options)
 
 
-@register_metric("judge_pairwise")
+@register_metric("judge_pairwise", output_type=OutputType.GENERATE_UNTIL, judge=True)
 def judge_pairwise(**options: Any) -> Metric:
     """Win rate against the doc's reference answer (AlpacaEval / Arena-Hard style): the judge
     compares both orders, win 1, tie 0.5, loss 0, averaged over the two orders."""
     return judge_metric("judge_pairwise", "pairwise", options)
 
 
-@register_metric("judge_correct")
+@register_metric("judge_correct", output_type=OutputType.GENERATE_UNTIL, judge=True)
 def judge_correct(**options: Any) -> Metric:
     """Reference-guided correctness (MT-Bench's reference-guided grading, as yes/no): 1 when
     the judge says ``[[YES]]``, 0 for ``[[NO]]``."""
     return judge_metric("judge_correct", "correct", options)
 
 
-@register_metric("judge_rubric")
+@register_metric("judge_rubric", output_type=OutputType.GENERATE_UNTIL, judge=True)
 def judge_rubric(**options: Any) -> Metric:
     """Rubric checklist grading as HealthBench does (Arora et al., 2025; openai/simple-evals
     ``healthbench_eval.py``): the doc's ``rubrics`` field (option ``rubric_field``) lists items

@@ -41,7 +41,7 @@ class PythonTasks:
             modules = []
             if self._builtins:
                 modules += [
-                    importlib.import_module(f"assay.tasks.catalog.{m}") for m in _catalog_modules()
+                    importlib.import_module(f"assay.catalog.{m}") for m in _catalog_modules()
                 ]
                 modules += _plugin_modules()
             custom = [import_task_file(p) for p in self.custom_files]
@@ -111,7 +111,7 @@ class PythonTasks:
 
 
 def _catalog_modules() -> list[str]:
-    from assay.tasks import catalog
+    from assay import catalog
 
     return sorted(
         m.name for m in pkgutil.iter_modules(catalog.__path__) if not m.name.startswith("_")

@@ -1,0 +1,1 @@
+"""Other harnesses' formats and names, each in a package of its own above the core it adapts."""
