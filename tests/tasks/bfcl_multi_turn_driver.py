@@ -17,12 +17,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests"), str(ROOT / "tests" / "agents")]
 
 from bfcl_loopback import Loopback, ScriptedBfcl  # noqa: E402
+from steady_stopwatch import SteadyStopwatch, untimed_answers  # noqa: E402
 
 from assay.cli.main import main  # noqa: E402
 from assay.metrics.bfcl_multi_turn import entries  # noqa: E402
+from assay.run import agents  # noqa: E402
 
 CATEGORY = "multi_turn_miss_func"
 TASK = f"bfcl_fc_{CATEGORY}"
@@ -48,19 +50,13 @@ def _samples(out: Path) -> bytes:
     return path.read_bytes()
 
 
-def _without_times(value: object) -> object:
-    if isinstance(value, dict):
-        return {k: _without_times(v) for k, v in value.items() if k != "seconds"}
-    if isinstance(value, list):
-        return [_without_times(v) for v in value]
-    return value
-
-
 def _records(data: bytes) -> list[object]:
-    return [_without_times(json.loads(line)) for line in data.decode().splitlines()]
+    return [json.loads(line) for line in data.decode().splitlines()]
 
 
 def kill(out: Path) -> dict[str, object]:
+    # Times from a deterministic stopwatch, in every run: samples compare byte for byte.
+    agents.STOPWATCH = SteadyStopwatch()
     reference = _script()
     with Loopback(reference) as server:
         assert main(_args(server.url, out / "reference")) == 0
@@ -71,7 +67,12 @@ def kill(out: Path) -> dict[str, object]:
     with Loopback(held) as server:
         port = int(server.url.rsplit(":", 1)[1].split("/")[0])
         victim = subprocess.Popen(
-            [sys.executable, "-m", "assay", *_args(server.url, out / "resumed")],
+            [
+                sys.executable,
+                str(HERE.parent / "agents" / "steady_stopwatch.py"),
+                "0",
+                *_args(server.url, out / "resumed"),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=env,
@@ -83,10 +84,13 @@ def kill(out: Path) -> dict[str, object]:
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=60)
     written_before = list((out / "resumed").glob("samples_*.jsonl"))
+    untimed = untimed_answers(out / "resumed" / "cache.sqlite")
     rerun = _script()
     with Loopback(rerun, port=port) as server:
         assert main(_args(server.url, out / "resumed")) == 0
     resumed = _samples(out / "resumed")
+    # A second rerun whose stopwatch would give other times reads them all from the cache.
+    agents.STOPWATCH = SteadyStopwatch(offset=100.0)
     again = _script()
     with Loopback(again, port=port) as server:
         assert main(_args(server.url, out / "resumed")) == 0
@@ -100,7 +104,8 @@ def kill(out: Path) -> dict[str, object]:
         "asked_twice": len(set(held.seen[: held.hold_at - 1]) & set(rerun.seen)),
         "asked_on_second_rerun": again.requests,
         "samples_before_rerun": len(written_before),
-        "same_as_reference_but_times": _records(resumed) == _records(_samples(out / "reference")),
+        "untimed_answers_after_kill": untimed,
+        "byte_identical_to_reference": resumed == _samples(out / "reference"),
         "second_rerun_byte_identical": resumed == _samples(out / "resumed"),
         "same_scores": results == first,
         "accuracy": results["bfcl_accuracy,none"],

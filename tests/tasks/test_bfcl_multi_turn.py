@@ -74,7 +74,8 @@ def test_kill_9_mid_conversation_then_rerun_gives_the_same_samples(tmp_path):
     assert seen["reached_hold"] and seen["samples_before_rerun"] == 0, seen
     assert seen["asked_twice"] == 0, seen
     assert seen["answered_before_kill"] + seen["asked_on_rerun"] == seen["total_requests"], seen
-    assert seen["same_as_reference_but_times"] and seen["same_scores"], seen
+    assert seen["untimed_answers_after_kill"] == 0, seen
+    assert seen["byte_identical_to_reference"] and seen["same_scores"], seen
     assert seen["second_rerun_byte_identical"] and seen["asked_on_second_rerun"] == 0, seen
     assert seen["turn_roles"] == ["assistant", "prompt", "tool", "user"], seen
 
