@@ -205,5 +205,5 @@ GROUPS = [
     ),
     leaderboard_group("bfcl_fc_overall", "fc", (*OFFLINE, *MULTI_TURN), "overall"),
 ]
-"""BFCL's multi-turn score (the unweighted mean of its four categories, with a pooled
-interval) and its overall score in function-calling mode (`bfcl.leaderboard_scores`)."""
+"""BFCL's multi-turn score (the unweighted mean of its four categories, with the interval
+√(Σ se²)/4) and its overall score in function-calling mode (`bfcl.leaderboard_scores`)."""
