@@ -162,6 +162,35 @@ def hostile(out: Path) -> dict[str, object]:
     }
 
 
+def hostile_prompt(out: Path) -> dict[str, object]:
+    """Prompt mode: calls written in the text that bfcl-eval's `eval` would run as code (a
+    call inside an argument, a dotted name, a builtin), beside a real call; and a text that
+    does not decode."""
+    from assay.requests.types import Generation
+    from assay.tasks.catalog.bfcl_multi_turn import BfclEpisode
+
+    out.mkdir(parents=True)
+    touched = out / "touched"
+    text = (
+        f"[cd(folder=open(file={str(touched)!r}, mode='w')), "
+        f"os.system(command='touch {touched}'), len(obj=[1]), cd(folder='document')]"
+    )
+    entry_id = next(iter(entries("multi_turn_base")))
+    episode = BfclEpisode({"category": "multi_turn_base", "id": entry_id, "mode": "prompt"})
+    reply = episode.reply(Generation(text))
+    garbled = episode.reply(Generation("[cd(folder="))
+    episode.close()
+    assert reply.results_message is not None
+    return {
+        "touched": touched.exists(),
+        "errors": [outcome.error for _, outcome in reply.results],
+        "texts": [outcome.content for _, outcome in reply.results],
+        "sent_role": reply.results_message.role,
+        "sent": reply.results_message.content,
+        "unparseable_closes_turn": not garbled.results and bool(garbled.user),
+    }
+
+
 TOOL_TEMPLATE = (
     "{{ bos_token }}{% if tools %}<|system|>\nTools:{% for tool in tools %}\n"
     "{{ tool | tojson }}{% endfor %}\nCall one as <tool_call>{json}</tool_call>\n{% endif %}"
@@ -208,4 +237,5 @@ def hf(out: Path) -> dict[str, object]:
 if __name__ == "__main__":
     os.environ.setdefault("OPENAI_API_KEY", "unused-loopback-key")
     check, folder = sys.argv[1], Path(sys.argv[2])
-    print(json.dumps({"kill": kill, "hf": hf, "hostile": hostile}[check](folder)))
+    checks = {"kill": kill, "hf": hf, "hostile": hostile, "hostile_prompt": hostile_prompt}
+    print(json.dumps(checks[check](folder)))

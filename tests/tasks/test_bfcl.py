@@ -37,12 +37,6 @@ def test_categories_assay_does_not_run_are_refused_with_the_reason(category):
         config.validate()
 
 
-def test_multi_turn_in_prompt_mode_is_refused_with_the_reason():
-    config = Registry().get("bfcl_prompt_multi_turn_base")
-    with pytest.raises(ConfigError, match=r"prompt mode is not run by assay: .*bfcl_fc_multi"):
-        config.validate()
-
-
 def test_every_offline_category_has_both_modes():
     names = set(Registry().python_configs())
     for category in bfcl.OFFLINE:
@@ -108,7 +102,7 @@ def test_leaderboard_groups_give_bfcls_non_live_and_overall_scores(mode):
     accuracy = {c: (v, n) for c, v, n in zip(categories, values, sizes, strict=True)}
     expected = bfcl.leaderboard_scores(accuracy, {})
     assert aggregate(values, sizes, True) == pytest.approx(expected["overall"])
-    assert ("multi_turn_base" in categories) == (mode == "fc")
+    assert "multi_turn_base" in categories
     tasks, aggregate = _aggregate(f"bfcl_{mode}_non_live")
     n = len(tasks)
     assert aggregate(values[:n], sizes[:n], True) == pytest.approx(expected["non_live"])

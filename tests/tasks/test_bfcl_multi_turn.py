@@ -2,7 +2,7 @@
 test_bfcl_parity.py): through `openai-chat` against a loopback scripted model, assay's verdicts
 equal bfcl-eval's evaluation runner on the same transcripts; kill -9 mid-conversation then a
 rerun writes the same samples and asks nothing twice; a tiny `hf` chat model whose template
-takes tools runs the loop end to end."""
+takes tools runs the loop end to end; prompt mode (calls in the text) likewise."""
 
 from __future__ import annotations
 
@@ -47,12 +47,14 @@ def _driver(check: str, tmp_path: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_verdicts_equal_bfcl_evals_runner_on_scripted_conversations(tmp_path):
+@pytest.mark.parametrize("mode", ["fc", "prompt"])
+def test_verdicts_equal_bfcl_evals_runner_on_scripted_conversations(tmp_path, mode):
     done = _run(
         [
             "benchmarks/bfcl_multi_turn.py",
             "--sample", "7",
             "--categories", "multi_turn_base,multi_turn_miss_func",
+            "--mode", mode,
         ],
         tmp_path,
     )  # fmt: skip
@@ -101,3 +103,19 @@ def test_calls_that_would_run_code_are_answered_with_an_error_and_never_run(tmp_
     assert seen["verdict_error"].startswith("multi_turn:"), seen
     # A model that never stops calling tools: bfcl-eval's 20-step limit, then the loop ends.
     assert seen["endless_steps"] == 21 and seen["endless_stop"] == "max_steps", seen
+
+
+def test_prompt_mode_calls_that_would_run_code_are_answered_with_an_error_and_never_run(
+    tmp_path,
+):
+    seen = _driver("hostile_prompt", tmp_path)
+    assert not seen["touched"], seen
+    assert seen["errors"] == [True, True, True, False], seen
+    assert seen["texts"][0].endswith("assay does not run this call: an argument holds a call.")
+    assert "'os.system' is not a plain name" in seen["texts"][1], seen
+    assert "'len' is not a function of this conversation's APIs" in seen["texts"][2], seen
+    assert seen["texts"][3] == '{"current_working_directory": "document"}', seen
+    # The results go back as bfcl-eval's one user message, listing every call and result.
+    assert seen["sent_role"] == "user" and seen["sent"].startswith("[{'role': 'tool'"), seen
+    assert seen["sent"].count("'role': 'tool'") == 4, seen
+    assert seen["unparseable_closes_turn"], seen

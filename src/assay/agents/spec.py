@@ -36,6 +36,9 @@ class AgentSpec:
     episode: EpisodeFactory | None = None
     """A task that drives the conversation itself (user turns, tools per turn, calls run
     against its own simulated APIs): `agents.episode`. `tools` is then unused."""
+    offers_tools: bool = True
+    """The model is offered tools (a backend that takes none is refused); False for an
+    episode whose model writes its calls in its text (BFCL's prompt mode)."""
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:

@@ -201,11 +201,12 @@ def bfcl_accuracy(**unknown: Any) -> Metric:
 
 def _multi_turn(spec: dict[str, Any], sample: SampleInput) -> Verdict:
     """A multi-turn conversation's verdict from its transcript: per user turn, each model
-    turn's answer as bfcl-eval's OpenAI handler records it."""
+    turn's answer as bfcl-eval's OpenAI handler records it (prompt mode: its text)."""
     if sample.transcript is None:
         raise ConfigError(f"bfcl_accuracy: BFCL's {spec['category']} scores an agent transcript.")
+    mode = spec.get("mode", "fc")
     turns = [
-        [fc_model_result(calls, text) for text, calls in answers]
+        [text if mode == "prompt" else fc_model_result(calls, text) for text, calls in answers]
         for answers in sample.transcript.answers_by_user_turn()
     ]
-    return multi_turn_verdict(spec["category"], spec["id"], turns)
+    return multi_turn_verdict(spec["category"], spec["id"], turns, mode)

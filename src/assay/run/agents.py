@@ -91,24 +91,35 @@ class _Loop:
             transcript.stopped_by = "max_seconds"
 
     def _add_result(
-        self, k: int, call: ToolCall, outcome: ToolOutcome, clock: _Clock, key: str
+        self,
+        k: int,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        clock: _Clock,
+        key: str,
+        as_tool_message: bool = True,
     ) -> None:
-        """The result of the turn's `k`-th call (asked under `key`), timed as first noted."""
+        """The result of the turn's `k`-th call (asked under `key`), timed as first noted;
+        sent back as a `tool` message unless the episode sends the results itself."""
         call_id = call.id or f"call_{self.transcript.model_turns}_{k}"
         measured = STOPWATCH.tool(outcome.seconds) if outcome.seconds else 0.0
         took = clock.seconds(f"{key}:tool:{k}", measured) if measured else 0.0
         self.transcript.add_result(call, call_id, outcome.content, outcome.error, took)
-        self.conversation = (
-            *self.conversation,
-            Turn("tool", outcome.content, (), call_id, call.name),
-        )
+        if as_tool_message:
+            self.conversation = (
+                *self.conversation,
+                Turn("tool", outcome.content, (), call_id, call.name),
+            )
 
     def _episode_turn(self, answer: Generation, clock: _Clock, key: str) -> None:
         """The episode runs the turn's calls and may open the next user turn or end."""
         assert self.episode is not None
         reply = self.episode.reply(answer)
+        own = reply.results_message is None
         for k, (call, outcome) in enumerate(reply.results):
-            self._add_result(k, call, outcome, clock, key)
+            self._add_result(k, call, outcome, clock, key, as_tool_message=own)
+        if reply.results_message is not None:
+            self.conversation = (*self.conversation, reply.results_message)
         if reply.user:
             self.transcript.add_user(reply.user, reply.tools_added)
             self.conversation = (*self.conversation, *reply.user)
@@ -132,7 +143,7 @@ def run_agents(
     """Run the loop of every doc of the shard (asked nothing before); each doc's response is
     its final answer (the last turn's text) and its transcript is kept on the doc result."""
     model = answering.executor.model
-    if not model.accepts_tools:
+    if spec.offers_tools and not model.accepts_tools:
         raise ModelError(
             f"task {plan.name} is an agent task (it offers tools), but --model "
             f"{getattr(model, 'name', type(model).__name__)} takes no tools; use a backend "

@@ -200,9 +200,9 @@ def _groups(mode: str) -> list[GroupConfig]:
     the unweighted mean of its three languages; live AST, its four categories weighted by
     size; irrelevance, the unweighted mean of the non-live and live ones (lm-eval's group
     intervals: √(Σ se²)/k unweighted, pooled by size). Non-live AST (an unweighted mean over
-    non-live simple and three categories) and the overall score (prompt mode: multi-turn,
-    which it does not run, counts 0) are computed by `leaderboard_scores` from their
-    categories, their intervals by `leaderboard_stderrs`."""
+    non-live simple and three categories) is computed by `leaderboard_scores` from its
+    categories, its interval by `leaderboard_stderrs` (the multi-turn and overall groups:
+    `bfcl_multi_turn.GROUPS`)."""
     name = f"bfcl_{mode}"
 
     def group(group: str, tasks: list[str], by_size: bool) -> GroupConfig:
@@ -221,11 +221,6 @@ def _groups(mode: str) -> list[GroupConfig]:
             False,
         ),
         leaderboard_group(f"{name}_non_live", mode, NON_LIVE_AST, "non_live"),
-        *(
-            [leaderboard_group(f"{name}_overall", mode, OFFLINE, "overall")]
-            if mode == "prompt"
-            else []
-        ),
     ]
 
 
