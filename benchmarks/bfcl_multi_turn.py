@@ -68,7 +68,7 @@ def bfcl_result(record: dict[str, Any]) -> dict[str, Any]:
     its text)."""
     turns: list[list[Any]] = [[]]
     for turn in record["transcript"]["turns"]:
-        if turn["role"] == "user":
+        if turn["role"] == "user" and not turn.get("results"):
             turns.append([])
         elif turn["role"] == "assistant":
             calls = turn["tool_calls"]

@@ -191,6 +191,58 @@ def hostile_prompt(out: Path) -> dict[str, object]:
     }
 
 
+def _untimed(turns: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Turns without their seconds (two runs, each timed as it ran)."""
+    return [{k: v for k, v in turn.items() if k != "seconds"} for turn in turns]
+
+
+def replay(out: Path) -> dict[str, object]:
+    """A multi-turn run through the loopback model in each mode, then the same task through
+    `--model replay` on lines made from its transcripts: the same verdicts and scores, and
+    no answer missing."""
+    from assay.agents import replay_lines
+
+    seen: dict[str, object] = {}
+    for mode in ("fc", "prompt"):
+        task = f"bfcl_{mode}_{CATEGORY}"
+        ids = list(entries(CATEGORY))[:N_DOCS]
+        script = ScriptedBfcl(
+            CATEGORY, ids, variants=("one_by_one", "skip_turn", "wrong_value"), mode=mode
+        )
+        args = ["--tasks", task, "--limit", str(N_DOCS), "--log-samples", "--no-progress"]
+        with Loopback(script) as server:
+            model_args = f"model=scripted,base_url={server.url},num_concurrent=1"
+            first = out / mode / "run"
+            code = main(["run", "--model", "openai-chat", "--model-args", model_args,
+                         "--output-dir", str(first), *args])  # fmt: skip
+        assert code == 0
+        (path,) = first.glob(f"samples_{task}*.jsonl")
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        lines = [line for r in records for line in replay_lines(r["transcript"])]
+        replay_file = out / mode / "replay.jsonl"
+        replay_file.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        again = out / mode / "replayed"
+        code = main(["run", "--model", "replay", "--model-args", f"path={replay_file}",
+                     "--output-dir", str(again), *args])  # fmt: skip
+        (path,) = again.glob(f"samples_{task}*.jsonl")
+        replayed = [json.loads(line) for line in path.read_text().splitlines()]
+        results = [
+            json.loads((folder / "results.json").read_text())["results"][task]
+            for folder in (first, again)
+        ]
+        seen[mode] = {
+            "exit": code,
+            "requests": script.requests,
+            "lines": len(lines),
+            "verdicts": [r["bfcl_accuracy"] for r in records],
+            "replayed_verdicts": [r["bfcl_accuracy"] for r in replayed],
+            "same_turns": [_untimed(r["transcript"]["turns"]) for r in records]
+            == [_untimed(r["transcript"]["turns"]) for r in replayed],
+            "accuracy": [r["bfcl_accuracy,none"] for r in results],
+        }
+    return seen
+
+
 TOOL_TEMPLATE = (
     "{{ bos_token }}{% if tools %}<|system|>\nTools:{% for tool in tools %}\n"
     "{{ tool | tojson }}{% endfor %}\nCall one as <tool_call>{json}</tool_call>\n{% endif %}"
@@ -238,4 +290,5 @@ if __name__ == "__main__":
     os.environ.setdefault("OPENAI_API_KEY", "unused-loopback-key")
     check, folder = sys.argv[1], Path(sys.argv[2])
     checks = {"kill": kill, "hf": hf, "hostile": hostile, "hostile_prompt": hostile_prompt}
+    checks["replay"] = replay
     print(json.dumps(checks[check](folder)))

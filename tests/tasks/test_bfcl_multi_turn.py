@@ -119,3 +119,16 @@ def test_prompt_mode_calls_that_would_run_code_are_answered_with_an_error_and_ne
     assert seen["sent_role"] == "user" and seen["sent"].startswith("[{'role': 'tool'"), seen
     assert seen["sent"].count("'role': 'tool'") == 4, seen
     assert seen["unparseable_closes_turn"], seen
+
+
+def test_replaying_a_multi_turn_run_from_its_transcripts_scores_the_same(tmp_path):
+    seen = _driver("replay", tmp_path)
+    for mode in ("fc", "prompt"):
+        run = seen[mode]
+        assert run["exit"] == 0 and run["lines"] == run["requests"], seen
+        assert run["replayed_verdicts"] == run["verdicts"], seen
+        assert run["accuracy"][0] == run["accuracy"][1], seen
+        # Replayed answers drive the same conversations: every turn as recorded.
+        assert run["same_turns"], seen
+    # The scripted variants give both verdicts, so equal scores are not all-pass or all-fail.
+    assert sorted(set(seen["fc"]["verdicts"])) == [0.0, 1.0], seen

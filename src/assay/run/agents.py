@@ -119,6 +119,7 @@ class _Loop:
         for k, (call, outcome) in enumerate(reply.results):
             self._add_result(k, call, outcome, clock, key, as_tool_message=own)
         if reply.results_message is not None:
+            self.transcript.add_user((reply.results_message,), results=True)
             self.conversation = (*self.conversation, reply.results_message)
         if reply.user:
             self.transcript.add_user(reply.user, reply.tools_added)
