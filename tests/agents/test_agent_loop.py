@@ -182,6 +182,9 @@ def test_a_backend_without_tools_is_refused_by_name(tmp_path, capsys):
         ("{tools: [{command: [ls]}]}", "needs a 'name'"),
         ("{max_turns: 0, tools: [{name: x, command: [ls]}]}", "max_turns"),
         ("{turns: 3}", "unknown key 'metadata.agent.turns'"),
+        ("{tools: [{name: x, command: [ls], timeout_s: soon}]}", "'timeout_s' must be a number"),
+        ("{tools: [{name: x, command: [ls], timeout_s: 0}]}", "above 0, got 0"),
+        ("{tools: [{name: x, command: [ls], timeout_s: .inf}]}", "above 0, got inf"),
         ("{tool_choice: sometimes, tools: [{name: x, command: [ls]}]}", "tool_choice"),
     ],
 )

@@ -132,6 +132,14 @@ def _tool(entry: Any, where: str) -> AgentTool:
         raise TaskConfigError(f"{where}: 'parameters' must be a JSON Schema object (a mapping).")
     description = entry.get("description")
     timeout = entry.get("timeout_s", 10.0)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout < float("inf")
+    ):
+        raise TaskConfigError(
+            f"{where}: 'timeout_s' must be a number of seconds above 0, got {timeout!r}."
+        )
     sandbox = entry.get("sandbox", False)
     if not isinstance(sandbox, bool) or (kinds != ["function"] and "sandbox" in entry):
         raise TaskConfigError(
