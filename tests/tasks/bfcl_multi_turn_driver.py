@@ -274,6 +274,24 @@ def hf(out: Path) -> dict[str, object]:
     )  # fmt: skip
     results = json.loads((out / "run" / "results.json").read_text())["results"]
     task = results["bfcl_fc_multi_turn_base"]
+    # The random model seldom calls a tool, so the template's rendering of BFCL's tools, a
+    # call and its result is checked on a conversation that holds them, as the loop sends it.
+    from assay.models.hf.model import hf as hf_backend
+    from assay.requests.tools import ToolCall, Turn
+    from assay.requests.types import GenerateRequest, GenParams
+    from assay.tasks.catalog.bfcl import fc_tools
+
+    entry = next(iter(entries("multi_turn_base").values()))["asked"]
+    call = ToolCall.parsed("pwd", {}, id="call_0")
+    conversation = (
+        Turn("user", "Where am I?"),
+        Turn("assistant", "", (call,)),
+        Turn("tool", '{"current_working_directory": "alex"}', (), "call_0", "pwd"),
+    )
+    request = GenerateRequest(
+        conversation, GenParams(max_gen_toks=8), tools=fc_tools(entry["function"])
+    )
+    rendered = hf_backend(pretrained=str(model), device="cpu")._tool_prompt(request)
     (path,) = (out / "run").glob("samples_bfcl_fc_multi_turn_base*.jsonl")
     records = [json.loads(line) for line in path.read_text().splitlines()]
     return {
@@ -283,6 +301,9 @@ def hf(out: Path) -> dict[str, object]:
         "model_turns": task["agent_model_turns"],
         "user_turns": [sum(t["role"] == "user" for t in r["transcript"]["turns"]) for r in records],
         "stopped_by": [r["transcript"]["stopped_by"] for r in records],
+        "renders_tools": all(f'"name": "{f["name"]}"' in rendered for f in entry["function"]),
+        "renders_call": '<tool_call>{"name": "pwd", "arguments": {}}</tool_call>' in rendered,
+        "renders_result": '<|tool|>\n{"current_working_directory": "alex"}' in rendered,
     }
 
 

@@ -89,6 +89,8 @@ def test_a_tiny_hf_chat_model_runs_the_conversations_end_to_end(tmp_path):
     # Every user turn was asked: the loop moved on at each answer without a call.
     assert all(n >= 1 for n in seen["user_turns"]), seen
     assert seen["model_turns"] >= 2 * 2, seen
+    # The template renders BFCL's functions as tools, a call, and its result.
+    assert seen["renders_tools"] and seen["renders_call"] and seen["renders_result"], seen
 
 
 def test_calls_that_would_run_code_are_answered_with_an_error_and_never_run(tmp_path):
