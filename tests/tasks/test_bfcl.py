@@ -11,12 +11,8 @@ import pytest
 
 from assay.doc import Doc, OutputType
 from assay.errors import ConfigError
-from assay.metrics.bfcl import (
-    UnsafeAnswer,
-    bfcl_eval_module,
-    fc_model_result,
-    refuse_evaluated_code,
-)
+from assay.metrics.bfcl import bfcl_eval_module, fc_model_result
+from assay.metrics.bfcl_checker import UnsafeAnswer, refuse_evaluated_code
 from assay.prompts.manager import PromptManager
 from assay.requests.build import build_requests
 from assay.requests.plan import Capabilities, GenerationPolicy, RequestPlan

@@ -30,7 +30,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from assay.metrics.bfcl_checker import Verdict, bfcl_eval_module
+from assay.metrics.bfcl_checker import Verdict, bfcl_eval_module, refuse_evaluated_code
 
 MULTI_TURN = (
     "multi_turn_base",
@@ -108,9 +108,7 @@ def decode_prompt_step(text: str) -> list[str]:
     prompting handler's `default_decode_execute_prompting` (see `prompt_refusal` for the calls
     assay then does not run). Raises as bfcl-eval does on a text that does not decode, and on
     one whose decoding would evaluate more than arithmetic on constants
-    (`assay.metrics.bfcl.refuse_evaluated_code`)."""
-    from assay.metrics.bfcl import refuse_evaluated_code
-
+    (`assay.metrics.bfcl_checker.refuse_evaluated_code`)."""
     refuse_evaluated_code(text)
     utils = bfcl_eval_module("bfcl_eval.model_handler.utils")
     return list(utils.default_decode_execute_prompting(text))
