@@ -50,6 +50,21 @@ def _calls_of(truth: list[str], params: dict[str, list[str]]) -> list[tuple[str,
     return out
 
 
+RESULTS = "[{'role': 'tool'"
+"""How bfcl-eval's prompting handler's results message begins (`repr` of tool messages)."""
+
+
+def _written(calls: list[tuple[str, Any]]) -> str:
+    """Calls as a prompting model writes them: `[f(a=1), g(b='x')]`; arguments that are not
+    JSON (the malformed variant) as an unclosed call."""
+    parts = []
+    for name, arguments in calls:
+        if isinstance(arguments, str):
+            return f"[{name}(folder="
+        parts.append(f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})")
+    return "[" + ", ".join(parts) + "]"
+
+
 def _bent(value: Any) -> Any:
     if isinstance(value, bool):
         return not value
@@ -64,11 +79,19 @@ class ScriptedBfcl:
     """The script for one category's entries (see the module); `ids` picks the entries in
     order, each entry's variant by its position among them."""
 
-    def __init__(self, category: str, ids: list[str], variants: tuple[str, ...] = VARIANTS):
+    def __init__(
+        self,
+        category: str,
+        ids: list[str],
+        variants: tuple[str, ...] = VARIANTS,
+        mode: str = "fc",
+    ):
         from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
 
         entries = {e["id"]: e for e in load_dataset_entry(category)}
         truths = {t["id"]: t["ground_truth"] for t in load_ground_truth_entry(category)}
+        self.mode = mode
+        """"fc": calls as tool calls; "prompt": calls written in the text, `[f(a=1), g()]`."""
         self.plans: dict[str, tuple[str, list[list[str]], dict[str, list[str]]]] = {}
         self.variant_of: dict[str, str] = {}
         for i, entry_id in enumerate(ids):
@@ -99,7 +122,12 @@ class ScriptedBfcl:
             self.held.set()
             self.release.wait(timeout=60)
         messages = body["messages"]
-        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        # In prompt mode the results come back as a user message: not a user turn.
+        users = [
+            i
+            for i, m in enumerate(messages)
+            if m.get("role") == "user" and not str(m.get("content")).startswith(RESULTS)
+        ]
         plan = self.plans.get(messages[users[0]]["content"]) if users else None
         if plan is None:  # a conversation the script does not know: a text answer
             return "I cannot help with that.", []
@@ -120,11 +148,14 @@ class ScriptedBfcl:
         if turn == 0 and variant == "malformed":
             calls[0] = (calls[0][0], '{"not json": ')
         if turn == 0 and variant == "hostile":
-            calls = [("len", {"obj": [1]}), (calls[0][0], {"folder name": "x"}), *calls]
+            odd = [] if self.mode == "prompt" else [(calls[0][0], {"folder name": "x"})]
+            calls = [("len", {"obj": [1]}), *odd, *calls]
         return "", calls
 
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
         text, calls = self.answer(body)
+        if self.mode == "prompt" and calls:
+            text, calls = _written(calls), []
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
         if calls:
             message["tool_calls"] = [

@@ -7,6 +7,7 @@ data_overall.csv. Exit status 1 when a verdict or a score differs.
 
 Run it in the environment that has bfcl-eval (`make bfcl-venv`):
     .venv-bfcl/bin/python benchmarks/bfcl_multi_turn.py --sample 14
+    .venv-bfcl/bin/python benchmarks/bfcl_multi_turn.py --sample 14 --mode prompt
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bfcl_loopback import Loopback, ScriptedBfcl
-from bfcl_parity import bfcl_verdicts
+from bfcl_parity import MODEL_OF_MODE, bfcl_verdicts
 
 from assay.catalog.bfcl import leaderboard_scores
 from assay.metrics.bfcl_multi_turn import MULTI_TURN, entries
@@ -38,10 +39,12 @@ def chosen(category: str, sample: int | None) -> list[int]:
     return sorted({round(i * n / sample) for i in range(sample)})
 
 
-def run_assay(category: str, positions: list[int], url: str, out: Path, cache: Any) -> None:
+def run_assay(
+    mode: str, category: str, positions: list[int], url: str, out: Path, cache: Any
+) -> None:
     from assay import evaluate
 
-    task = f"bfcl_fc_{category}"
+    task = f"bfcl_{mode}_{category}"
     evaluate(
         "openai-chat",
         [task],
@@ -54,17 +57,18 @@ def run_assay(category: str, positions: list[int], url: str, out: Path, cache: A
     )
 
 
-def samples_of(out: Path, category: str) -> list[dict[str, Any]]:
-    (path,) = out.rglob(f"samples_bfcl_fc_{category}*.jsonl")
+def samples_of(mode: str, out: Path, category: str) -> list[dict[str, Any]]:
+    (path,) = out.rglob(f"samples_bfcl_{mode}_{category}*.jsonl")
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def bfcl_result(record: dict[str, Any]) -> dict[str, Any]:
-    """A sample's conversation as bfcl-eval's generation writes a function-calling model's
-    result: per user turn, each model turn's calls as {name: arguments text}, or its text."""
+    """A sample's conversation as bfcl-eval's generation writes a model's result: per user
+    turn, each model turn's calls as {name: arguments text}, or its text (prompt mode: always
+    its text)."""
     turns: list[list[Any]] = [[]]
     for turn in record["transcript"]["turns"]:
-        if turn["role"] == "user":
+        if turn["role"] == "user" and not turn.get("results"):
             turns.append([])
         elif turn["role"] == "assistant":
             calls = turn["tool_calls"]
@@ -74,7 +78,7 @@ def bfcl_result(record: dict[str, Any]) -> dict[str, Any]:
     return {"id": record["doc"]["id"], "result": turns}
 
 
-def leaderboard_row(table: dict[str, Any], root: Path) -> dict[str, str]:
+def leaderboard_row(mode: str, table: dict[str, Any], root: Path) -> dict[str, str]:
     """bfcl-eval's data_overall.csv row for `table`."""
     import csv
 
@@ -83,7 +87,7 @@ def leaderboard_row(table: dict[str, Any], root: Path) -> dict[str, str]:
     score_dir = root / "leaderboard"
     score_dir.mkdir()
     with contextlib.redirect_stdout(io.StringIO()):
-        generate_leaderboard_csv({"gpt-5-mini-2025-08-07-FC": table}, score_dir)
+        generate_leaderboard_csv({MODEL_OF_MODE[mode]: table}, score_dir)
     with (score_dir / "data_overall.csv").open(encoding="utf-8") as handle:
         (row,) = list(csv.DictReader(handle))
     return dict(row)
@@ -93,7 +97,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=None, help="entries per category")
     parser.add_argument("--categories", default=",".join(MULTI_TURN))
+    parser.add_argument(
+        "--mode", choices=("fc", "prompt"), default="fc", help="function calling or prompt mode"
+    )
     args = parser.parse_args()
+    mode = args.mode
     os.environ.setdefault("OPENAI_API_KEY", "unused-loopback-key")
     failures = 0
     table: dict[str, Any] = {"cost": {"input_data": [], "output_data": []}}
@@ -107,13 +115,13 @@ def main() -> int:
         for category in args.categories.split(","):
             positions = chosen(category, args.sample)
             ids = [list(entries(category))[i] for i in positions]
-            script = ScriptedBfcl(category, ids)
+            script = ScriptedBfcl(category, ids, mode=mode)
             with Loopback(script) as server, contextlib.redirect_stdout(io.StringIO()):
-                run_assay(category, positions, server.url, root / category / "assay", False)
-            records = samples_of(root / category / "assay", category)
+                run_assay(mode, category, positions, server.url, root / category / "assay", False)
+            records = samples_of(mode, root / category / "assay", category)
             mine = {r["doc"]["id"]: r["bfcl_accuracy"] for r in records}
             results = sorted((bfcl_result(r) for r in records), key=lambda r: ids.index(r["id"]))
-            theirs, entry = bfcl_verdicts("fc", category, results, root / category / "bfcl")
+            theirs, entry = bfcl_verdicts(mode, category, results, root / category / "bfcl")
             for model_table in entry.values():
                 table.update({k: v for k, v in model_table.items() if k == category})
             differ = [i for i in theirs if bool(mine[i]) != theirs[i]]
@@ -133,7 +141,7 @@ def main() -> int:
                 print(f"    differs: {i} assay={mine[i]} bfcl={theirs[i]}")
             failures += bool(differ)
         if set(accuracy) == set(MULTI_TURN):
-            row = leaderboard_row(table, root)
+            row = leaderboard_row(mode, table, root)
             sizes = {c: len(entries(c)) for c in MULTI_TURN}
             scores = leaderboard_scores({c: (a, sizes[c]) for c, a in accuracy.items()})
             for part, column in (("multi_turn", "Multi Turn Acc"), ("overall", "Overall Acc")):

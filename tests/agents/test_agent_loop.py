@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from calc_agent import ScriptedCalculator, write_task
 from fixtures.provider_fakes import FakeProviders
+from steady_stopwatch import SteadyStopwatch, untimed_answers
 
 from assay.cli.main import main
+from assay.run import agents
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,7 +91,11 @@ def test_max_turns_stops_the_loop_and_is_counted(tmp_path):
     assert _samples(tmp_path / "out")[0]["transcript"]["stopped_by"] == "max_turns"
 
 
-def test_kill_9_mid_conversation_then_rerun_is_byte_identical_and_asks_nothing_twice(tmp_path):
+def test_kill_9_mid_conversation_then_rerun_is_byte_identical_and_asks_nothing_twice(
+    tmp_path, monkeypatch
+):
+    # Times come from a deterministic stopwatch, so the samples files compare byte for byte.
+    monkeypatch.setattr(agents, "STOPWATCH", SteadyStopwatch())
     tasks = tmp_path / "tasks"
     write_task(tasks)
     # The reference: one uninterrupted run.
@@ -102,22 +108,27 @@ def test_kill_9_mid_conversation_then_rerun_is_byte_identical_and_asks_nothing_t
     log = tmp_path / "victim.log"
     with FakeProviders(reply=held.reply, calls=held.calls) as fake, log.open("w") as err:
         victim = subprocess.Popen(
-            [sys.executable, "-m", "assay", *_args(fake.openai_url, tasks, out)],
+            [sys.executable, str(Path(__file__).with_name("steady_stopwatch.py")), "0",
+             *_args(fake.openai_url, tasks, out)],
             stdout=subprocess.DEVNULL,
             stderr=err,
             env=env,
-        )
+        )  # fmt: skip
         deadline = time.monotonic() + 120
         while not marker.exists() and time.monotonic() < deadline:
             assert victim.poll() is None, log.read_text()
             time.sleep(0.05)
         assert marker.exists(), "the run never reached the held turn"
+        # Answers enter the cache within half a second of arriving: let the last ones land.
+        time.sleep(1.5)
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=30)
         held.release.set()
         asked_before = list(held.seen)
         port = int(fake.openai_url.rsplit(":", 1)[1].split("/")[0])
     assert not list(out.glob("samples_*.jsonl"))  # killed mid-conversation: nothing written
+    # Every answer the killed run kept was kept with its time (mid-round included).
+    assert untimed_answers(out / "cache.sqlite") == 0
     rerun = ScriptedCalculator()
     # The same port: the base_url is part of the model's identity, hence of the cache keys.
     with FakeProviders(reply=rerun.reply, calls=rerun.calls, port=port) as fake:
@@ -126,20 +137,32 @@ def test_kill_9_mid_conversation_then_rerun_is_byte_identical_and_asks_nothing_t
     answered_before = set(asked_before[:-1])
     assert not answered_before & set(rerun.seen)
     assert len(asked_before) - 1 + len(rerun.seen) == 12
-    resumed, reference = _samples(out), _samples(tmp_path / "reference")
-    # Timings are the ones first measured, so everything else equals the uninterrupted run...
-    assert _without_times(resumed) == _without_times(reference)
-    scores = json.loads((out / "results.json").read_text())["results"]["calc_agent"]
-    first = json.loads((tmp_path / "reference" / "results.json").read_text())
-    assert scores == first["results"]["calc_agent"]
-    # ... and a second rerun, all from the cache, writes the samples file byte for byte.
     (path,) = out.glob("samples_calc_agent*.jsonl")
-    before = path.read_bytes()
+    (first,) = (tmp_path / "reference").glob("samples_calc_agent*.jsonl")
+    assert path.read_bytes() == first.read_bytes()
+    scores = json.loads((out / "results.json").read_text())["results"]["calc_agent"]
+    reference = json.loads((tmp_path / "reference" / "results.json").read_text())
+    assert scores == reference["results"]["calc_agent"]
+    # A rerun whose stopwatch would give other times reads every turn's time from the cache.
+    monkeypatch.setattr(agents, "STOPWATCH", SteadyStopwatch(offset=100.0))
     again = ScriptedCalculator()
     with FakeProviders(reply=again.reply, calls=again.calls, port=port) as fake:
         assert main(_args(fake.openai_url, tasks, out)) == 0
         assert fake.bodies == []
-    assert path.read_bytes() == before
+    assert path.read_bytes() == first.read_bytes()
+
+
+def test_turn_times_are_the_stopwatchs_and_a_fresh_cache_measures_anew(tmp_path, monkeypatch):
+    tasks = tmp_path / "tasks"
+    write_task(tasks, n_docs=1)
+    script = ScriptedCalculator()
+    monkeypatch.setattr(agents, "STOPWATCH", SteadyStopwatch(offset=100.0))
+    with FakeProviders(reply=script.reply, calls=script.calls) as fake:
+        assert main(_args(fake.openai_url, tasks, tmp_path / "out")) == 0
+    turns = _samples(tmp_path / "out")[0]["transcript"]["turns"]
+    model = [t["seconds"] for t in turns if t["role"] == "assistant"]
+    assert len(model) == 3 and all(100.0 <= s < 116.0 for s in model)
+    assert [t["seconds"] for t in turns if t["role"] == "tool"] == [100.125, 100.125]
 
 
 def test_a_backend_without_tools_is_refused_by_name(tmp_path, capsys):
@@ -159,6 +182,9 @@ def test_a_backend_without_tools_is_refused_by_name(tmp_path, capsys):
         ("{tools: [{command: [ls]}]}", "needs a 'name'"),
         ("{max_turns: 0, tools: [{name: x, command: [ls]}]}", "max_turns"),
         ("{turns: 3}", "unknown key 'metadata.agent.turns'"),
+        ("{tools: [{name: x, command: [ls], timeout_s: soon}]}", "'timeout_s' must be a number"),
+        ("{tools: [{name: x, command: [ls], timeout_s: 0}]}", "above 0, got 0"),
+        ("{tools: [{name: x, command: [ls], timeout_s: .inf}]}", "above 0, got inf"),
         ("{tool_choice: sometimes, tools: [{name: x, command: [ls]}]}", "tool_choice"),
     ],
 )

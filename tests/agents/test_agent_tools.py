@@ -41,6 +41,29 @@ def test_failures_are_answered_as_errors_never_raised():
     assert wrong.error and wrong.content.startswith("error: TypeError")
 
 
+def hang(seconds: int) -> str:
+    """A tool that never comes back in time."""
+    import time
+
+    time.sleep(seconds)
+    return "late"
+
+
+def test_an_in_process_tool_that_hangs_is_answered_with_an_error_at_its_timeout():
+    import signal
+    import time
+
+    tool = function_tool(hang, timeout_s=0.3)
+    before = signal.getsignal(signal.SIGALRM)
+    started = time.monotonic()
+    done = tool.call(ToolCall.parsed("hang", {"seconds": 30}), {})
+    assert time.monotonic() - started < 10
+    assert done.error and "ran past its timeout_s of 0.3 s" in done.content
+    assert signal.getsignal(signal.SIGALRM) == before  # the handler is put back
+    quick = tool.call(ToolCall.parsed("hang", {"seconds": 0}), {})
+    assert (quick.content, quick.error) == ("late", False)
+
+
 def test_sandboxed_programs_and_commands_are_contained():
     from assay.sandbox.policy import SandboxPolicy, using
 

@@ -17,12 +17,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests"), str(ROOT / "tests" / "agents")]
 
 from bfcl_loopback import Loopback, ScriptedBfcl  # noqa: E402
+from steady_stopwatch import SteadyStopwatch, untimed_answers  # noqa: E402
 
 from assay.cli.main import main  # noqa: E402
 from assay.metrics.bfcl_multi_turn import entries  # noqa: E402
+from assay.run import agents  # noqa: E402
 
 CATEGORY = "multi_turn_miss_func"
 TASK = f"bfcl_fc_{CATEGORY}"
@@ -48,19 +50,13 @@ def _samples(out: Path) -> bytes:
     return path.read_bytes()
 
 
-def _without_times(value: object) -> object:
-    if isinstance(value, dict):
-        return {k: _without_times(v) for k, v in value.items() if k != "seconds"}
-    if isinstance(value, list):
-        return [_without_times(v) for v in value]
-    return value
-
-
 def _records(data: bytes) -> list[object]:
-    return [_without_times(json.loads(line)) for line in data.decode().splitlines()]
+    return [json.loads(line) for line in data.decode().splitlines()]
 
 
 def kill(out: Path) -> dict[str, object]:
+    # Times from a deterministic stopwatch, in every run: samples compare byte for byte.
+    agents.STOPWATCH = SteadyStopwatch()
     reference = _script()
     with Loopback(reference) as server:
         assert main(_args(server.url, out / "reference")) == 0
@@ -71,7 +67,12 @@ def kill(out: Path) -> dict[str, object]:
     with Loopback(held) as server:
         port = int(server.url.rsplit(":", 1)[1].split("/")[0])
         victim = subprocess.Popen(
-            [sys.executable, "-m", "assay", *_args(server.url, out / "resumed")],
+            [
+                sys.executable,
+                str(HERE.parent / "agents" / "steady_stopwatch.py"),
+                "0",
+                *_args(server.url, out / "resumed"),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=env,
@@ -83,10 +84,13 @@ def kill(out: Path) -> dict[str, object]:
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=60)
     written_before = list((out / "resumed").glob("samples_*.jsonl"))
+    untimed = untimed_answers(out / "resumed" / "cache.sqlite")
     rerun = _script()
     with Loopback(rerun, port=port) as server:
         assert main(_args(server.url, out / "resumed")) == 0
     resumed = _samples(out / "resumed")
+    # A second rerun whose stopwatch would give other times reads them all from the cache.
+    agents.STOPWATCH = SteadyStopwatch(offset=100.0)
     again = _script()
     with Loopback(again, port=port) as server:
         assert main(_args(server.url, out / "resumed")) == 0
@@ -100,7 +104,8 @@ def kill(out: Path) -> dict[str, object]:
         "asked_twice": len(set(held.seen[: held.hold_at - 1]) & set(rerun.seen)),
         "asked_on_second_rerun": again.requests,
         "samples_before_rerun": len(written_before),
-        "same_as_reference_but_times": _records(resumed) == _records(_samples(out / "reference")),
+        "untimed_answers_after_kill": untimed,
+        "byte_identical_to_reference": resumed == _samples(out / "reference"),
         "second_rerun_byte_identical": resumed == _samples(out / "resumed"),
         "same_scores": results == first,
         "accuracy": results["bfcl_accuracy,none"],
@@ -157,6 +162,87 @@ def hostile(out: Path) -> dict[str, object]:
     }
 
 
+def hostile_prompt(out: Path) -> dict[str, object]:
+    """Prompt mode: calls written in the text that bfcl-eval's `eval` would run as code (a
+    call inside an argument, a dotted name, a builtin), beside a real call; and a text that
+    does not decode."""
+    from assay.requests.types import Generation
+    from assay.tasks.catalog.bfcl_multi_turn import BfclEpisode
+
+    out.mkdir(parents=True)
+    touched = out / "touched"
+    text = (
+        f"[cd(folder=open(file={str(touched)!r}, mode='w')), "
+        f"os.system(command='touch {touched}'), len(obj=[1]), cd(folder='document')]"
+    )
+    entry_id = next(iter(entries("multi_turn_base")))
+    episode = BfclEpisode({"category": "multi_turn_base", "id": entry_id, "mode": "prompt"})
+    reply = episode.reply(Generation(text))
+    garbled = episode.reply(Generation("[cd(folder="))
+    episode.close()
+    assert reply.results_message is not None
+    return {
+        "touched": touched.exists(),
+        "errors": [outcome.error for _, outcome in reply.results],
+        "texts": [outcome.content for _, outcome in reply.results],
+        "sent_role": reply.results_message.role,
+        "sent": reply.results_message.content,
+        "unparseable_closes_turn": not garbled.results and bool(garbled.user),
+    }
+
+
+def _untimed(turns: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Turns without their seconds (two runs, each timed as it ran)."""
+    return [{k: v for k, v in turn.items() if k != "seconds"} for turn in turns]
+
+
+def replay(out: Path) -> dict[str, object]:
+    """A multi-turn run through the loopback model in each mode, then the same task through
+    `--model replay` on lines made from its transcripts: the same verdicts and scores, and
+    no answer missing."""
+    from assay.agents import replay_lines
+
+    seen: dict[str, object] = {}
+    for mode in ("fc", "prompt"):
+        task = f"bfcl_{mode}_{CATEGORY}"
+        ids = list(entries(CATEGORY))[:N_DOCS]
+        script = ScriptedBfcl(
+            CATEGORY, ids, variants=("one_by_one", "skip_turn", "wrong_value"), mode=mode
+        )
+        args = ["--tasks", task, "--limit", str(N_DOCS), "--log-samples", "--no-progress"]
+        with Loopback(script) as server:
+            model_args = f"model=scripted,base_url={server.url},num_concurrent=1"
+            first = out / mode / "run"
+            code = main(["run", "--model", "openai-chat", "--model-args", model_args,
+                         "--output-dir", str(first), *args])  # fmt: skip
+        assert code == 0
+        (path,) = first.glob(f"samples_{task}*.jsonl")
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        lines = [line for r in records for line in replay_lines(r["transcript"])]
+        replay_file = out / mode / "replay.jsonl"
+        replay_file.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        again = out / mode / "replayed"
+        code = main(["run", "--model", "replay", "--model-args", f"path={replay_file}",
+                     "--output-dir", str(again), *args])  # fmt: skip
+        (path,) = again.glob(f"samples_{task}*.jsonl")
+        replayed = [json.loads(line) for line in path.read_text().splitlines()]
+        results = [
+            json.loads((folder / "results.json").read_text())["results"][task]
+            for folder in (first, again)
+        ]
+        seen[mode] = {
+            "exit": code,
+            "requests": script.requests,
+            "lines": len(lines),
+            "verdicts": [r["bfcl_accuracy"] for r in records],
+            "replayed_verdicts": [r["bfcl_accuracy"] for r in replayed],
+            "same_turns": [_untimed(r["transcript"]["turns"]) for r in records]
+            == [_untimed(r["transcript"]["turns"]) for r in replayed],
+            "accuracy": [r["bfcl_accuracy,none"] for r in results],
+        }
+    return seen
+
+
 TOOL_TEMPLATE = (
     "{{ bos_token }}{% if tools %}<|system|>\nTools:{% for tool in tools %}\n"
     "{{ tool | tojson }}{% endfor %}\nCall one as <tool_call>{json}</tool_call>\n{% endif %}"
@@ -188,6 +274,24 @@ def hf(out: Path) -> dict[str, object]:
     )  # fmt: skip
     results = json.loads((out / "run" / "results.json").read_text())["results"]
     task = results["bfcl_fc_multi_turn_base"]
+    # The random model seldom calls a tool, so the template's rendering of BFCL's tools, a
+    # call and its result is checked on a conversation that holds them, as the loop sends it.
+    from assay.models.hf.model import hf as hf_backend
+    from assay.requests.tools import ToolCall, Turn
+    from assay.requests.types import GenerateRequest, GenParams
+    from assay.tasks.catalog.bfcl import fc_tools
+
+    entry = next(iter(entries("multi_turn_base").values()))["asked"]
+    call = ToolCall.parsed("pwd", {}, id="call_0")
+    conversation = (
+        Turn("user", "Where am I?"),
+        Turn("assistant", "", (call,)),
+        Turn("tool", '{"current_working_directory": "alex"}', (), "call_0", "pwd"),
+    )
+    request = GenerateRequest(
+        conversation, GenParams(max_gen_toks=8), tools=fc_tools(entry["function"])
+    )
+    rendered = hf_backend(pretrained=str(model), device="cpu")._tool_prompt(request)
     (path,) = (out / "run").glob("samples_bfcl_fc_multi_turn_base*.jsonl")
     records = [json.loads(line) for line in path.read_text().splitlines()]
     return {
@@ -197,10 +301,15 @@ def hf(out: Path) -> dict[str, object]:
         "model_turns": task["agent_model_turns"],
         "user_turns": [sum(t["role"] == "user" for t in r["transcript"]["turns"]) for r in records],
         "stopped_by": [r["transcript"]["stopped_by"] for r in records],
+        "renders_tools": all(f'"name": "{f["name"]}"' in rendered for f in entry["function"]),
+        "renders_call": '<tool_call>{"name": "pwd", "arguments": {}}</tool_call>' in rendered,
+        "renders_result": '<|tool|>\n{"current_working_directory": "alex"}' in rendered,
     }
 
 
 if __name__ == "__main__":
     os.environ.setdefault("OPENAI_API_KEY", "unused-loopback-key")
     check, folder = sys.argv[1], Path(sys.argv[2])
-    print(json.dumps({"kill": kill, "hf": hf, "hostile": hostile}[check](folder)))
+    checks = {"kill": kill, "hf": hf, "hostile": hostile, "hostile_prompt": hostile_prompt}
+    checks["replay"] = replay
+    print(json.dumps(checks[check](folder)))

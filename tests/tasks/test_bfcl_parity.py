@@ -96,7 +96,8 @@ replay.write_text("".join(json.dumps(line) + "\\n" for line in lines))
 groups = ["bfcl_fc_non_live_simple", "bfcl_fc_live", "bfcl_fc_irrelevance_total"]
 rest = ["multiple", "parallel", "parallel_multiple", "live_relevance"]
 samples = {f"bfcl_fc_{c}": list(range(n)) for c, n in counts.items()}
-evaluate("replay", groups + [f"bfcl_fc_{c}" for c in rest], model_args={"path": str(replay)},
+evaluate("replay", groups + ["bfcl_fc_non_live"] + [f"bfcl_fc_{c}" for c in rest],
+         model_args={"path": str(replay)},
          samples=samples, output_dir=tmp / "out", cache=False, show_progress=False)
 (path,) = (tmp / "out").rglob("results.json")
 r = json.loads(path.read_text())["results"]
@@ -105,6 +106,9 @@ print("counts", *sorted(set(counts[c] for c in bfcl.LIVE_AST)))
 scores = bfcl.leaderboard_scores(accuracy)
 for group, part in zip(groups, ["non_live_simple", "live", "irrelevance"]):
     print(group, r[group]["bfcl_accuracy,none"], scores[part])
+errors = {c: (r[f"bfcl_fc_{c}"]["bfcl_accuracy_stderr,none"], counts[c]) for c in bfcl.NON_LIVE_AST}
+expected = bfcl.leaderboard_stderrs(errors)["non_live"]
+print("stderr", r["bfcl_fc_non_live"]["bfcl_accuracy_stderr,none"], expected)
 """
 
 
@@ -118,3 +122,6 @@ def test_groups_aggregate_as_bfcls_leaderboard(tmp_path):
         assert abs(float(group) - float(expected)) < 1e-12, (name, group, expected)
     # The parts differ from one another here, so a plain mean would not pass for all three.
     assert len({row[1] for row in rows}) > 1, rows
+    # Non-live AST carries the stderr of its category means, as leaderboard_stderrs gives it.
+    (stderr,) = [line.split()[1:] for line in done.stdout.splitlines() if line.startswith("stderr")]
+    assert float(stderr[0]) > 0 and abs(float(stderr[0]) - float(stderr[1])) < 1e-12, stderr

@@ -9,7 +9,7 @@ resumes without asking anything twice. Each sample keeps its whole `Transcript`.
 
 from assay.agents.spec import AgentSpec, agent_spec_from_yaml
 from assay.agents.tools import AgentTool, command_tool, function_tool, sandboxed_tool
-from assay.agents.transcript import Transcript
+from assay.agents.transcript import Transcript, replay_lines
 
 __all__ = [
     "AgentSpec",
@@ -18,5 +18,6 @@ __all__ = [
     "agent_spec_from_yaml",
     "command_tool",
     "function_tool",
+    "replay_lines",
     "sandboxed_tool",
 ]

@@ -33,6 +33,10 @@ class Reply:
     user: tuple[Turn, ...] = ()
     tools_added: tuple[str, ...] = ()
     """Names of the tools offered from this user turn on that were not offered before."""
+    results_message: Turn | None = None
+    """When set, the results go back to the model as this one message (a prompt-mode loop,
+    whose model calls tools in its text and is offered none), not as one `tool` message per
+    call; the transcript still records each result."""
     stop: str | None = None
 
 

@@ -36,6 +36,9 @@ class AgentSpec:
     episode: EpisodeFactory | None = None
     """A task that drives the conversation itself (user turns, tools per turn, calls run
     against its own simulated APIs): `agents.episode`. `tools` is then unused."""
+    offers_tools: bool = True
+    """The model is offered tools (a backend that takes none is refused); False for an
+    episode whose model writes its calls in its text (BFCL's prompt mode)."""
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
@@ -129,6 +132,14 @@ def _tool(entry: Any, where: str) -> AgentTool:
         raise TaskConfigError(f"{where}: 'parameters' must be a JSON Schema object (a mapping).")
     description = entry.get("description")
     timeout = entry.get("timeout_s", 10.0)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout < float("inf")
+    ):
+        raise TaskConfigError(
+            f"{where}: 'timeout_s' must be a number of seconds above 0, got {timeout!r}."
+        )
     sandbox = entry.get("sandbox", False)
     if not isinstance(sandbox, bool) or (kinds != ["function"] and "sandbox" in entry):
         raise TaskConfigError(

@@ -13,9 +13,12 @@ from __future__ import annotations
 import inspect
 import json
 import secrets
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,7 +90,8 @@ def function_tool(
     without a default are required) are read from the function unless given.
 
     In-process (the default), its file writes, network connections and programs are refused
-    (`agents.guard`). With `sandbox=True` it runs in the run's sandbox instead, like
+    (`agents.guard`), and a call that runs past `timeout_s` is interrupted and answered with
+    an error (on the main thread, where the loop runs). With `sandbox=True` it runs in the run's sandbox instead, like
     model-written code: its module's source is run there (standard library imports only in
     the bwrap mode), the state goes in and comes back as JSON, and the task needs
     --confirm-run-unsafe-code."""
@@ -107,10 +111,35 @@ def function_tool(
         from assay.agents.guard import guarded
 
         extra = {STATE_PARAMETER: state} if takes_state else {}
-        with guarded(spec.name):
+        with guarded(spec.name), _deadline(spec.name, timeout_s):
             return _as_text(function(**arguments, **extra))
 
     return AgentTool(spec, run)
+
+
+class ToolTimeout(Exception):
+    """An in-process tool ran past its `timeout_s` (answered to the model as an error)."""
+
+
+@contextmanager
+def _deadline(name: str, seconds: float) -> Iterator[None]:
+    """Interrupt the block after `seconds` (SIGALRM: the main thread only; elsewhere the
+    block runs unbounded), so that a tool that hangs answers with an error instead of
+    holding the run."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise ToolTimeout(f"the tool {name!r} ran past its timeout_s of {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _sandboxed_function(

@@ -54,7 +54,7 @@ class Transcript:
         episode's user turns; otherwise one group)."""
         groups: list[list[tuple[str, list[ToolCall]]]] = [[]]
         for turn in self.turns:
-            if turn["role"] == "user":
+            if turn["role"] == "user" and not turn.get("results"):
                 groups.append([])
             elif turn["role"] == "assistant":
                 calls = [
@@ -100,14 +100,20 @@ class Transcript:
             }
         )
 
-    def add_user(self, messages: tuple[Turn, ...], tools_added: tuple[str, ...]) -> None:
-        """A user turn an episode opened (with the tools offered from it on, when new)."""
+    def add_user(
+        self, messages: tuple[Turn, ...], tools_added: tuple[str, ...] = (), results: bool = False
+    ) -> None:
+        """A user turn an episode opened (with the tools offered from it on, when new), or,
+        with `results`, the message that carried the turn's tool results back (an episode
+        whose model writes its calls in its text): not a new user turn."""
         record: dict[str, Any] = {
             "role": "user",
             "messages": [message.as_dict() for message in messages],
         }
         if tools_added:
             record["tools_added"] = list(tools_added)
+        if results:
+            record["results"] = True
         self.turns.append(record)
 
     def record(self) -> dict[str, Any]:
@@ -122,3 +128,42 @@ class Transcript:
             "end_state": self.end_state,
             "turns": [{k: v for k, v in t.items() if not k.startswith("_")} for t in self.turns],
         }
+
+
+def replay_lines(transcript: dict[str, Any]) -> list[dict[str, Any]]:
+    """Lines of a `--model replay` file that answer a sample's model turns as they were
+    answered: one per assistant turn, its prompt the conversation before it (as {role,
+    content} messages), with its text, calls, finish reason and token counts. `transcript` is the
+    samples-file record's `transcript`; a run of the same task through `replay` on these
+    lines asks the same conversations and gets the same answers, so it scores the same."""
+    turns = transcript["turns"]
+    messages = [_message(m) for m in turns[0]["messages"]]
+    results: list[dict[str, Any]] = []  # sent as tool messages unless a message carries them
+    lines: list[dict[str, Any]] = []
+    for turn in turns[1:]:
+        if turn["role"] == "tool":
+            results.append({"role": "tool", "content": turn["content"]})
+            continue
+        if not turn.get("results"):
+            messages.extend(results)
+        results = []
+        if turn["role"] == "assistant":
+            calls = [
+                {"name": c["name"], "arguments": c["raw"] or c["arguments"], "id": c["id"]}
+                for c in turn["tool_calls"]
+            ]
+            line: dict[str, Any] = {"prompt": list(messages), "response": turn["content"]}
+            if calls:
+                line["tool_calls"] = calls
+            for key in ("finish_reason", "answer_tokens", "reasoning_tokens"):
+                if turn.get(key) is not None:
+                    line[key] = turn[key]
+            lines.append(line)
+            messages.append({"role": "assistant", "content": turn["content"]})
+        elif turn["role"] == "user":
+            messages.extend(_message(m) for m in turn["messages"])
+    return lines
+
+
+def _message(message: dict[str, Any]) -> dict[str, Any]:
+    return {"role": message["role"], "content": message["content"]}

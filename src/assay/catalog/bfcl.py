@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from typing import Any
 
 from assay.doc import Doc, OutputType
@@ -197,10 +198,11 @@ TASKS_TABLE = [_task(mode, category) for mode in MODES for category in (*OFFLINE
 def _groups(mode: str) -> list[GroupConfig]:
     """BFCL's leaderboard parts as groups computed as bfcl-eval computes them: non-live simple,
     the unweighted mean of its three languages; live AST, its four categories weighted by
-    size; irrelevance, the unweighted mean of the non-live and live ones (each with a pooled
-    interval). Non-live AST (an unweighted mean over non-live simple and three categories)
-    and the overall score (prompt mode: multi-turn, which it does not run, counts 0) are
-    computed by `leaderboard_scores` from their categories, without an interval."""
+    size; irrelevance, the unweighted mean of the non-live and live ones (lm-eval's group
+    intervals: √(Σ se²)/k unweighted, pooled by size). Non-live AST (an unweighted mean over
+    non-live simple and three categories) is computed by `leaderboard_scores` from its
+    categories, its interval by `leaderboard_stderrs` (the multi-turn and overall groups:
+    `bfcl_multi_turn.GROUPS`)."""
     name = f"bfcl_{mode}"
 
     def group(group: str, tasks: list[str], by_size: bool) -> GroupConfig:
@@ -219,32 +221,38 @@ def _groups(mode: str) -> list[GroupConfig]:
             False,
         ),
         leaderboard_group(f"{name}_non_live", mode, NON_LIVE_AST, "non_live"),
-        *(
-            [leaderboard_group(f"{name}_overall", mode, OFFLINE, "overall")]
-            if mode == "prompt"
-            else []
-        ),
     ]
 
 
 def leaderboard_group(name: str, mode: str, categories: tuple[str, ...], part: str) -> GroupConfig:
     """A group over `categories` whose bfcl_accuracy is BFCL's leaderboard `part`
-    (`leaderboard_scores`), computed from its tasks' accuracies and sizes."""
+    (`leaderboard_scores`), computed from its tasks' accuracies and sizes, with its standard
+    error from theirs (`leaderboard_stderrs`)."""
     tasks = [f"bfcl_{mode}_{c}" for c in categories]
 
-    def aggregate(values: list[float], sizes: list[int], _: bool) -> float:
+    def by_category(values: list[Any], sizes: list[int]) -> dict[str, tuple[Any, int]]:
         if len(values) != len(categories):
             raise ConfigError(
                 f"group {name}: bfcl_accuracy came from {len(values)} of its "
                 f"{len(categories)} tasks ({', '.join(tasks)}); run them all."
             )
-        accuracy = {c: (v, n) for c, v, n in zip(categories, values, sizes, strict=True)}
-        return leaderboard_scores(accuracy, dict.fromkeys(LIVE_AST, 0))[part]
+        return {c: (v, n) for c, v, n in zip(categories, values, sizes, strict=True)}
+
+    def aggregate(values: list[float], sizes: list[int], _: bool) -> float:
+        return leaderboard_scores(by_category(values, sizes), dict.fromkeys(LIVE_AST, 0))[part]
+
+    def stderr(values: list[float], sizes: list[int], stderrs: list[Any]) -> float | str:
+        if any(isinstance(se, bool) or not isinstance(se, int | float) for se in stderrs):
+            return "N/A"  # a category without one (one doc, --bootstrap_iters 0): none here
+        errors = by_category([float(se) for se in stderrs], sizes)
+        return leaderboard_stderrs(errors, dict.fromkeys(LIVE_AST, 0))[part]
 
     return GroupConfig(
         name=name,
         tasks=tasks,
-        aggregate_metric_list=[{"metric": "bfcl_accuracy", "aggregation": aggregate}],
+        aggregate_metric_list=[
+            {"metric": "bfcl_accuracy", "aggregation": aggregate, "stderr": stderr}
+        ],
     )
 
 
@@ -296,3 +304,21 @@ def leaderboard_scores(
         "relevance": score("live_relevance")[0],
         "overall": overall / sum(OVERALL_WEIGHTS.values()),
     }
+
+
+def leaderboard_stderrs(
+    stderr: dict[str, tuple[float, int]], sizes: dict[str, int] | None = None
+) -> dict[str, float]:
+    """Standard errors of `leaderboard_scores`' parts from per-category (standard error,
+    entries scored). Every part is a fixed linear combination of category accuracies, each
+    over its own entries (independent), so its variance is the sum over categories of
+    (weight x stderr)^2; each category's weight in each part is read off `leaderboard_scores`
+    itself (that category at accuracy 1, the others at 0, the same sizes). A category not
+    run is the constant 0: it adds no variance."""
+    zero = {category: (0.0, n) for category, (_, n) in stderr.items()}
+    variance: dict[str, float] = {}
+    for category, (se, n) in stderr.items():
+        weights = leaderboard_scores({**zero, category: (1.0, n)}, sizes)
+        for part, weight in weights.items():
+            variance[part] = variance.get(part, 0.0) + (weight * se) ** 2
+    return {part: math.sqrt(v) for part, v in variance.items()}

@@ -20,6 +20,7 @@ function of the conversation's APIs, or a name that nothing answers to (bfcl-eva
 
 from __future__ import annotations
 
+import ast
 import builtins
 import copy
 import functools
@@ -29,7 +30,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from assay.metrics.bfcl_checker import Verdict, bfcl_eval_module
+from assay.metrics.bfcl_checker import Verdict, bfcl_eval_module, refuse_evaluated_code
 
 MULTI_TURN = (
     "multi_turn_base",
@@ -102,6 +103,33 @@ def decode_step(model_result: Any, methods: frozenset[str]) -> list[str]:
     return out
 
 
+def decode_prompt_step(text: str) -> list[str]:
+    """A prompt-mode step's answer (the model's text) as the calls bfcl-eval executes, by its
+    prompting handler's `default_decode_execute_prompting` (see `prompt_refusal` for the calls
+    assay then does not run). Raises as bfcl-eval does on a text that does not decode, and on
+    one whose decoding would evaluate more than arithmetic on constants
+    (`assay.metrics.bfcl_checker.refuse_evaluated_code`)."""
+    refuse_evaluated_code(text)
+    utils = bfcl_eval_module("bfcl_eval.model_handler.utils")
+    return list(utils.default_decode_execute_prompting(text))
+
+
+def prompt_refusal(call: str, methods: frozenset[str]) -> str | None:
+    """Why assay does not hand a decoded prompt-mode call (`name(key=value, ...)`) to
+    bfcl-eval's `eval`, or None when it may: as `refusal`, and also a call written inside an
+    argument (`cd(folder=open(...))`), which `eval` would run first."""
+    try:
+        node = ast.parse(call, mode="eval").body
+    except SyntaxError:
+        return "the call is not a Python call"
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        return f"{call.split('(', 1)[0][:80]!r} is not a plain name"
+    inner = (*node.args, *(k.value for k in node.keywords))
+    if any(isinstance(n, ast.Call) for value in inner for n in ast.walk(value)):
+        return "an argument holds a call"
+    return refusal(node.func.id, {k.arg or "**": None for k in node.keywords}, methods)
+
+
 class SimulatedAPIs:
     """One conversation's instances of bfcl-eval's API classes, which its calls change.
 
@@ -139,9 +167,11 @@ def _forget(name: str) -> None:
         del kept[key]
 
 
-def multi_turn_verdict(category: str, entry_id: str, turns: list[list[Any]]) -> Verdict:
+def multi_turn_verdict(
+    category: str, entry_id: str, turns: list[list[Any]], mode: str = "fc"
+) -> Verdict:
     """bfcl-eval's verdict on a conversation: `turns` holds, per user turn reached, each step's
-    answer as `assay.metrics.bfcl.fc_model_result` gives it.
+    answer as `assay.metrics.bfcl.fc_model_result` gives it (`mode` "prompt": its text).
 
     As bfcl-eval's evaluation runner judges an entry (`_evaluate_single_multi_turn_entry`,
     whose module is not imported: it loads every provider's SDK, 40 s on a busy machine): a
@@ -165,7 +195,13 @@ def multi_turn_verdict(category: str, entry_id: str, turns: list[list[Any]]) -> 
         kept = []
         for step in steps:
             try:
-                calls = decode_step(copy.deepcopy(step), methods)
+                if mode == "prompt":
+                    calls = [
+                        REFUSED_CALL if prompt_refusal(call, methods) else call
+                        for call in decode_prompt_step(step)
+                    ]
+                else:
+                    calls = decode_step(copy.deepcopy(step), methods)
             except Exception:  # as bfcl-eval: a step that does not decode is left out
                 continue
             if not execution.is_empty_execute_response(calls):

@@ -69,7 +69,7 @@ _ENDINGS = {
     "answer_tokens": int,
 }
 """What a recorded response may say besides its text (a reasoning model's generation)."""
-FINISH_REASONS = ("stop", "stop_sequence", "length")
+FINISH_REASONS = ("stop", "stop_sequence", "length", "tool_calls")
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class ReplayLM(LM):
 
     A reasoning model's generation can be replayed too: a line (or an item of "responses",
     then an object with "response") may add "reasoning" (thinking a server returned apart),
-    "finish_reason" (stop, stop_sequence or length), "thinking_closed", "reasoning_tokens"
+    "finish_reason" (stop, stop_sequence, length or tool_calls), "thinking_closed", "reasoning_tokens"
     and "answer_tokens"; with `thinking` (think_end_token ...), "response" is the raw
     generation and its thinking is split off as `hf` splits it.
 

@@ -18,7 +18,7 @@ import logging
 import math
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import fields
@@ -191,6 +191,27 @@ def _unsealed(model: str, key: str, stored: bytes) -> Result | None:
         return None
 
 
+class _Timing:
+    """The keys being timed (`ResponseCache.timing`) and the times read at their arrival."""
+
+    def __init__(self, keys: frozenset[str], seconds: Callable[[str], float]) -> None:
+        self.keys, self.seconds = keys, seconds
+        self.at_arrival: dict[str, float] = {}
+
+    def arrived(self, key: str) -> None:
+        if key in self.keys and key not in self.at_arrival:
+            self.at_arrival[key] = round(self.seconds(key), 6)
+
+    def times(self, keys: Iterable[str]) -> list[tuple[str, float]]:
+        """The time of each timed key among `keys` (at arrival when read then)."""
+        out = []
+        for key in keys:
+            if key in self.keys:
+                took = self.at_arrival.pop(key, None)
+                out.append((key, round(self.seconds(key), 6) if took is None else took))
+        return out
+
+
 class ResponseCache:
     """Responses of one model, stored in a SQLite file (shared safely by several runs)."""
 
@@ -198,6 +219,7 @@ class ResponseCache:
         self.path = Path(path)
         self.model = model_key(identity)
         self._lock = threading.Lock()
+        self._timing: _Timing | None = None
         _kept[1] = True
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -278,8 +300,35 @@ class ResponseCache:
                 ).fetchone()
                 known += found
             self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?)", rows)
+            if self._timing is not None:
+                # In the same transaction: no answer of a timed request is kept without its time.
+                times = self._timing.times(key for _, key, _ in rows)
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                    ((self._note_key(k), json.dumps(v)) for k, v in times),
+                )
             self._db.commit()
             _kept[0] += len({key for _, key, _ in rows}) - known
+
+    @contextmanager
+    def timing(self, keys: Collection[str], seconds: Callable[[str], float]) -> Iterator[None]:
+        """While the block runs, an answer stored under one of `keys` is noted (`notes`) with
+        `seconds(key)` in the transaction that stores it, as read when it arrived (`arrived`)
+        or else when it is stored; a key noted already keeps its first time."""
+        with self._lock:
+            self._timing = _Timing(frozenset(keys), seconds)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._timing = None
+
+    def arrived(self, key: str) -> None:
+        """An answer for `key` has just arrived (it is stored a little later): read its time
+        now, when the key is being timed (`timing`)."""
+        with self._lock:
+            if self._timing is not None:
+                self._timing.arrived(key)
 
     def notes(self, keys: Sequence[str]) -> dict[str, Any]:
         """Values noted beside the responses (`note`) for the keys that have one."""

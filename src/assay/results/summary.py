@@ -111,7 +111,10 @@ class GroupSpec:
     filters: list[str] | None
     weight_by_size: bool = True
     function: Callable[[list[Any], list[int], bool], Any] | None = None
-    """A group's own aggregation (`!function`): fn(values, sizes, weight_by_size); no stderr."""
+    """A group's own aggregation (`!function`): fn(values, sizes, weight_by_size)."""
+    stderr_function: Callable[[list[Any], list[int], list[Any]], float | str] | None = None
+    """The standard error of a group's own aggregation: fn(values, sizes, stderrs) (a Python
+    group's `"stderr"` entry); without one, such a group's stderr is "N/A"."""
 
 
 def group_entry(
@@ -143,7 +146,10 @@ def group_entry(
             stderrs = [c.get(f"{spec.metric}_stderr,{flt}", "N/A") for c in present]
             stderr: float | str
             if spec.function is not None:
-                value, stderr = spec.function(values, sizes, spec.weight_by_size), "N/A"
+                value = spec.function(values, sizes, spec.weight_by_size)
+                stderr = "N/A"
+                if spec.stderr_function is not None:
+                    stderr = spec.stderr_function(values, sizes, stderrs)
             else:
                 value, stderr = group_aggregate(values, sizes, stderrs, spec.weight_by_size)
             entry[key] = value
@@ -211,6 +217,7 @@ def add_groups(results: dict[str, Any], groups: Sequence[GroupNode]) -> None:
                 _as_list(a.get("filter_list")),
                 bool(a.get("weight_by_size", True)),
                 a["aggregation"] if callable(a.get("aggregation")) else None,
+                a["stderr"] if callable(a.get("stderr")) else None,
             )
             for a in cfg.aggregate_metric_list
         ]

@@ -3,16 +3,18 @@ whole shard at once, until each answers without calling a tool or reaches a limi
 
 Each round asks every unfinished doc's conversation so far through the executor and the
 response cache, runs the tools each answer calls (in the order called) and appends their
-results. A round's wall time is noted in the cache beside its answers the first time they are
-computed, so a resumed run (kill -9, then the same command) reads every answer and timing
-back and writes the same transcripts, and no turn is asked twice. Tools run again on a resumed
-run: they must be deterministic functions of their arguments and the sample's state.
+results. A turn's time (from the round's start until its answer arrived) is noted in the
+cache in the transaction that stores its answer, and a tool call's time beside it once the
+call has run, so a resumed run (kill -9, then the same command) reads every cached answer with
+its time and writes the same transcripts, and no turn is asked twice. Tools run again on a
+resumed run: they must be deterministic functions of their arguments and the sample's state.
 """
 
 from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
 from typing import Any
 
 from assay.agents.spec import AgentSpec
@@ -89,23 +91,36 @@ class _Loop:
             transcript.stopped_by = "max_seconds"
 
     def _add_result(
-        self, k: int, call: ToolCall, outcome: ToolOutcome, clock: _Clock, key: str
+        self,
+        k: int,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        clock: _Clock,
+        key: str,
+        as_tool_message: bool = True,
     ) -> None:
-        """The result of the turn's `k`-th call (asked under `key`), timed as first noted."""
+        """The result of the turn's `k`-th call (asked under `key`), timed as first noted;
+        sent back as a `tool` message unless the episode sends the results itself."""
         call_id = call.id or f"call_{self.transcript.model_turns}_{k}"
-        took = clock.seconds(f"{key}:tool:{k}", outcome.seconds) if outcome.seconds else 0.0
+        measured = STOPWATCH.tool(outcome.seconds) if outcome.seconds else 0.0
+        took = clock.seconds(f"{key}:tool:{k}", measured) if measured else 0.0
         self.transcript.add_result(call, call_id, outcome.content, outcome.error, took)
-        self.conversation = (
-            *self.conversation,
-            Turn("tool", outcome.content, (), call_id, call.name),
-        )
+        if as_tool_message:
+            self.conversation = (
+                *self.conversation,
+                Turn("tool", outcome.content, (), call_id, call.name),
+            )
 
     def _episode_turn(self, answer: Generation, clock: _Clock, key: str) -> None:
         """The episode runs the turn's calls and may open the next user turn or end."""
         assert self.episode is not None
         reply = self.episode.reply(answer)
+        own = reply.results_message is None
         for k, (call, outcome) in enumerate(reply.results):
-            self._add_result(k, call, outcome, clock, key)
+            self._add_result(k, call, outcome, clock, key, as_tool_message=own)
+        if reply.results_message is not None:
+            self.transcript.add_user((reply.results_message,), results=True)
+            self.conversation = (*self.conversation, reply.results_message)
         if reply.user:
             self.transcript.add_user(reply.user, reply.tools_added)
             self.conversation = (*self.conversation, *reply.user)
@@ -129,7 +144,7 @@ def run_agents(
     """Run the loop of every doc of the shard (asked nothing before); each doc's response is
     its final answer (the last turn's text) and its transcript is kept on the doc result."""
     model = answering.executor.model
-    if not model.accepts_tools:
+    if spec.offers_tools and not model.accepts_tools:
         raise ModelError(
             f"task {plan.name} is an agent task (it offers tools), but --model "
             f"{getattr(model, 'name', type(model).__name__)} takes no tools; use a backend "
@@ -175,18 +190,21 @@ def _rounds(
     while active := [loop for loop in loops if loop.transcript.stopped_by is None]:
         requests = [loop.request() for loop in active]
         keys = [request_key(r) for r in requests]
-        started = time.perf_counter()
+        seconds = STOPWATCH.round()
         try:
-            answers = answering.executor.run(requests, cache=cache)
+            if cache is None:
+                answers = answering.executor.run(requests, cache=cache)
+            else:
+                with cache.timing(keys, seconds):
+                    answers = answering.executor.run(requests, cache=cache)
         except FailedRequests as exc:
             owners = [(loop.result.doc_id, round_number) for loop in active]
             raise name_failed_docs(plan.name, exc, owners) from None
-        took = time.perf_counter() - started
         stats += answers.stats
         for loop, answer, request, key in zip(active, answers, requests, keys, strict=True):
             generation = answer if isinstance(answer, Generation) else Generation(str(answer))
             answering.filed(plan.name, loop.result, (0, 0), generation, request)
-            loop.take(generation, clock.seconds(key, took), clock, key)
+            loop.take(generation, clock.seconds(key, seconds(key)), clock, key)
         round_number += 1
     return stats
 
@@ -197,9 +215,30 @@ def _seen(answering: Answering, generation: Generation) -> str:
     return answer_seen(generation, answering.unclosed_thinking)
 
 
+class Stopwatch:
+    """How the loop times model turns and tool calls: by the wall clock. Tests put one that
+    gives deterministic times in `STOPWATCH`'s place."""
+
+    def round(self) -> Callable[[str], float]:
+        """Started as a round is asked: the seconds from then until the answer to a request
+        (by cache key) arrived, when called as it arrives."""
+        started = time.perf_counter()
+        return lambda key: time.perf_counter() - started
+
+    def tool(self, measured: float) -> float:
+        """A tool call's time, from what the call measured."""
+        return measured
+
+
+STOPWATCH = Stopwatch()
+"""The loop's stopwatch (read at each round)."""
+
+
 class _Clock:
-    """Times as first measured: noted in the response cache beside the answers, so that a
-    resumed run writes the transcript the first run would have (without a cache, as measured)."""
+    """Times as first measured: a turn's time is noted in the response cache with its answer
+    (`ResponseCache.timing`), a tool call's once it has run, so that a resumed run writes the
+    transcript the first run would have (without a cache, as measured). A cached answer whose
+    time was never noted (a cache written by an older assay) is noted now."""
 
     def __init__(self, cache: ResponseCache | None) -> None:
         self.cache = cache

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -465,3 +466,50 @@ def test_vllm_splits_thinking_and_reads_how_generations_ended(tmp_path):
         if not cut:
             assert [g["answer_tokens"] for g in ended] == [len(ANSWER)] * len(QUESTIONS)
             assert [g["thinking_closed"] for g in ended] == [True if t else None for t in thinks]
+
+
+# -- tools: an agent task through the real engine ---------------------------------------------
+
+
+def test_an_agent_task_with_tools_runs_through_the_real_engine_as_on_hf(model_dir, tmp_path):
+    """A tool-calling agent task on vLLM's CPU engine: the chat template renders the tools and
+    the conversation, the Hermes parser reads the answer, and the loop's transcripts, answers
+    and scores are those of `--model hf` on the same tiny model (greedy, token for token)."""
+    sys.path.insert(0, str(REPO / "tests" / "agents"))
+    sys.path.insert(0, str(REPO / "tests" / "models" / "vllm"))
+    from calc_agent import write_task
+    from test_vllm_tools import TOOL_TEMPLATE
+
+    tools_model = tmp_path / "tools_model"
+    shutil.copytree(model_dir, tools_model)
+    config_path = tools_model / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config["chat_template"] = TOOL_TEMPLATE
+    config_path.write_text(json.dumps(config))
+    (tools_model / "chat_template.jinja").unlink(missing_ok=True)
+    tasks = tmp_path / "tasks"
+    write_task(tasks, n_docs=2, max_turns=3)
+    common = ["--tasks", "calc_agent", "--include-path", str(tasks), "--apply-chat-template",
+              "--gen-kwargs", "max_gen_toks=16"]  # fmt: skip
+    vllm_args = (
+        f"pretrained={tools_model},dtype=float32,max_model_len=512,gpu_memory_utilization=0.1,"
+        "enforce_eager=True,tool_parser=hermes"
+    )
+    vllm = assay_run(VLLM_PYTHON, ["--model", "vllm", "--model-args", vllm_args, *common],
+                     tmp_path / "vllm")["calc_agent"]  # fmt: skip
+    hf_args = f"pretrained={tools_model},dtype=float32,max_length=512,tool_parser=hermes"
+    hf = assay_run(sys.executable, ["--model", "hf", "--model-args", hf_args, *common],
+                   tmp_path / "hf")["calc_agent"]  # fmt: skip
+
+    def untimed(record: dict) -> dict:
+        turns = [{k: v for k, v in t.items() if k != "seconds"} for t in record["turns"]]
+        return {**{k: v for k, v in record.items() if k != "seconds"}, "turns": turns}
+
+    assert len(vllm) == len(hf) == 2
+    for a, b in zip(sorted(hf, key=lambda s: s["doc_id"]), sorted(vllm, key=lambda s: s["doc_id"])):
+        assert untimed(a["transcript"]) == untimed(b["transcript"]), a["doc_id"]
+        assert a["resps"] == b["resps"]
+        assert b["transcript"]["model_turns"] >= 1
+        assert b["transcript"]["turns"][0]["role"] == "prompt"
+    results = json.loads((tmp_path / "vllm" / "results.json").read_text())["results"]
+    assert results["calc_agent"]["agent_samples"] == 2

@@ -76,7 +76,7 @@ def _needs_bfcl_eval(name: str) -> str | None:
         return None
     from assay.catalog.bfcl import OFFLINE
 
-    multi_turn = "_multi_turn_" in name and name.startswith("bfcl_fc_")
+    multi_turn = "_multi_turn_" in name
     if not multi_turn and not any(name.endswith(f"_{category}") for category in OFFLINE):
         return "is not run by assay"
     return None if importlib.util.find_spec("bfcl_eval") else "make bfcl-venv"

@@ -43,6 +43,7 @@ class Arrivals:
         """File one answer; commits the group when it is full or its window has passed."""
         if not self._waiting:
             self._since = self._clock()
+        self.cache.arrived(key)  # an agent turn's time is read as its answer arrives
         self._waiting.append((key, result))
         if len(self._waiting) >= self.group or self._clock() - self._since >= self.window:
             self.flush()
