@@ -211,7 +211,11 @@ def test_kill_9_of_assay_leaves_no_program_and_no_folder(tmp_path, mode):
         shutil.rmtree(tmp_path)
 
 
-def kill_assay_mid_run(tmp_path: Path, mode: str) -> None:
+def kill_assay_mid_run(
+    tmp_path: Path, mode: str, python: Sequence[str] = (sys.executable,), **env_extra: str
+) -> None:
+    """Start assay (`python`, e.g. behind setpriv) running a program that starts two sleepers
+    (one in a session of its own), kill -9 assay, and check that no sleeper is left."""
     marker = f"assay-orphan-{uuid.uuid4().hex}"
     program = (
         "import subprocess, sys, time\n"
@@ -220,9 +224,9 @@ def kill_assay_mid_run(tmp_path: Path, mode: str) -> None:
         "subprocess.Popen(cmd)\n"
         "time.sleep(60)\n"
     )
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    env = {**os.environ, "TMPDIR": str(tmp_path), **env_extra}
     assay = subprocess.Popen(
-        [sys.executable, "-c", KILLED, mode],
+        [*python, "-c", KILLED, mode],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,
