@@ -4,12 +4,14 @@ process; a program that exits before its checks return scores 0."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
 from lighteval.models.model_output import ModelResponse
 from lighteval.tasks.requests import Doc as LightevalDoc
 from lighteval.tasks.tasks.lcb.main import CodegenMetric, lcb_codegen_metric
+from sandbox.hostile_programs import HOSTILE as HOSTILE_FAMILIES
 
 from assay.doc import Doc, OutputType
 from assay.metrics.base import SampleInput
@@ -78,18 +80,32 @@ def test_pass_at_1_equals_lighteval_s_own_on_honest_programs():
     assert 0.0 in values and any(0 < v < 1 for v in values) and len(set(values)) >= 3
 
 
-HOSTILE = [
-    "        import sys\n        sys.exit(0)\n",
-    "        raise SystemExit(0)\n",
-    "        import os\n        os._exit(0)\n",
-    "        import atexit, os\n        atexit.register(lambda: os._exit(0))\n",
-    "        import os, sys\n        sys.excepthook = lambda *x: os._exit(0)\n",
-    "        import builtins, os\n        real = os._exit\n"
-    "        builtins.exit = os._exit = lambda *x: real(0)\n        exit(0)\n",
+HOSTILE = [textwrap.indent(code, " " * 8) for code in HOSTILE_FAMILIES.values()]
+"""Every hostile family of the other routes, as the first lines of the method."""
+
+
+def bwrap_here() -> bool:
+    from assay.sandbox._bwrap import bwrap_executable
+
+    return bwrap_executable() is not None
+
+
+MODES = [
+    pytest.param(
+        "bwrap",
+        marks=pytest.mark.skipif(
+            not bwrap_here(),
+            reason="no bubblewrap in this virtualenv (make lighteval-venv installs it); the "
+            "same checks run under bwrap in tests/sandbox/test_io_tests.py",
+        ),
+    ),
+    "rlimits",
+    "none",
 ]
 
 
-def test_the_task_s_metric_runs_programs_in_the_sandbox_and_hostile_ones_score_zero(tmp_path):
+@pytest.mark.parametrize("mode", MODES)
+def test_the_task_s_metric_runs_programs_in_the_sandbox_and_hostile_ones_score_zero(tmp_path, mode):
     """Through assay's metric stage (the converted lcb metric): the program's side effects
     happen in the sandbox's process, not this one, and the exit family scores 0."""
     from lighteval.tasks.lighteval_task import LightevalTaskConfig
@@ -109,8 +125,11 @@ def test_the_task_s_metric_runs_programs_in_the_sandbox_and_hostile_ones_score_z
         fenced(method(code + "        return a - b\n")) for code in HOSTILE
     ]
     doc = Doc(query="q", choices=[""], gold_index=0, specific=dict(CALL))
-    with using(SandboxPolicy("rlimits")):
+    if mode == "bwrap":  # the host's folders are out of its reach there
+        generations[0] = fenced(method("        return a + b\n"))
+    with using(SandboxPolicy(mode)):  # type: ignore[arg-type]
         value = scored.metric.sample_fn(SampleInput(doc, OutputType.GENERATE_UNTIL, generations))
     assert value == pytest.approx(1 / len(generations))
-    # The right program ran in a fresh `python -I` (the sandbox's), not a fork of this process.
-    assert Path(marker).read_text() == "1"
+    if mode != "bwrap":
+        # The right program ran in a fresh `python -I` (the sandbox's), not a fork of this one.
+        assert Path(marker).read_text() == "1"
