@@ -65,6 +65,26 @@ ATTACKS = {
         "found = [c.cell_contents for f in cells for c in f.__closure__\n"
         "         if isinstance(c.cell_contents, bytes) and b'done' in c.cell_contents][0]\n"
     ),
+    "the guard's own frame, from its refusal's traceback": (
+        "import gc, os\n"
+        "found = b''\n"
+        "try:\n    gc.get_objects()\nexcept BaseException as e:\n    tb = e.__traceback__\n"
+        "    while tb is not None:\n"
+        "        found = tb.tb_frame.f_locals.get('done', found)\n        tb = tb.tb_next\n"
+    ),
+    "a str subclass's method run by the guard": (
+        "import os, sys\n"
+        "stolen = []\n"
+        "class Path(str):\n"
+        "    def rfind(self, *a):\n"
+        "        f = sys._getframe()\n"
+        "        while f is not None:\n"
+        "            stolen.extend(v for v in f.f_locals.values() if isinstance(v, bytes))\n"
+        "            f = f.f_back\n"
+        "        return str.rfind(self, *a)\n"
+        "try:\n    open(Path('/nonexistent/x'))\nexcept OSError:\n    pass\n"
+        "found = b''.join(s for s in stolen if b'assay-sandbox-done' in s)\n"
+    ),
     "a trace function": (
         "import os, sys\nseen = []\nsys.settrace(lambda *a: seen.append(a) or None)\nfound = b''\n"
     ),
@@ -88,7 +108,7 @@ def test_forging_the_verdict_from_inside_fails(mode):
     programs = [code + WRITE + WRONG for code in ATTACKS.values()]
     results = run_many(programs, LIMITS, SandboxPolicy(mode))  # type: ignore[arg-type]
     assert [n for n, r in zip(ATTACKS, results, strict=True) if r.passed] == []
-    why = {n: r.stderr for n, r in zip(ATTACKS, results, strict=True)}
+    why = {n: r.stderr + r.detail for n, r in zip(ATTACKS, results, strict=True)}
     # Each failed for the reason it should: nothing to find, or refused by the guard.
     for name, expected in STOPPED_BY.items():
         assert expected in why[name], (name, why[name][-400:])
@@ -99,6 +119,8 @@ STOPPED_BY = {
     "a traceback's frames": "'NoneType' object has no attribute 'f_locals'",
     "inspect.stack()": "IndexError",
     "the garbage collector": "gc.get_objects is not allowed to the program",
+    "the guard's own frame, from its refusal's traceback": "gc.get_objects is not allowed",
+    "a str subclass's method run by the guard": "the program ended before its code returned",
     "a trace function": "sys.settrace is not allowed to the program",
     "ctypes": "is not allowed to the program",
     "its own memory file": "open is not allowed to the program",

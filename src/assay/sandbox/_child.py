@@ -207,7 +207,7 @@ def _guard(nonce: bytes, main: object, last: list[str]) -> None:
     late = LATE_MARKER.encode()
     # Bound now: the program may replace module attributes and builtins before the hook runs.
     write, leave, getframe, stat = os.write, os._exit, sys._getframe, os.stat
-    basename, fsdecode, is_a, text = os.path.basename, os.fsdecode, isinstance, (str, bytes)
+    basename, fsdecode, kind, text = os.path.basename, os.fsdecode, type, (str, bytes)
     proc = stat("/proc").st_dev
     ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     refused = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
@@ -223,19 +223,26 @@ def _guard(nonce: bytes, main: object, last: list[str]) -> None:
         return found.st_dev == proc and found.st_mode & 0o7777 == 0o600
 
     def hook(event: str, args: tuple) -> None:
-        if event == _DONE_EVENT:
-            if getframe(1) is main:
-                write(2, late if args[0] else done)
-                leave(0)
-            return
-        if event.startswith(_WATCHED):
-            last[0] = event
-        if (
-            event in refused
-            or event.startswith("ctypes.")
-            or (event == "open" and is_a(args[0], text) and memory_file(args[0]))
-        ):
-            raise RuntimeError(f"assay sandbox: {event} is not allowed to the program")
+        # Never raises: an exception would carry this frame, whose variables hold the nonce,
+        # to the program (a traceback's tb_frame). A refused operation ends the program.
+        try:
+            if event == _DONE_EVENT:
+                if getframe(1) is main:
+                    write(2, late if args[0] else done)
+                    leave(0)
+                return
+            if event.startswith(_WATCHED):
+                last[0] = event
+            if (
+                event in refused
+                or event.startswith("ctypes.")
+                # Exact types only: a str subclass's methods are the program's code.
+                or (event == "open" and kind(args[0]) in text and memory_file(args[0]))
+            ):
+                write(2, b"assay sandbox: " + event.encode() + b" is not allowed to the program\n")
+                leave(1)
+        except BaseException:
+            leave(1)
 
     sys.addaudithook(hook)
 
