@@ -93,9 +93,6 @@ RUNNER = textwrap.dedent(
     """\
     import sys
     from assay.sandbox import Limits, SandboxPolicy, run_many
-from assay.sandbox.policy import using
-from assay.sandbox.programs import count_passing, pass_at_ks
-from hostile_programs import HOSTILE
     code = sys.stdin.read()
     for mode in sys.argv[1:]:
         [r] = run_many([code], Limits(timeout_s=10), SandboxPolicy(mode))
@@ -163,9 +160,6 @@ KILLED = textwrap.dedent(
     """\
     import sys
     from assay.sandbox import Limits, SandboxPolicy, run_many
-from assay.sandbox.policy import using
-from assay.sandbox.programs import count_passing, pass_at_ks
-from hostile_programs import HOSTILE
     print('running', flush=True)
     run_many([sys.stdin.read()], Limits(timeout_s=60), SandboxPolicy(sys.argv[1]))
     """
