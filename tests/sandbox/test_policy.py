@@ -142,11 +142,18 @@ def test_how_a_run_ended(returncode, timed_out, flooded, report, isolating, expe
 
 def test_the_seccomp_filter_refuses_new_namespaces_in_bwrap_only():
     assert seccomp_program() is not None  # pyseccomp and libseccomp are installed
-    code = (
+    probe = (
         "import ctypes, os\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
         "print(libc.unshare(0x10000000), ctypes.get_errno())\n"  # CLONE_NEWUSER
         "print(open('/proc/self/status').read().split('Seccomp:')[1].split()[0])\n"
+    )
+    # In a fresh interpreter the program starts: the program itself may not use ctypes (the
+    # bootstrap's guard), and the filter holds for every process below it.
+    code = (
+        "import subprocess, sys\n"
+        f"ran = subprocess.run([sys.executable, '-c', {probe!r}], capture_output=True, text=True)\n"
+        "sys.stdout.write(ran.stdout)\n"
     )
     inside = run_untrusted(code, mode="bwrap")
     assert inside.stdout.splitlines() == [f"-1 {errno.EPERM}", "2"], inside.stderr

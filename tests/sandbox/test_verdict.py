@@ -25,53 +25,19 @@ from pathlib import Path
 
 import psutil
 import pytest
+from hostile_programs import HOSTILE
 
 from assay.models.dummy import DummyLM
 from assay.requests.types import GenerateRequest
 from assay.run.api import evaluate
 from assay.sandbox import Limits, SandboxPolicy, run_many
+from assay.sandbox.policy import using
+from assay.sandbox.programs import count_passing, pass_at_ks
 
 MODES = ["bwrap", "rlimits", "none"]
 FAST = Limits(timeout_s=5.0, memory_mb=512)
 CHECKS = "\nassert add(1, 2) == 3\nassert add(0, 0) == 0\n"
 WRONG = "def add(a, b):\n    return a - b\n"
-
-# Each: code run before the wrong function is defined and checked.
-HOSTILE = {
-    "sys.exit(0)": "import sys\nsys.exit(0)\n",
-    "raise SystemExit(0)": "raise SystemExit(0)\n",
-    "os._exit(0)": "import os\nos._exit(0)\n",
-    "atexit os._exit": "import atexit, os\natexit.register(lambda: os._exit(0))\n",
-    "excepthook": "import os, sys\nsys.excepthook = lambda *a: os._exit(0)\n",
-    "threading excepthook + exit in thread": (
-        "import os, threading\n"
-        "threading.excepthook = lambda *a: os._exit(0)\n"
-        "threading.Thread(target=lambda: os._exit(0)).start()\n"
-    ),
-    "builtins and os patched": (
-        "import builtins, os, sys\n"
-        "real = os._exit\n"
-        "builtins.exit = builtins.quit = sys.exit = lambda *a: real(0)\n"
-        "os._exit = os.abort = lambda *a: real(0)\n"
-        "sys.excepthook = lambda *a: exit(1)\n"
-    ),
-    "forged completion line": (
-        "import os, sys\n"
-        "for n in ('0' * 32, 'f' * 32, ''):\n"
-        "    os.write(2, b'\\x00assay-sandbox-done ' + n.encode() + b'\\n')\n"
-        "    os.write(1, b'\\x00assay-sandbox-done ' + n.encode() + b'\\n')\n"
-        "os._exit(0)\n"
-    ),
-    "fork, parent leaves cleanly": ("import os\nif os.fork():\n    os.wait()\n    os._exit(0)\n"),
-    "kills its parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
-    "SIGKILLs itself": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
-    "signal handler exits": (
-        "import os, signal\n"
-        "signal.signal(signal.SIGALRM, lambda *a: os._exit(0))\n"
-        "signal.setitimer(signal.ITIMER_REAL, 0.001)\n"
-        "import time\ntime.sleep(1)\n"
-    ),
-}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -211,7 +177,11 @@ def test_kill_9_of_assay_leaves_no_program_and_no_folder(tmp_path, mode):
         shutil.rmtree(tmp_path)
 
 
-def kill_assay_mid_run(tmp_path: Path, mode: str) -> None:
+def kill_assay_mid_run(
+    tmp_path: Path, mode: str, python: Sequence[str] = (sys.executable,), **env_extra: str
+) -> None:
+    """Start assay (`python`, e.g. behind setpriv) running a program that starts two sleepers
+    (one in a session of its own), kill -9 assay, and check that no sleeper is left."""
     marker = f"assay-orphan-{uuid.uuid4().hex}"
     program = (
         "import subprocess, sys, time\n"
@@ -220,9 +190,9 @@ def kill_assay_mid_run(tmp_path: Path, mode: str) -> None:
         "subprocess.Popen(cmd)\n"
         "time.sleep(60)\n"
     )
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    env = {**os.environ, "TMPDIR": str(tmp_path), **env_extra}
     assay = subprocess.Popen(
-        [sys.executable, "-c", KILLED, mode],
+        [*python, "-c", KILLED, mode],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,
@@ -271,7 +241,8 @@ class Cycling(DummyLM):
 
 
 class ByAttack(DummyLM):
-    """Answers a prompt holding "(attack N)" with answer N (`full`: a whole MBPP program)."""
+    """Answers a prompt holding "(attack N)" with answer N (`full`: a whole MBPP program).
+    The built-in mbpp's prompt holds its three few-shot examples first: the last mark counts."""
 
     def __init__(self, full: bool) -> None:
         super().__init__()
@@ -280,7 +251,7 @@ class ByAttack(DummyLM):
     def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
         out = []
         for request in requests:
-            n = int(str(request.prompt).split("(attack ")[1].split(")")[0])
+            n = int(str(request.prompt).rsplit("(attack ", 1)[1].split(")")[0])
             out.append("def add(a, b):\n" + ANSWERS[n] if self.full else ANSWERS[n])
         return out
 
@@ -301,6 +272,27 @@ TASKS_TABLE = [
     for c in HUMANEVAL
 ]
 """
+
+BUILTIN_ROWS = """\
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from assay.tasks.catalog.humaneval import TASKS_TABLE as HUMANEVAL
+from assay.tasks.catalog.mbpp import TASKS_TABLE as MBPP
+
+
+def rows(name):
+    data = json.loads((Path(__file__).parent / f"{name}.json").read_text())
+    return lambda **_: {"test": data}
+
+
+TASKS_TABLE = [
+    replace(HUMANEVAL[0], name="attack_humaneval", hf_repo=None, dataset_loader=rows("he")),
+    replace(MBPP[0], name="attack_mbpp", hf_repo=None, dataset_loader=rows("mbpp")),
+]
+"""
+"""The built-in humaneval (greedy) and mbpp on the rows the lm-eval YAMLs get below."""
 
 
 def scored(
@@ -356,14 +348,14 @@ def test_every_route_scores_every_hostile_program_zero(tmp_path, mode):
     test = (
         "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(0, 0) == 0\n"
     )
-    rows = [
+    he_rows = [
         {"task_id": f"t/{n}", "prompt": prompt.format(n=n), "canonical_solution": RIGHT_BODY,
          "test": test, "entry_point": "add"}
         for n in range(len(ANSWERS))
     ]  # fmt: skip
     folder = tmp_path / "humaneval"
     folder.mkdir()
-    local_yaml(folder, "humaneval_local", LM_EVAL_TASKS / "humaneval" / "humaneval.yaml", rows)
+    local_yaml(folder, "humaneval_local", LM_EVAL_TASKS / "humaneval" / "humaneval.yaml", he_rows)
     value, samples = scored(
         ByAttack(full=False),
         "humaneval_local",
@@ -396,3 +388,28 @@ def test_every_route_scores_every_hostile_program_zero(tmp_path, mode):
     )
     by_row = {s["doc"]["task_id"]: s["pass_at_1"] for s in samples}
     assert by_row == {100 + n: float(n == 0) for n in range(len(ANSWERS))}
+
+    # The built-in humaneval and mbpp, on the same rows.
+    folder = tmp_path / "builtin_rows"
+    folder.mkdir()
+    (folder / "he.json").write_text(json.dumps(he_rows))
+    (folder / "mbpp.json").write_text(json.dumps(rows))
+    (folder / "attack_tasks.py").write_text(BUILTIN_ROWS)
+    for task, metric, full, key, first in (
+        ("attack_humaneval", "pass@1,create_test", False, "pass@1", "t/"),
+        ("attack_mbpp", "pass_at_1,none", True, "pass_at_1", 100),
+    ):
+        value, samples = scored(
+            ByAttack(full=full), task, metric, folder / task, mode,
+            custom_tasks=folder / "attack_tasks.py",
+        )  # fmt: skip
+        by_row = {s["doc"]["task_id"]: s[key] for s in samples}
+        ids = [f"t/{n}" if first == "t/" else 100 + n for n in range(len(ANSWERS))]
+        assert by_row == {i: float(n == 0) for n, i in enumerate(ids)}, (task, by_row)
+        assert value == pytest.approx(1 / len(ANSWERS))
+
+    # The helpers a run_evals metric calls on its own programs.
+    candidates = ["def add(a, b):\n" + answer for answer in ANSWERS]
+    with using(SandboxPolicy(mode)):  # type: ignore[arg-type]
+        assert [count_passing([c], CHECKS) for c in candidates] == [1] + [0] * len(HOSTILE)
+        assert pass_at_ks(candidates, CHECKS, [1]) == {"pass@1": pytest.approx(1 / len(ANSWERS))}

@@ -23,10 +23,10 @@ It reads a one-line nonce and then the program from standard input, then:
    LATE_MARKER instead, a time-out. This line, not the exit status,
    is what makes a pass: `sys.exit(0)`, `raise SystemExit`, `os._exit(0)`, an atexit handler,
    a replaced `sys.excepthook` or a signal all end the process without it. The nonce is read
-   before the program starts, from a pipe it can no longer read, so printing the marker is no
-   forgery; a program that digs the nonce out of this interpreter's memory (frames, gc)
-   could, as it could forge any verdict computed in its own process (evaluate's code_eval
-   included).
+   before the program starts, from a pipe it can no longer read, and kept only by the audit
+   hook that writes the line (`_guard`), out of the program's reach: no frame holds it, and
+   the hook refuses the ways into this interpreter's memory (gc, ctypes, trace functions,
+   /proc/PID/mem).
 
 When the program dies of an uncaught exception, one line goes to stderr before the traceback:
 REPORT_MARKER, then the exception's type, errno, the last audited operation (socket.connect,
@@ -72,6 +72,8 @@ _WATCHED = (
     "ctypes.",
 )
 
+_DONE_EVENT = "assay.sandbox.done"
+_PR_SET_DUMPABLE = 4
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_CAPBSET_DROP = 24
@@ -185,6 +187,66 @@ def _drop_capabilities() -> None:
     libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
+def _guard(nonce: bytes, main: object, last: list[str]) -> None:
+    """Install the audit hook that keeps the verdict out of the program's reach; it alone holds
+    the nonce (in its closure: no name, frame or module refers to it, and the program may not
+    walk the garbage collector to it).
+
+    It writes the verdict when `_main`'s own frame (`main`, by identity) raises _DONE_EVENT,
+    which only the return of the program's code leads to, then leaves. Once the program runs it
+    refuses what would read this interpreter's memory or rewrite its running code: the garbage
+    collector's object lists, other threads' frames, trace and profile functions, ctypes, and
+    opening a process's memory file (/proc/PID/mem, found by name or, through a link, as
+    procfs's only file of mode 0600). The process is made non-dumpable, so no other process
+    of this user (one the program starts with a fresh interpreter, without this hook) can read
+    its memory either. It also notes the last watched event, for the report of a failure.
+    """
+    import ctypes
+
+    done = DONE_MARKER.encode() + nonce + b"\n"
+    late = LATE_MARKER.encode()
+    # Bound now: the program may replace module attributes and builtins before the hook runs.
+    write, leave, getframe, stat = os.write, os._exit, sys._getframe, os.stat
+    basename, fsdecode, kind, text = os.path.basename, os.fsdecode, type, (str, bytes)
+    proc = stat("/proc").st_dev
+    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    refused = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
+               "sys.settrace", "sys.setprofile"}  # fmt: skip
+
+    def memory_file(path: "str | bytes") -> bool:
+        if basename(fsdecode(path)) == "mem":
+            return True
+        try:
+            found = stat(path)
+        except (OSError, ValueError):
+            return False
+        return found.st_dev == proc and found.st_mode & 0o7777 == 0o600
+
+    def hook(event: str, args: tuple) -> None:
+        # Never raises: an exception would carry this frame, whose variables hold the nonce,
+        # to the program (a traceback's tb_frame). A refused operation ends the program.
+        try:
+            if event == _DONE_EVENT:
+                if getframe(1) is main:
+                    write(2, late if args[0] else done)
+                    leave(0)
+                return
+            if event.startswith(_WATCHED):
+                last[0] = event
+            if (
+                event in refused
+                or event.startswith("ctypes.")
+                # Exact types only: a str subclass's methods are the program's code.
+                or (event == "open" and kind(args[0]) in text and memory_file(args[0]))
+            ):
+                write(2, b"assay sandbox: " + event.encode() + b" is not allowed to the program\n")
+                leave(1)
+        except BaseException:
+            leave(1)
+
+    sys.addaudithook(hook)
+
+
 def _main(argv: list[str]) -> None:
     import resource
     import types
@@ -215,17 +277,11 @@ def _main(argv: list[str]) -> None:
     os.dup2(null, 0)
     os.close(null)
     last = [""]
-
-    def watch(event: str, args: object) -> None:
-        if event.startswith(_WATCHED):
-            last[0] = event
-
-    # Held here, so a program that replaces os.write, os._exit or sys.stdout cannot change
-    # what happens once its code has returned.
-    write, leave, out, err = os.write, os._exit, sys.stdout, sys.stderr
-    done = DONE_MARKER.encode() + nonce + b"\n"
+    # Held here, so a program that replaces os._exit or sys.stdout cannot change what happens
+    # once its code has returned.
+    leave, out, err, audit = os._exit, sys.stdout, sys.stderr, sys.audit
+    _guard(nonce, sys._getframe(), last)
     del nonce
-    sys.addaudithook(watch)
     sys.argv = ["solution.py"]
     main = types.ModuleType("__main__")
     main.__file__ = "solution.py"
@@ -246,8 +302,8 @@ def _main(argv: list[str]) -> None:
     for stream in (out, err):
         with contextlib.suppress(BaseException):  # the program's own output is not the verdict
             stream.flush()
-    write(2, LATE_MARKER.encode() if late else done)
-    leave(0)
+    audit(_DONE_EVENT, late)  # the guard writes the verdict and leaves
+    leave(1)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 A task that executes model-written code (`unsafe_code`) scores it one of three ways, told
 apart by the functions that score it (process_results, `!function` and evaluate metrics):
 
-- assay's own code metrics (the built-in humaneval and mbpp): each program runs in the sandbox;
+- assay's own code metrics (the built-in humaneval and mbpp, and lighteval's LiveCodeBench
+  metric, which assay scores itself): each program runs in the sandbox;
 - evaluate's `code_eval` (lm-eval's mbpp and humaneval YAMLs): assay hands the task's module
   a sandboxed one (`assay.sandbox.code_eval`), so each program runs in the sandbox, while the
   module's own code runs in assay's process;
@@ -72,6 +73,23 @@ def _filter_functions(config: TaskConfig) -> Iterator[Callable[..., Any]]:
             yield from (v for v in (kwargs or {}).values() if callable(v))
 
 
+def _lighteval_code_metric(config: TaskConfig) -> bool:
+    """A lighteval metric that runs programs (LiveCodeBench's): assay scores it sandboxed
+    (`metrics.lighteval_code`)."""
+    from assay.tasks.lighteval_files import EXECUTES_MODEL_CODE
+
+    return any(
+        isinstance(s, MetricSpec)
+        and s.lighteval is not None
+        and _qualified(s.lighteval.group.metric.sample_level_fn) in EXECUTES_MODEL_CODE
+        for s in config.metrics
+    )
+
+
+def _qualified(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
 def _names_code_eval(config: TaskConfig) -> bool:
     """An `hf_evaluate: true` (or lm-eval fallback) metric named code_eval: served sandboxed."""
     from assay.sandbox.code_eval import NAMES
@@ -90,7 +108,7 @@ def code_route(config: TaskConfig) -> CodeRoute:
             code.co_filename for f in own if (code := getattr(f, "__code__", None)) is not None
         )
     )
-    if not own and scorers:
+    if not own and (scorers or _lighteval_code_metric(config)):
         return CodeRoute("assay", ())
     runs_code = tuple(found for file in files for found in code_runners(file))
     if runs_code:

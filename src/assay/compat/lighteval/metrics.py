@@ -7,7 +7,10 @@ reported name becomes one column, under lighteval's name:
   scores it;
 - otherwise lighteval's own functions do: its sample-level function (`Metric.compute_sample`)
   gets the lighteval Doc and a lighteval `ModelResponse` built from assay's response, and its
-  corpus-level function aggregates the per-sample values (recorded in samples files as usual).
+  corpus-level function aggregates the per-sample values (recorded in samples files as usual);
+- a sample function that runs the model's programs (LiveCodeBench's) is computed by assay
+  instead, each program in the run's sandbox (`metrics.lighteval_code`): lighteval's own
+  would run them in a fork of this process.
 
 Standard errors are lighteval's: its `mean_stderr` when the corpus function's name contains
 "mean", else its bootstrap over 1000 resamples, which divides the standard deviation of the
@@ -36,6 +39,7 @@ from assay.metrics.base import (
     StderrRule,
     get_metric,
 )
+from assay.metrics.lighteval_code import sandboxed_sample_function
 from assay.metrics.lighteval_names import SAME_COMPUTATION
 from assay.requests.types import LoglikelihoodResult, RollingResult
 from assay.tasks.config import LightevalMetricRef, TaskConfig
@@ -127,9 +131,9 @@ class _SampleFunction:
         if group.last_sample is not sample:
             shots = len(sample.doc.fewshot_samples)
             doc = doc_to_lighteval(sample.doc, f"{self.task}|{shots}")
-            group.last_result = group.metric.compute_sample(
-                doc=doc, model_response=model_response(sample)
-            )
+            # A sample function that runs programs is scored by assay, in its sandbox.
+            compute = sandboxed_sample_function(group.metric) or group.metric.compute_sample
+            group.last_result = compute(doc=doc, model_response=model_response(sample))
             group.last_sample = sample
         return group.last_result[self.ref.name]
 

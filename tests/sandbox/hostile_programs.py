@@ -1,0 +1,67 @@
+"""The hostile-program families every code route is checked against (`test_verdict.py`, and
+lighteval's LiveCodeBench metric in tests/tasks/from_lighteval/side/check_code_metrics.py).
+
+Each is code run before a wrong answer: it tries to end the process with a success status, or
+to forge the pass, before the failed check is reported. Under a verdict taken from the exit
+status (or from the program's own interpreter) each of these passed; every one must fail.
+"""
+
+from __future__ import annotations
+
+HOSTILE = {
+    "sys.exit(0)": "import sys\nsys.exit(0)\n",
+    "raise SystemExit(0)": "raise SystemExit(0)\n",
+    "os._exit(0)": "import os\nos._exit(0)\n",
+    "atexit os._exit": "import atexit, os\natexit.register(lambda: os._exit(0))\n",
+    "excepthook": "import os, sys\nsys.excepthook = lambda *a: os._exit(0)\n",
+    "threading excepthook + exit in thread": (
+        "import os, threading\n"
+        "threading.excepthook = lambda *a: os._exit(0)\n"
+        "threading.Thread(target=lambda: os._exit(0)).start()\n"
+    ),
+    "builtins and os patched": (
+        "import builtins, os, sys\n"
+        "real = os._exit\n"
+        "builtins.exit = builtins.quit = sys.exit = lambda *a: real(0)\n"
+        "os._exit = os.abort = lambda *a: real(0)\n"
+        "sys.excepthook = lambda *a: exit(1)\n"
+    ),
+    "forged completion line": (
+        "import os, sys\n"
+        "for n in ('0' * 32, 'f' * 32, ''):\n"
+        "    os.write(2, b'\\x00assay-sandbox-done ' + n.encode() + b'\\n')\n"
+        "    os.write(1, b'\\x00assay-sandbox-done ' + n.encode() + b'\\n')\n"
+        "os._exit(0)\n"
+    ),
+    "fork, parent leaves cleanly": ("import os\nif os.fork():\n    os.wait()\n    os._exit(0)\n"),
+    "kills its parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
+    "SIGKILLs itself": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+    "fds 0-2 closed": "import os\nfor fd in (0, 1, 2):\n    os.close(fd)\n",
+    "stdout and stderr redirected, pass lines printed": (
+        "import os, sys\n"
+        "r, w = os.pipe()\n"
+        "print('passed'); print('passed', file=sys.stderr)\n"
+        "os.dup2(w, 1); os.dup2(w, 2)\n"
+    ),
+    "AssertionError, print and abs replaced": (
+        "import builtins\n"
+        "builtins.AssertionError = type('Quiet', (Exception,), {})\n"
+        "builtins.print = builtins.abs = lambda *a, **k: 0\n"
+    ),
+    "the harness's frames searched for the verdict": (
+        "import os, sys\n"
+        "f = sys._getframe()\n"
+        "while f is not None:\n"
+        "    for v in list(f.f_locals.values()):\n"
+        "        if isinstance(v, bytes) and b'assay-sandbox-done' in v:\n"
+        "            os.write(2, v)\n"
+        "            os._exit(0)\n"
+        "    f = f.f_back\n"
+    ),
+    "signal handler exits": (
+        "import os, signal\n"
+        "signal.signal(signal.SIGALRM, lambda *a: os._exit(0))\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0.001)\n"
+        "import time\ntime.sleep(1)\n"
+    ),
+}
