@@ -278,8 +278,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from assay.tasks.catalog.humaneval import TASKS_TABLE as HUMANEVAL
-from assay.tasks.catalog.mbpp import TASKS_TABLE as MBPP
+from assay.catalog.humaneval import TASKS_TABLE as HUMANEVAL
+from assay.catalog.mbpp import TASKS_TABLE as MBPP
 
 
 def rows(name):

@@ -166,8 +166,8 @@ def hostile_prompt(out: Path) -> dict[str, object]:
     """Prompt mode: calls written in the text that bfcl-eval's `eval` would run as code (a
     call inside an argument, a dotted name, a builtin), beside a real call; and a text that
     does not decode."""
+    from assay.catalog.bfcl_multi_turn import BfclEpisode
     from assay.requests.types import Generation
-    from assay.tasks.catalog.bfcl_multi_turn import BfclEpisode
 
     out.mkdir(parents=True)
     touched = out / "touched"
@@ -276,10 +276,10 @@ def hf(out: Path) -> dict[str, object]:
     task = results["bfcl_fc_multi_turn_base"]
     # The random model seldom calls a tool, so the template's rendering of BFCL's tools, a
     # call and its result is checked on a conversation that holds them, as the loop sends it.
+    from assay.catalog.bfcl import fc_tools
     from assay.models.hf.model import hf as hf_backend
     from assay.requests.tools import ToolCall, Turn
     from assay.requests.types import GenerateRequest, GenParams
-    from assay.tasks.catalog.bfcl import fc_tools
 
     entry = next(iter(entries("multi_turn_base").values()))["asked"]
     call = ToolCall.parsed("pwd", {}, id="call_0")

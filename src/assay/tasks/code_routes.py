@@ -75,7 +75,7 @@ def _filter_functions(config: TaskConfig) -> Iterator[Callable[..., Any]]:
 
 def _lighteval_code_metric(config: TaskConfig) -> bool:
     """A lighteval metric that runs programs (LiveCodeBench's): assay scores it sandboxed
-    (`metrics.lighteval_code`)."""
+    (`compat.lighteval.code`)."""
     from assay.tasks.lighteval_files import EXECUTES_MODEL_CODE
 
     return any(

@@ -279,7 +279,7 @@ def num_samples(metrics: Sequence[Any]) -> int:
 EXECUTES_MODEL_CODE = frozenset({"lighteval.tasks.tasks.lcb.main.CodegenMetric"})
 """lighteval's sample functions that run the model's code (LiveCodeBench's tests): their tasks
 need --confirm-run-unsafe-code, as assay's own code tasks do, and assay scores them itself,
-each program in its sandbox (`metrics.lighteval_code`)."""
+each program in its sandbox (`compat.lighteval.code`)."""
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 

@@ -9,7 +9,7 @@ reported name becomes one column, under lighteval's name:
   gets the lighteval Doc and a lighteval `ModelResponse` built from assay's response, and its
   corpus-level function aggregates the per-sample values (recorded in samples files as usual);
 - a sample function that runs the model's programs (LiveCodeBench's) is computed by assay
-  instead, each program in the run's sandbox (`metrics.lighteval_code`): lighteval's own
+  instead, each program in the run's sandbox (`compat.lighteval.code`): lighteval's own
   would run them in a fork of this process.
 
 Standard errors are lighteval's: its `mean_stderr` when the corpus function's name contains
@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from assay.compat.lighteval.code import sandboxed_sample_function
 from assay.doc import OutputType
 from assay.errors import ConfigError
 from assay.metrics.base import (
@@ -39,7 +40,6 @@ from assay.metrics.base import (
     StderrRule,
     get_metric,
 )
-from assay.metrics.lighteval_code import sandboxed_sample_function
 from assay.metrics.lighteval_names import SAME_COMPUTATION
 from assay.requests.types import LoglikelihoodResult, RollingResult
 from assay.tasks.config import LightevalMetricRef, TaskConfig

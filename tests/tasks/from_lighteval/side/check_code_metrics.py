@@ -13,9 +13,9 @@ from lighteval.tasks.requests import Doc as LightevalDoc
 from lighteval.tasks.tasks.lcb.main import CodegenMetric, lcb_codegen_metric
 from sandbox.hostile_programs import HOSTILE as HOSTILE_FAMILIES
 
+from assay.compat.lighteval.code import codegen_pass_at_1
 from assay.doc import Doc, OutputType
 from assay.metrics.base import SampleInput
-from assay.metrics.lighteval_code import codegen_pass_at_1
 from assay.run.scoring import build_metrics
 from assay.sandbox import SandboxPolicy
 from assay.sandbox.policy import using
