@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import sys
 import tempfile
 
@@ -51,7 +52,17 @@ def run_local(code: str, limits: Limits, *, rlimits: bool) -> SandboxResult:
             "unreadable to the programs it runs (prctl PR_SET_DUMPABLE); use --sandbox bwrap "
             "or docker."
         )
-    supervisor = ["supervise", str(os.getpid()), tempfile.gettempdir()]
+    # The supervisor makes the program's private folder inside one of assay's own, which assay
+    # removes afterwards: a program that kills its supervisor cannot leave its files behind.
+    parent = tempfile.mkdtemp(prefix="assay-sandbox-")
+    try:
+        return _run_supervised(code, limits, rlimits=rlimits, parent=parent)
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def _run_supervised(code: str, limits: Limits, *, rlimits: bool, parent: str) -> SandboxResult:
+    supervisor = ["supervise", str(os.getpid()), parent]
     launch = Launch(
         mode="rlimits" if rlimits else "none",
         argv=[
