@@ -48,6 +48,9 @@ CLASSES = {
     "syntax error": "def add(a, b):\n    return (\n",
     "never ends": "while True:\n    pass\n",
     "returns after its time": "import time\ntime.sleep(1.6)\n" + ADD,
+    # code_eval runs programs without a __name__ of their own: a script block does not run.
+    "correct with a script block": ADD
+    + "if __name__ == '__main__':\n    print(add(int(input()), 1))\n",
 }
 VERDICT = {
     "correct": "passed",
@@ -57,6 +60,7 @@ VERDICT = {
     "syntax error": "failed",
     "never ends": "timed out",
     "returns after its time": "timed out",
+    "correct with a script block": "passed",
 }
 
 
@@ -79,5 +83,17 @@ def test_each_honest_class_gets_code_eval_s_verdict_and_pass_at_k(mode):
     # pass@7 is left out, as code_eval leaves it: problem 1 has only five candidates.
     assert set(scores) == {"pass@1", "pass@2", "pass@5"}
     for k in (1, 2, 5):
-        expected = np.mean([float(exact(7, 2, k)), float(exact(5, 4, k))])
+        expected = np.mean([float(exact(8, 3, k)), float(exact(5, 4, k))])
         assert scores[f"pass@{k}"] == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "rlimits"])
+def test_programs_run_as_main_unless_scored_by_code_eval_rules(mode):
+    from assay.sandbox import Limits, run_many
+    from assay.sandbox.programs import run_programs
+
+    program = "print(__name__)\n"
+    with using(SandboxPolicy(mode)):  # type: ignore[arg-type]
+        [script] = run_many([program], Limits(timeout_s=20.0))
+        [scored] = run_programs([program])
+    assert (script.stdout, scored.stdout) == ("__main__\n", "builtins\n")

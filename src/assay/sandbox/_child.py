@@ -1,8 +1,9 @@
 """The first code that runs in every sandbox, before the untrusted program (stdlib only).
 
-Its source is passed to the sandboxed interpreter with `python -I -c`, followed by six
-integers: uid, address-space bytes, CPU seconds, file-size bytes, process count and the
-milliseconds the program's own code may run (-1 leaves that one alone). In the `rlimits` and `none` modes those come after `supervise`, assay's pid
+Its source is passed to the sandboxed interpreter with `python -I -c`, followed by seven
+integers: uid, address-space bytes, CPU seconds, file-size bytes, process count, the
+milliseconds the program's own code may run (-1 leaves these alone), and 1 to run the program
+as `__main__` (0: as code_eval does). In the `rlimits` and `none` modes those come after `supervise`, assay's pid
 and a folder for temporary files: the process first becomes the program's supervisor (below).
 
 It reads a one-line nonce and then the program from standard input, then:
@@ -15,7 +16,9 @@ It reads a one-line nonce and then the program from standard input, then:
    "CPU limit" where a SIGKILL would say nothing);
 3. writes the program to solution.py in the working folder, points standard input at
    /dev/null and runs it as the __main__ module (what `python solution.py` does, without
-   importing runpy: start-up time is paid once per program);
+   importing runpy: start-up time is paid once per program), or, when the last argument is
+   0, in a namespace without a `__name__` of its own, as evaluate's code_eval runs programs
+   (an `if __name__ == "__main__":` block then does not run);
 4. only when the program's code returned normally (its checks ran to the end) within its
    run time (the milliseconds above, counted from just before the program is compiled, as
    evaluate's code_eval counts its `timeout`; interpreter start-up excluded), writes
@@ -253,7 +256,7 @@ def _main(argv: list[str]) -> None:
 
     if argv and argv[0] == "supervise":
         argv = _supervise(argv[1:])
-    uid, memory, cpu, fsize, nproc, run_ms = (int(v) for v in argv)
+    uid, memory, cpu, fsize, nproc, run_ms, as_main = (int(v) for v in argv)
     nonce = sys.stdin.buffer.readline().strip()
     code = sys.stdin.buffer.read()
     if uid >= 0:
@@ -284,7 +287,10 @@ def _main(argv: list[str]) -> None:
     del nonce
     sys.argv = ["solution.py"]
     main = types.ModuleType("__main__")
-    main.__file__ = "solution.py"
+    if as_main:
+        main.__file__ = "solution.py"
+    else:  # code_eval's namespace: no __name__ of its own, so `__name__` is 'builtins'
+        del main.__dict__["__name__"]
     sys.modules["__main__"] = main  # pickle and multiprocessing find the program's names
     clock = time.monotonic
     started = clock()

@@ -53,8 +53,8 @@ def child_source() -> str:
 def child_args(
     limits: Limits, *, uid: int = -1, rlimits: bool = True, nproc: bool = False
 ) -> list[str]:
-    """The bootstrap's six arguments (see `_child.py`); -1 leaves a limit alone."""
-    values = [uid, -1, -1, -1, -1, -1]
+    """The bootstrap's seven arguments (see `_child.py`); -1 leaves a limit alone."""
+    values = [uid, -1, -1, -1, -1, -1, int(limits.as_main)]
     if rlimits:
         cpu = math.ceil(limits.timeout_s) + 1
         values[1:4] = [limits.memory_mb * 1024 * 1024, cpu, limits.file_bytes]

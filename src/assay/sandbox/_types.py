@@ -50,6 +50,10 @@ class Limits:
     """A program that writes more than this to stdout or stderr is killed (infinite output)."""
     tmp_bytes: int = 128 * 1024 * 1024
     """Size of the private writable /tmp (bubblewrap and docker; a tmpfs, so held in memory)."""
+    as_main: bool = True
+    """Run the program as the `__main__` module, as `python solution.py` does. False runs it
+    as evaluate's code_eval does, in a namespace without a `__name__` of its own (`__name__`
+    is then 'builtins'), so an `if __name__ == "__main__":` block does not run."""
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0 or self.memory_mb <= 0:

@@ -8,8 +8,9 @@ timed_out, killed_by_limit, blocked) goes to the samples file.
 
 The rules are code_eval's (`benchmarks/code_eval_parity.py` compares the two doc by doc): a
 program passes when its code returned within `timeout` seconds of its own run time (3 by
-default; an exception, an exit of any status, a signal or a later return is no pass), and
-pass@k is the unbiased estimator of Chen et al. (2021).
+default; an exception, an exit of any status, a signal or a later return is no pass); it runs
+in a namespace without a `__name__` of its own, as in code_eval, so an `if __name__ ==
+"__main__":` block does not run; and pass@k is the unbiased estimator of Chen et al. (2021).
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ def run_programs(
     from assay.sandbox.policy import record
 
     unique = list(dict.fromkeys(programs))
-    limits = Limits(timeout_s=run_s + STARTUP_S, run_s=run_s, memory_mb=MEMORY_MB)
+    limits = Limits(
+        timeout_s=run_s + STARTUP_S, run_s=run_s, memory_mb=MEMORY_MB, as_main=False
+    )
     ran = dict(zip(unique, run_many(unique, limits), strict=True))
     results = [ran[program] for program in programs]
     record(results)
