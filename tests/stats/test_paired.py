@@ -225,3 +225,13 @@ def test_cluster_bootstrap_resamples_whole_clusters():
     # Ten clusters of six: the standard error of a mean of 10 coin flips, about 0.5/√10.
     assert clustered.stderr == pytest.approx(0.5 / math.sqrt(10), rel=0.15)
     assert clustered.stderr > 2 * plain.stderr
+
+
+def test_clusters_whose_means_agree_up_to_rounding_have_no_clustered_stderr():
+    # Two clusters whose mean differences agree but for the last bit: CR2 gave a stderr of
+    # about 1e-16, an interval [-0, 0], p 1 and an MDE of 6e-16, as if the difference were known.
+    a = [0.1 * i % 1 for i in range(40)]
+    b = [(0.1 * i + 0.2 * (i % 2)) % 1 for i in range(40)]
+    result = paired_mean(a, b, clusters=[i % 2 for i in range(40)])
+    assert math.isnan(result.stderr) and math.isnan(result.ci_low) and math.isnan(result.mde)
+    assert "same mean difference (up to rounding)" in (result.note or "")

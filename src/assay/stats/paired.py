@@ -138,12 +138,13 @@ def paired_mean(
     if clusters is not None:
         stderr = math.sqrt(cr2_variance_of_mean(d, clusters))
         df = None if count is None or count < 2 else cluster_degrees_of_freedom(count)
-        if stderr == 0:
-            # Every cluster has the same mean difference: no spread between the independent
-            # units, so no clustered variance (0 would claim the difference is known).
+        if stderr <= rounding_tolerance(x, y):
+            # Every cluster has the same mean difference (up to rounding): no spread between
+            # the independent units, so no clustered variance (0 would claim it is known).
             stderr = math.nan
             note = (
-                f"all {count} clusters have the same mean difference: with no spread between "
+                f"all {count} clusters have the same mean difference (up to rounding): with no "
+                "spread between "
                 "clusters the clustered variance cannot be estimated, so there is no stderr, "
                 "interval or MDE"
             )
