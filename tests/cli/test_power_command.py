@@ -11,7 +11,8 @@ import numpy as np
 from statsmodels.stats.power import NormalIndPower
 
 from assay.cli.main import main
-from assay.stats.binary_power import binary_docs_needed, exact_power
+from assay.stats.binary_power import binary_docs_needed, exact_mde, exact_power
+from assay.stats.paired import paired_mean
 
 
 def _run(folder: Path, values: list[float]) -> Path:
@@ -44,9 +45,12 @@ def test_two_runs_give_the_variance_of_their_paired_differences(tmp_path, capsys
     out = capsys.readouterr().out
     variance = float(np.var(b - a, ddof=1))
     assert f"variance of the per-doc differences: {variance:.6g}" in out
-    assert re.search(rf"^  1 +{_needed(variance, 0.03)}$", out, re.M)
-    mde = (1.959963984540054 + 0.8416212335729143) * math.sqrt(variance / 200)
-    assert f"MDE with the current 200 docs (1 sample each): {mde:.4g}" in out
+    # 0/1 scores: planned on the share of docs that differ between the runs, with McNemar's
+    # exact power (the test compare runs on them); the MDE is that power's too.
+    share = float(np.mean(a != b))
+    assert f"planned on discordance {share:.4g} ({share:.4g} of the 200 docs differ" in out
+    assert re.search(rf"^  1 +{binary_docs_needed(share - 0.03**2, 0.03)}$", out, re.M)
+    assert f"MDE with the current 200 docs (1 sample each): {exact_mde(200, variance):.4g}" in out
 
 
 def test_accuracy_and_correlation_with_repeats(capsys):
@@ -54,7 +58,7 @@ def test_accuracy_and_correlation_with_repeats(capsys):
     assert main([*argv, "--within-variance", "0.05", "--repeats", "1,4"]) == 0
     out = capsys.readouterr().out
     one = 2 * 0.21 * (1 - 0.5)  # Var(b - a) with equal variances p(1-p) and correlation 0.5
-    assert re.search(rf"^  1 +{_needed(one, 0.02)}$", out, re.M)
+    assert re.search(rf"^  1 +{binary_docs_needed(one, 0.02)}$", out, re.M)
     assert re.search(rf"^  4 +{_needed(one - 2 * 0.05 * (1 - 1 / 4), 0.02)}$", out, re.M)
 
 
@@ -78,13 +82,14 @@ def test_two_runs_without_spread_plan_on_the_exact_bound_not_on_zero(tmp_path, c
     assert main(["power", *paths, "--difference", "0.05"]) == 0
     out = capsys.readouterr().out
     share = 1 - 0.05 ** (1 / 12)  # Clopper-Pearson: no differing doc in 12
-    assert "not estimable: all 12 paired differences are 0 (no spread)" in out
+    assert "not estimable: all 12 per-doc differences are 0 (no spread)" in out
     assert f"in its place: {share:.6g}, an upper bound from the Clopper-Pearson 95% bound" in out
-    assert re.search(rf"^  1 +{_needed(share, 0.05)}$", out, re.M)
-    z = 1.959963984540054 + 0.8416212335729143
-    # The MDE is no smaller than the variance floor d(1-d) of a 0/1 difference allows.
-    mde = max(z * math.sqrt(share / 12), z * z / (12 + z * z))
+    assert re.search(rf"^  1 +{binary_docs_needed(share, 0.05)}$", out, re.M)
+    # The MDE is where McNemar's exact power on 12 docs reaches 80 %: far above the normal
+    # formula's on the bound.
+    mde = exact_mde(12, share)
     assert f"(1 sample each): {mde:.4g} (from the variance in its place)" in out
+    assert mde > (1.959963984540054 + 0.8416212335729143) * math.sqrt(share / 12)
     assert (
         not re.search(r"^  1 +1$", out, re.M)
         and "MDE with the current 12 docs (1 sample each): 0\n" not in out
@@ -99,7 +104,8 @@ def test_two_runs_without_spread_take_accuracy_and_correlation_in_its_place(tmp_
     variance = 2 * 0.09 * 0.5
     assert f"in its place: {variance:.6g}, accuracy 0.9 for both models, correlation 0.5" in out
     # One 0/1 sample per doc: planned with the power of compare's own test (stats.binary_power).
-    assert re.search(rf"^  1 +{binary_docs_needed(variance, 0.1)}$", out, re.M)
+    # 0.09 + 0.1² is the least discordance a difference of 0.1 allows: "at least".
+    assert re.search(rf"^  1 +at least {binary_docs_needed(variance, 0.1)}$", out, re.M)
     assert binary_docs_needed(variance, 0.1) >= _needed(variance, 0.1)
 
 
@@ -117,7 +123,7 @@ def test_runs_without_spread_that_no_bound_covers_are_refused(tmp_path, capsys):
     b = str(_run(tmp_path / "b", [0.7] * 6))
     assert main(["power", a, b, "--difference", "0.1"]) == 2
     err = capsys.readouterr().err
-    assert "all 6 paired differences are 0.5 (no spread)" in err and "--accuracy P" in err
+    assert "all 6 per-doc differences are 0.5 (no spread)" in err and "--accuracy P" in err
     assert main(["power", a, "--correlation", "0.3", "--difference", "0.1"]) == 2
     assert "all 6 scores of" in capsys.readouterr().err
 
@@ -140,11 +146,12 @@ def test_all_wrong_runs_plan_on_the_variance_floor_the_difference_implies(tmp_pa
     paths = [str(_run(tmp_path / n, [0.0] * 1000)) for n in ("a", "b")]
     assert main(["power", *paths, "--difference", "0.05"]) == 0
     out = capsys.readouterr().out
-    assert "planned on 0.0475: 0/1 scores that differ by 0.05" in out
-    needed = int(re.search(r"^  1 +(\d+)$", out, re.M).group(1))  # type: ignore[union-attr]
+    assert "planned on discordance 0.05, the least the difference allows" in out
+    assert "Var(d) = share - d^2 = 0.0475" in out
+    needed = int(re.search(r"^  1 +at least (\d+)$", out, re.M).group(1))  # type: ignore[union-attr]
     assert needed == binary_docs_needed(0.05 * 0.95, 0.05) == 157
     assert exact_power(needed, 0.05 * 0.95, 0.05) >= 0.8 > exact_power(150, 0.05 * 0.95, 0.05)
-    assert "McNemar's exact test below 25 differing docs, computed exactly" in out
+    assert "McNemar's exact test, computed exactly" in out
 
 
 def test_differences_equal_up_to_rounding_are_no_spread_not_one_doc(tmp_path, capsys):
@@ -153,12 +160,46 @@ def test_differences_equal_up_to_rounding_are_no_spread_not_one_doc(tmp_path, ca
     paths = [str(_run(tmp_path / "a", a)), str(_run(tmp_path / "b", b))]
     assert main(["power", *paths, "--difference", "0.05"]) == 2
     err = capsys.readouterr().err
-    assert "all 5 paired differences are 0.2 (no spread)" in err and "not 0/1" in err
+    assert (
+        "all 5 per-doc differences equal 0.2 up to rounding (no spread)" in err and "not 0/1" in err
+    )
 
 
 def test_mde_beyond_the_range_of_0_1_scores_is_no_mde(tmp_path, capsys):
     paths = [str(_run(tmp_path / n, [0.0, 1.0])) for n in ("a", "b")]
     assert main(["power", *paths, "--difference", "0.5"]) == 0
     out = capsys.readouterr().out
-    assert "MDE with the current 2 docs (1 sample each): none:" in out
-    assert "exceeds 1, the largest difference of 0/1 scores" in out
+    assert "MDE with the current 2 docs (1 sample each): none" in out
+    assert "no difference of 0/1 scores, up to 1, is detected" in out
+
+
+def test_a_plan_assumes_a_stated_discordance_and_holds_by_simulation(tmp_path, capsys):
+    # Two all-wrong runs, --difference 0.05: the least discordance (0.05) plans "at least 157";
+    # with 10 % of docs differing one way and 5 % the other (--discordance 0.15) the plan is
+    # larger, and compare's own test, simulated at that n, reaches the power it promises.
+    paths = [str(_run(tmp_path / n, [0.0] * 1000)) for n in ("a", "b")]
+    argv = ["power", *paths, "--difference", "0.05", "--discordance", "0.15"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "planned on discordance 0.15 (given)" in out and "at least" not in out
+    needed = int(re.search(r"^  1 +(\d+)$", out, re.M).group(1))  # type: ignore[union-attr]
+    assert needed > 157
+    rng = np.random.default_rng(7)
+    hits = 0
+    for _ in range(300):
+        u = rng.uniform(size=needed)
+        a, b = (u >= 0.90) & (u < 0.95), u < 0.10
+        result = paired_mean(a.astype(float).tolist(), b.astype(float).tolist())
+        hits += result.p_value < 0.05 and result.diff > 0
+    assert hits / 300 >= 0.75  # 0.8 within Monte Carlo error (sd 0.023)
+    # At the least-discordance plan the same truth is far below the promised power.
+    assert exact_power(157, 0.15 - 0.05**2, 0.05) < 0.45
+    assert main([*argv[:-2], "--discordance", "0.01"]) == 2
+    assert "--discordance 0.01" in capsys.readouterr().err
+
+
+def test_a_plan_from_few_docs_carries_a_caveat(tmp_path, capsys):
+    a = str(_run(tmp_path / "a", [0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0]))
+    b = str(_run(tmp_path / "b", [1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0]))
+    assert main(["power", a, b, "--difference", "0.1"]) == 0
+    assert "caveat: the variance comes from 10 docs; below 30" in capsys.readouterr().out

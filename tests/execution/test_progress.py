@@ -81,8 +81,14 @@ def test_few_events_among_many_docs_get_the_exact_interval_and_others_a_mark():
 
 
 def test_one_doc_and_equal_values_give_no_interval():
-    assert scored([1.0], total_docs=10).estimate() == "acc 1.0000 (1 doc, no interval yet)"
-    assert scored([0.0] * 5, total_docs=5).estimate() == "acc 0.0000 (all 5 equal, no interval yet)"
+    # 0/1 values without spread: the exact Clopper-Pearson bound (0 of 5 wrong: 1 - 0.05^(1/5)).
+    assert (
+        scored([1.0], total_docs=10).estimate() == "acc 1.0000 [0.0500, 1.0000] exact bound (1 doc)"
+    )
+    assert (
+        scored([0.0] * 5, total_docs=5).estimate()
+        == "acc 0.0000 [0.0000, 0.4507] exact bound (all 5 equal)"
+    )
 
 
 def test_values_outside_zero_one_are_not_clipped_to_it():

@@ -22,11 +22,14 @@ from assay.errors import ResultsError
 from assay.results.compare import CompareOptions, compare_runs
 from assay.results.compare_table import render_markdown, render_text
 from assay.results.readers import read_run
+from assay.stats.binary_power import exact_mde
+from assay.stats.exact import paired_binary_exact
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "lm_eval_runs"
 FIELDS = [
     "task", "metric", "filter", "a", "b", "n", "mean_a", "mean_b", "diff", "stderr", "ci_low",
     "ci_high", "confidence", "p_value", "p_value_holm", "mcnemar_p", "mde", "clusters", "method",
+    "test",
 ]  # fmt: skip
 Z95 = stats.norm.ppf(0.975)
 
@@ -127,32 +130,36 @@ def test_every_field_of_a_mean_metric_against_closed_forms(two_runs):
     assert row["mean_a"] == pytest.approx(np.mean(a)) and row["mean_b"] == pytest.approx(np.mean(b))
     assert row["diff"] == pytest.approx(d.mean())
     assert row["stderr"] == pytest.approx(se, rel=1e-12)
-    assert row["ci_low"] == pytest.approx(d.mean() - Z95 * se)
-    assert row["ci_high"] == pytest.approx(d.mean() + Z95 * se)
+    # 0/1 scores: the exact interval that inverts McNemar's exact test, whose p-value is the
+    # row's (and decides its `*`), whatever the count of differing docs.
+    only_a, only_b = int((d < 0).sum()), int((d > 0).sum())
+    exact = paired_binary_exact(only_a, only_b, 300, 0.95)
+    assert (row["ci_low"], row["ci_high"]) == (pytest.approx(exact.low), pytest.approx(exact.high))
     assert row["confidence"] == 0.95
-    assert row["p_value"] == pytest.approx(2 * stats.norm.sf(abs(d.mean()) / se), rel=1e-9)
-    # One comparison: Holm leaves it as it is.
-    assert row["p_value_holm"] == pytest.approx(row["p_value"])
     a_, b_ = np.asarray(a, bool), np.asarray(b, bool)
     table = [[(a_ & b_).sum(), (a_ & ~b_).sum()], [(~a_ & b_).sum(), (~a_ & ~b_).sum()]]
     assert row["mcnemar_p"] == pytest.approx(mcnemar(table, exact=True).pvalue, rel=1e-12)
-    assert row["mde"] == pytest.approx((Z95 + stats.norm.ppf(0.8)) * se)
-    assert row["clusters"] is None and row["method"] == "paired"
+    assert row["p_value"] == pytest.approx(row["mcnemar_p"])
+    # One comparison: Holm leaves it as it is.
+    assert row["p_value_holm"] == pytest.approx(row["p_value"])
+    assert row["mde"] == pytest.approx(exact_mde(300, float(d.var(ddof=1))))
+    assert row["clusters"] is None and row["method"] == "paired-exact"
+    assert row["test"] == "McNemar exact"
 
 
 def test_confidence_changes_the_interval_and_the_significance_mark(two_runs):
-    run_a, run_b, a, b = two_runs
+    run_a, run_b, *_ = two_runs
     report = compare_runs(
         [read_run(run_a), read_run(run_b)], options=CompareOptions(confidence=0.99)
     )
     row = report.comparisons[0]
-    se = stats.sem(np.asarray(b) - np.asarray(a))
-    assert row.ci_high - row.ci_low == pytest.approx(2 * stats.norm.ppf(0.995) * se)
-    # p is about 0.011 on these runs: significant at 95 %, not at 99 %.
+    at_95 = compare_runs([read_run(run_a), read_run(run_b)])
+    wide = at_95.comparisons[0]
+    assert row.ci_high - row.ci_low > wide.ci_high - wide.ci_low
+    # McNemar's p is about 0.014 on these runs: significant at 95 %, not at 99 %.
     assert 0.01 < row.p_value < 0.05 and not row.significant()
     [line] = [x for x in render_text(report).splitlines() if " acc " in x]
     assert not line.startswith("*")
-    at_95 = compare_runs([read_run(run_a), read_run(run_b)])
     [line] = [x for x in render_text(at_95).splitlines() if " acc " in x]
     assert at_95.comparisons[0].significant() and line.startswith("*")
 

@@ -35,7 +35,13 @@ def test_two_clusters_are_read_against_t_with_one_degree_of_freedom(tmp_path):
     row = _compare(tmp_path, a, b, **kw).comparisons[0]
     assert row.clusters == 2 and row.method == "paired-clustered"
     t1 = stats.t.ppf(0.975, 1)  # 12.7, not the normal's 1.96
-    assert row.ci_high - row.ci_low == pytest.approx(2 * t1 * row.stderr)
+    # The t(1) interval reaches past [-1, 1], where no difference of 0/1 scores lies: cut there.
+    assert (row.ci_low, row.ci_high) == (
+        max(-1.0, row.diff - t1 * row.stderr),
+        min(1.0, row.diff + t1 * row.stderr),
+    )
+    assert row.ci_low == -1.0 or row.ci_high == 1.0
+    assert "is cut there" in (row.note or "")
     assert row.p_value == pytest.approx(2 * stats.t.sf(abs(row.diff / row.stderr), 1))
     assert row.ci_low < 0 < row.ci_high and not row.significant()
 
@@ -84,7 +90,7 @@ def test_an_infinite_value_gives_strict_json_and_a_true_note(tmp_path):
 def test_mde_never_exceeds_the_range_of_0_1_scores(tmp_path):
     row = _compare(tmp_path, [0.0, 1.0], [1.0, 1.0]).comparisons[0]
     assert row.mde is None or math.isnan(row.mde)
-    assert "exceeds 1, the largest difference of 0/1 scores" in (row.note or "")
+    assert "the largest difference of 0/1 scores" in (row.note or "")
 
 
 def _f1(pairs):
@@ -119,3 +125,42 @@ def test_the_holm_footer_counts_only_the_comparisons_holm_included(tmp_path):
         "over the 1 comparisons with a p-value above (1 without one left out of Holm)"
         in (notes(report)[0])
     )
+
+
+def test_few_differing_docs_of_a_bounded_metric_are_decided_by_the_sign_flip_test(tmp_path):
+    # 4 of 1,000 docs differ (0.001 -> 0.999): the normal test said p 0.045 and `*`; the exact
+    # sign-flip test over the 4 differing docs says 2/16, and no optimistic interval is shown.
+    a = [0.001] * 1000
+    b = [0.999] * 4 + [0.001] * 996
+    row = _compare(tmp_path, a, b, metric="acc").comparisons[0]
+    assert row.p_value == pytest.approx(2 / 16) and not row.significant()
+    assert row.test == "sign-flip exact"
+    assert math.isnan(row.ci_low) and math.isnan(row.mde)
+    assert "only 4 of the 1000 docs differ" in (row.note or "")
+
+
+def test_one_nan_per_doc_value_is_a_row_with_the_reason_not_a_skip(tmp_path):
+    a = [0.1, 0.2, 0.3, 0.4, 0.5]
+    b = [0.1, 0.2, 0.3, 0.4, float("nan")]
+    report = _compare(tmp_path, a, b, metric="acc")
+    [row] = report.comparisons
+    assert row.p_value is None or math.isnan(row.p_value)
+    assert "1 of the 5 docs hold a value that is not a finite number (nan)" in (row.note or "")
+    assert "n/a†" in render_text(report)
+
+
+def test_differences_within_rounding_are_quoted_as_such(tmp_path):
+    a = [0.5] * 40
+    b = [0.5] * 39 + [0.5 + 1e-15]
+    row = _compare(tmp_path, a, b, metric="acc").comparisons[0]
+    note = row.note or ""
+    assert "are within rounding of 0 (|d| <= 1e-12)" in note and "e-17" not in note
+    assert row.p_value == 1.0
+
+
+def test_no_variance_bound_of_a_0_1_difference_exceeds_1(tmp_path):
+    # Every doc differs by +1 on 2 docs: the bound on the share that could differ is 0.78, and
+    # (1 - (-1))² · 0.78 = 3.1 would be impossible for a variable in [-1, 1].
+    row = _compare(tmp_path, [0.0, 0.0], [1.0, 1.0]).comparisons[0]
+    bounds = [float(x) for x in __import__("re").findall(r"variance bound ([\d.]+)", row.note)]
+    assert bounds and all(v <= 1 for v in bounds)

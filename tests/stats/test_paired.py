@@ -10,6 +10,7 @@ from scipy import stats
 from sklearn.metrics import f1_score
 from statsmodels.stats.contingency_tables import mcnemar
 
+from assay.stats.binary_power import exact_power
 from assay.stats.clustered import cr2_variance_of_mean
 from assay.stats.paired import mcnemar_exact, paired_bootstrap, paired_mean
 
@@ -23,7 +24,8 @@ def _runs(n: int = 200, seed: int = 0) -> tuple[list[float], list[float]]:
 
 
 def test_every_statistic_of_a_paired_mean_against_scipy():
-    a, b = _runs()
+    # Scores that are not 0/1 (0/1 scores are decided by McNemar's exact test, below).
+    a, b = (list(np.asarray(v) * 0.5 + 0.25 * np.arange(200) % 0.5) for v in _runs())
     result = paired_mean(a, b, confidence=0.9)
     d = np.asarray(b) - np.asarray(a)
     se = stats.sem(d)
@@ -37,7 +39,27 @@ def test_every_statistic_of_a_paired_mean_against_scipy():
     assert result.confidence == 0.9
     assert result.p_value == pytest.approx(2 * stats.norm.sf(abs(d.mean() / se)), rel=1e-9)
     assert result.mde == pytest.approx((stats.norm.ppf(0.95) + stats.norm.ppf(0.8)) * se)
-    assert result.clusters is None and result.method == "paired"
+    assert result.clusters is None and result.method == "paired" and result.test == "normal"
+
+
+def test_0_1_scores_are_decided_by_mcnemar_whatever_the_count_of_differing_docs():
+    # 36 of 1,000 docs differ, 24 favouring b: the normal test says p 0.045, McNemar 0.065.
+    # The row's p-value, its interval and its McNemar column must tell the same story.
+    a, b = [0.0] * 1000, [0.0] * 1000
+    b[:24] = [1.0] * 24
+    a[24:36] = [1.0] * 12
+    result = paired_mean(a, b)
+    mcnemar = 2 * stats.binom.cdf(12, 36, 0.5)
+    assert result.p_value == pytest.approx(mcnemar) == result.mcnemar_p
+    assert result.p_value > 0.05 and result.ci_low < 0 < result.ci_high
+    assert result.test == "McNemar exact" and result.method == "paired-exact"
+    # The MDE is the exact power's: that power is 0.8 at the MDE and below it just under.
+    variance = float(np.var(np.asarray(b) - np.asarray(a), ddof=1))
+    assert (
+        exact_power(1000, variance, result.mde)
+        >= 0.8
+        > exact_power(1000, variance, result.mde - 2e-4)
+    )
 
 
 def test_paired_interval_is_narrower_than_separate_intervals():
@@ -55,13 +77,11 @@ def test_identical_runs_have_no_estimated_stderr_but_an_exact_bound():
     assert math.isnan(result.stderr)
     assert result.ci_low == pytest.approx(-share) and result.ci_high == pytest.approx(share)
     assert share == pytest.approx(3 / 200, rel=0.01)  # the rule of three
-    # The MDE is the larger of the bound's and the one the variance floor δ(1 - δ) of a 0/1
-    # difference allows, z²/(n + z²) with z = 2.8016: the floor is larger here.
+    # The MDE is where McNemar's exact test reaches 80 % power on 200 docs (about 0.039,
+    # more than the normal formula's z²/(n + z²) = 0.038 on the variance floor δ(1 - δ)).
+    assert exact_power(200, share, result.mde) >= 0.8 > exact_power(200, share, result.mde - 2e-4)
     z2 = 2.8016**2
-    assert result.mde == pytest.approx(
-        max(2.8016 * math.sqrt(share / 200), z2 / (200 + z2)), rel=1e-4
-    )
-    assert result.mde == pytest.approx(z2 / (200 + z2), rel=1e-4)
+    assert result.mde > z2 / (200 + z2)
     assert result.method == "paired-exact-bound"
     assert "Clopper-Pearson 95% upper bound" in (result.note or "")
 
@@ -205,3 +225,13 @@ def test_cluster_bootstrap_resamples_whole_clusters():
     # Ten clusters of six: the standard error of a mean of 10 coin flips, about 0.5/√10.
     assert clustered.stderr == pytest.approx(0.5 / math.sqrt(10), rel=0.15)
     assert clustered.stderr > 2 * plain.stderr
+
+
+def test_clusters_whose_means_agree_up_to_rounding_have_no_clustered_stderr():
+    # Two clusters whose mean differences agree but for the last bit: CR2 gave a stderr of
+    # about 1e-16, an interval [-0, 0], p 1 and an MDE of 6e-16, as if the difference were known.
+    a = [0.1 * i % 1 for i in range(40)]
+    b = [(0.1 * i + 0.2 * (i % 2)) % 1 for i in range(40)]
+    result = paired_mean(a, b, clusters=[i % 2 for i in range(40)])
+    assert math.isnan(result.stderr) and math.isnan(result.ci_low) and math.isnan(result.mde)
+    assert "same mean difference (up to rounding)" in (result.note or "")

@@ -46,6 +46,13 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         "the mean of p(1-p) over docs); with it the table lists repeats per doc",
     )
     power.add_argument(
+        "--discordance",
+        type=confidence_level,
+        default=None,
+        help="0/1 metrics: share of docs the two models score differently (default: the runs' "
+        "own share where they show one, else the least the difference allows, |difference|)",
+    )
+    power.add_argument(
         "--repeats", default="1,2,4,8,16", help="repeats per doc to tabulate (default 1,2,4,8,16)"
     )
     power.set_defaults(handler=main)
@@ -64,12 +71,18 @@ class _Variance:
     """Why the runs do not estimate the variance, when `value` is a substitute for it."""
     binary: bool = False
     """Whether the scores are 0/1 (then the difference to detect floors the variance)."""
+    discordance: float | None = None
+    """0/1 runs with spread: the share of their docs that differ."""
+
+
+SMALL_PLAN = 30
+"""Docs below which a variance measured on runs is too uncertain to plan on (caveat)."""
 
 
 def main(args: argparse.Namespace) -> int:
     """Print the docs needed per repeats, and the current MDE."""
-    from assay.stats.binary_power import binary_docs_needed
-    from assay.stats.power import binary_mde, binary_variance_floor, docs_needed, mde, with_repeats
+    from assay.stats.binary_power import binary_docs_needed, exact_mde
+    from assay.stats.power import docs_needed, mde, with_repeats
 
     repeats = _repeats(args.repeats)
     variance = _diff_variance(args)
@@ -80,8 +93,13 @@ def main(args: argparse.Namespace) -> int:
             f"--difference {args.difference:g}: 0/1 scores differ by less than 1; give a "
             "difference between -1 and 1 (exclusive), e.g. 0.05."
         )
-    floor = binary_variance_floor(args.difference) if variance.binary else 0.0
-    planned = max(variance.value, floor)
+    if args.discordance is not None and not variance.binary:
+        raise ConfigError(
+            f"--discordance {args.discordance:g}: only for 0/1 metrics (the scores here are "
+            "not 0/1); leave it out."
+        )
+    share, assumption = _planned_discordance(args, variance) if variance.binary else (0.0, "")
+    planned = share - args.difference**2 if variance.binary else variance.value
     if not 0 <= 2 * args.within_variance <= planned:
         raise ConfigError(
             f"--within-variance {args.within_variance}: must lie between 0 and half the "
@@ -93,11 +111,16 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(f"variance of the per-doc differences: not estimable: {variance.unestimated}")
         print(f"  in its place: {variance.value:.6g}, {variance.source}")
-    if planned > variance.value:
+    if variance.binary:
+        print(f"  planned on {assumption}: Var(d) = share - d^2 = {planned:.6g}")
+    if variance.docs and variance.docs < SMALL_PLAN and variance.unestimated is None:
         print(
-            f"  planned on {planned:.6g}: 0/1 scores that differ by {abs(args.difference):g} "
-            f"differ on at least that share of docs, so Var(d) >= d(1-d) = {planned:.6g}"
+            f"caveat: the variance comes from {variance.docs} docs; below {SMALL_PLAN} it is "
+            "too uncertain to plan on and the plan may fall short of its power. Score more "
+            "docs, or plan on stated assumptions (--discordance, or --accuracy and "
+            "--correlation without runs)."
         )
+    least = variance.binary and share <= abs(args.difference) + 1e-12
     print(f"docs needed to detect a difference of {args.difference:g} with {level}:")
     shown = repeats if args.within_variance > 0 else [1]
     print("  repeats per doc  docs needed")
@@ -105,33 +128,68 @@ def main(args: argparse.Namespace) -> int:
         variance_k = with_repeats(planned, args.within_variance, k)
         if variance.binary and k == 1:
             # One 0/1 sample per doc: planned with the test `assay compare` runs on them
-            # (McNemar's exact test below 25 differing docs), whose power is computed exactly.
+            # (McNemar's exact test), whose power is computed exactly.
             needed = binary_docs_needed(variance_k, args.difference, args.confidence, args.power)
+            print(f"  {k:<15}  {'at least ' if least else ''}{needed}")
         else:
             needed = docs_needed(variance_k, args.difference, args.confidence, args.power)
-        print(f"  {k:<15}  {needed}")
+            print(f"  {k:<15}  {needed}")
     if variance.binary:
         print(
             "  (1 sample per doc: the power of assay compare's own test on 0/1 scores, "
-            "McNemar's exact test below 25 differing docs, computed exactly)"
+            "McNemar's exact test, computed exactly)"
+        )
+    if least:
+        print(
+            "  (at least: planned on the least discordance the difference allows, every "
+            "differing doc favouring one side; with differences both ways more docs are "
+            "needed: give --discordance)"
         )
     if variance.docs:
-        stderr = math.sqrt(variance.value / variance.docs)
-        smallest = (
-            binary_mde(stderr, variance.docs, args.confidence, args.power)
-            if variance.binary
-            else mde(stderr, args.confidence, args.power)
-        )
         basis = "" if variance.unestimated is None else " (from the variance in its place)"
         current = f"MDE with the current {variance.docs} docs (1 sample each)"
-        if variance.binary and smallest > 1:
-            print(
-                f"{current}: none: {smallest:.4g}{basis} exceeds 1, the largest difference of "
-                "0/1 scores; no difference is detected with this power from these docs"
-            )
+        if variance.binary:
+            smallest = exact_mde(variance.docs, variance.value, args.confidence, args.power)
+            if smallest != smallest:  # NaN: even a difference of 1 is not reached
+                print(
+                    f"{current}: none{basis}: no difference of 0/1 scores, up to 1, is "
+                    "detected with this power from these docs"
+                )
+                return 0
         else:
-            print(f"{current}: {smallest:.4g}{basis}")
+            smallest = mde(math.sqrt(variance.value / variance.docs), args.confidence, args.power)
+        print(f"{current}: {smallest:.4g}{basis}")
     return 0
+
+
+def _planned_discordance(args: argparse.Namespace, variance: _Variance) -> tuple[float, str]:
+    """The share of docs the plan assumes differ between the two models (0/1 scores), and how
+    it was chosen: --discordance, the runs' own share, or what the variance implies; never below
+    |difference| (the least share that differs by it)."""
+    from assay.stats.binary_power import discordance
+
+    size = abs(args.difference)
+    if args.discordance is not None:
+        if not size <= args.discordance <= 1:
+            raise ConfigError(
+                f"--discordance {args.discordance:g}: docs that differ by "
+                f"{args.difference:g} on average differ on at least {size:g} of them; give a "
+                f"share between {size:g} and 1."
+            )
+        return args.discordance, f"discordance {args.discordance:g} (given)"
+    if variance.discordance is not None:
+        share = max(size, variance.discordance)
+        seen = f"{variance.discordance:.4g} of the {variance.docs} docs differ between the runs"
+        if share > variance.discordance:
+            return share, f"discordance {share:g}, the least |difference| allows ({seen})"
+        return share, f"discordance {share:.4g} ({seen})"
+    share, _ = discordance(variance.value, args.difference)
+    if share <= size + 1e-12:
+        return share, (
+            f"discordance {share:g}, the least the difference allows (the variance "
+            f"{variance.value:.4g} implies less)"
+        )
+    return share, f"discordance {share:.4g} (the variance plus the difference squared)"
 
 
 def _repeats(text: str) -> list[int]:
@@ -220,7 +278,7 @@ def _two_runs(
     import numpy as np
 
     from assay.stats.exact import constant_sample_bound
-    from assay.stats.paired import no_spread
+    from assay.stats.paired import describe_constant, no_spread, rounding_tolerance
 
     shared = sorted(set(first) & set(second))
     if len(shared) < 2:
@@ -238,9 +296,14 @@ def _two_runs(
                 f"{flag} out."
             )
         return _Variance(
-            float(d.var(ddof=1)), f"{n} docs paired between the two runs", n, binary=binary
+            float(d.var(ddof=1)),
+            f"{n} docs paired between the two runs",
+            n,
+            binary=binary,
+            discordance=float(np.mean(d != 0)) if binary else None,
         )
-    unestimated = f"all {n} paired differences are {float(np.median(d)):.6g} (no spread)"
+    seen, _ = describe_constant(d, rounding_tolerance(scores[:, 0], scores[:, 1]))
+    unestimated = f"{seen} (no spread)"
     if args.accuracy is not None or args.correlation is not None:
         if args.accuracy is None or args.correlation is None:
             raise ConfigError(

@@ -208,17 +208,28 @@ class LiveProgress:
         """The running metric with its interval ("" before any score).
 
         The interval is mean ± z·SE with results.json's SE (module docstring); one doc, or
-        values that are all equal, give no spread to estimate it from, and that is said.
+        values that are all equal, give no spread to estimate it from: values in [0, 1] then
+        show the exact Clopper-Pearson bound, others say there is no interval yet.
         """
         n = self.scores.n
         if self.metric is None or n == 0:
             return ""
         value = f"{self.metric} {self.scores.mean:.4f}"
         variance = self.scores.variance
-        if variance is None:
-            return f"{value} (1 doc, no interval yet)"
-        if variance == 0.0:
-            return f"{value} (all {n} equal, no interval yet)"
+        if not variance:
+            seen = "1 doc" if variance is None else f"all {n} equal"
+            if not self.bounded:
+                return f"{value} ({seen}, no interval yet)"
+            # Values in [0, 1] without spread: the exact (Clopper-Pearson) bound on the share
+            # of docs that could score otherwise stands in, as the docs promise.
+            bound = mean_interval(
+                self.scores.mean,
+                n,
+                value_range=(0.0, 1.0),
+                variance=0.0,
+                settings=OnlineSettings(use_fpc=False),
+            )
+            return f"{value} [{bound.lower:.4f}, {bound.upper:.4f}] exact bound ({seen})"
         interval = mean_interval(
             self.scores.mean,
             n,

@@ -75,6 +75,9 @@ class Comparison:
     note: str | None = None
     """Why a statistic is null, or which conservative substitute stands in for it (the
     interval, the MDE); None (and absent from `--json`) when every statistic was estimated."""
+    test: str = "normal"
+    """The test p_value (and so `*`) comes from: normal, t(G-1) CR2, McNemar exact,
+    sign-flip exact, exact sign test, bootstrap, or none."""
 
     def significant(self) -> bool:
         """Whether the Holm-adjusted p-value is below 1 - confidence."""
@@ -515,7 +518,8 @@ def _compare_metric(
         if not va:
             return None
     if aggregation.stderr in ("mean", "nan_mean"):
-        if not all(_is_number(v) for v in (*va, *vb)):
+        # NaN is a number here (a metric that does not skip NaN): paired_mean says n/a for it.
+        if not all(isinstance(v, int | float) for v in (*va, *vb)):
             summary.skipped.append(f"{task} {metric},{flt}: per-doc values are not numbers")
             return None
         result = paired_mean(
@@ -585,6 +589,7 @@ def _row(task: str, metric: str, flt: str, a: Run, b: Run, result: PairedResult)
         clusters=result.clusters,
         method=result.method,
         note=result.note,
+        test=result.test,
     )
 
 

@@ -2,26 +2,32 @@
 docs a comparison needs for it (`assay power` with 0/1 metrics).
 
 The normal formula of `stats.power` (n = (z_{1-α/2} + z_power)²·Var(d)/δ²) assumes the
-comparison is read against the normal. For 0/1 scores `paired_mean` is not: with fewer than
-`SPARSE_DISCORDANT` differing docs the row's p-value (and its `*`) is McNemar's exact test, which
-is conservative there, so a plan on the normal formula falls short of its power (0.69 at the
-150 docs it plans for two all-wrong runs, benchmarks/coverage_atlas.py). This module computes the
-power of the test `paired_mean` actually runs, without simulation:
+comparison is read against the normal. For 0/1 scores `paired_mean` is not: the row's p-value
+(and its `*`) is McNemar's exact test, which is conservative with few differing docs, so a plan
+on the normal formula falls short of its power (0.69 at the 150 docs it plans for two all-wrong
+runs, benchmarks/coverage_atlas.py). This module computes the power of the test `paired_mean`
+actually runs, without simulation:
 
 A planned variance V and difference δ fix the share of docs that differ, ψ = V + δ² (paired 0/1
 differences are -1, 0 or +1, so Var(d) = ψ - δ²), and the share of those that favour b,
 π = (ψ + δ)/(2ψ). Over n docs the differing count D is Binomial(n, ψ) and, given D, the count
 favouring b is Binomial(D, π). For each (D, k) the rejection is decided as `paired_mean` decides
-it: McNemar's exact p-value below D < SPARSE_DISCORDANT, the normal test on sd(d)/√n above;
-power is the probability of a rejection in δ's direction.
+it, by McNemar's exact p-value; power is the probability of a rejection in δ's direction.
+
+The share of docs that differ (the discordance ψ) is what the plan assumes: a plan on the least
+possible one, ψ = |δ| (every differing doc favours one side), is the fewest docs any comparison
+could need, not the docs a comparison with two-way differences needs (10 % of docs one way and
+5 % the other reach 0.33 power at the 157 docs ψ = 0.05 plans). `assay power` says which
+discordance it planned on and takes `--discordance`.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from assay.stats.normal import check_confidence, two_sided_z
-from assay.stats.paired import SPARSE_DISCORDANT
+from assay.stats.normal import check_confidence
 
 _TAIL = 1e-12
 """Probability mass of the differing count left out at each end (far below any power shown)."""
@@ -48,23 +54,38 @@ def exact_power(n: int, variance: float, difference: float, confidence: float = 
         raise ValueError("the difference to detect must not be 0")
     share, favour = discordance(variance, difference)
     alpha = 1 - confidence
-    z = two_sided_z(confidence)
     counts = np.arange(max(1, int(binom.ppf(_TAIL, n, share))), int(binom.isf(_TAIL, n, share)) + 1)
     counts = counts[counts <= n]
-    # The fewest docs favouring δ's side that reject, per differing count D. McNemar's exact
-    # test (D < SPARSE_DISCORDANT): 2·P(X <= D - k) < α, X ~ Bin(D, 1/2), i.e.
-    # D - k < the α/2 quantile of X. The normal test on sd(d)/√n (ddof 1): with m = (2k - D)/n,
-    # m/√((D - n·m²)/(n(n - 1))) > z, i.e. m > z·√(D/(n(n - 1 + z²))).
-    exact = counts - binom.ppf(alpha / 2, counts, 0.5) + 1
-    threshold = z * np.sqrt(counts / (n * (n - 1 + z * z))) if n > 1 else np.inf
-    normal = np.floor((counts + n * threshold) / 2) + 1
-    fewest = np.where(counts < SPARSE_DISCORDANT, exact, normal)
+    # The fewest docs favouring δ's side that reject, per differing count D, by McNemar's
+    # exact test: 2·P(X <= D - k) < α, X ~ Bin(D, 1/2), i.e. D - k < the α/2 quantile of X.
+    fewest = counts - binom.ppf(alpha / 2, counts, 0.5) + 1
     fewest = np.maximum(fewest, np.floor(counts / 2) + 1)  # a rejection in δ's direction
     reach = binom.sf(fewest - 1, counts, favour)
     # Every doc differing the same way (D = n) has no spread: paired_mean's exact sign test.
     sign = (counts == n) & (fewest > n) & (2 * 0.5**n < alpha)
     reach = reach + np.where(sign, binom.pmf(counts, counts, favour), 0.0)
     return float((binom.pmf(counts, n, share) * reach).sum())
+
+
+def exact_mde(n: int, variance: float, confidence: float = 0.95, power: float = 0.8) -> float:
+    """The MDE of n paired 0/1 scores whose differences have this variance: the smallest δ
+    (to 1e-4, by bisection) at which `exact_power` reaches `power`, the discordance kept at
+    what the variance and δ imply (`discordance`). NaN where even δ = 1 falls short (few docs)
+    or the variance is not a number."""
+    if not n >= 1 or not math.isfinite(variance):
+        return math.nan
+    variance = max(0.0, variance)
+    high = 1.0 - 1e-9
+    if exact_power(n, variance, high, confidence) < power:
+        return math.nan
+    low = 0.0
+    while high - low > 1e-4:
+        middle = (low + high) / 2
+        if exact_power(n, variance, middle, confidence) >= power:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def binary_docs_needed(

@@ -57,7 +57,8 @@ def constant_sample_bound(
 
     With a share of at least 1 - s of the population at c = `value` (s = other_share) and the
     rest anywhere in [lo, hi], the mean lies in [c - (c - lo)·s, c + (hi - c)·s] and the
-    variance is at most E(X - c)² ≤ max(c - lo, hi - c)²·s. For a paired 0/1 difference with
+    variance is at most E(X - c)² ≤ max(c - lo, hi - c)²·s, and never above (hi - lo)²/4, the
+    largest variance of any variable in [lo, hi] (1 for a 0/1 difference). For a paired 0/1 difference with
     c = 0 (no doc differs) that is [-s, s] and s. Draws without replacement from a finite
     population see the rest less often than independent ones: the bound holds for them too.
     """
@@ -71,7 +72,7 @@ def constant_sample_bound(
         other_share=share,
         low=value - (value - lo) * share,
         high=value + (hi - value) * share,
-        variance=max(value - lo, hi - value) ** 2 * share,
+        variance=min(max(value - lo, hi - value) ** 2 * share, (hi - lo) ** 2 / 4),
     )
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from assay.stats.clustered import cluster_count, cluster_degrees_of_freedom, cr2_variance_of_mean
 from assay.stats.exact import constant_sample_bound, paired_binary_exact
 from assay.stats.normal import check_confidence, two_sided_p, two_sided_z
-from assay.stats.power import binary_mde, mde
+from assay.stats.power import mde
 
 METHOD_PAIRED = "paired"
 METHOD_CLUSTERED = "paired-clustered"
@@ -77,6 +77,9 @@ class PairedResult:
     stderr_bound: float | None = None
     """Where `stderr` cannot be estimated but bounded: the upper bound the MDE was computed
     from (a group that combines tasks uses it in place of the missing stderr)."""
+    test: str = "normal"
+    """The test `p_value` comes from (and so the row's `*`): normal, t(G-1) CR2,
+    McNemar exact, sign-flip exact, exact sign test, bootstrap, or none."""
 
 
 def paired_mean(
@@ -108,14 +111,16 @@ def paired_mean(
         return _not_finite(n, x, y, unfinite, confidence, count, method)
     d = y - x
     mean_a, mean_b = (float(x.mean()), float(y.mean())) if n else (math.nan, math.nan)
-    mcnemar_p = mcnemar_exact(a, b)
-    binary = mcnemar_p is not None
+    # McNemar's test assumes independent docs: a clustered row is read against CR2's t alone.
+    mcnemar_p = mcnemar_exact(a, b) if clusters is None else None
+    binary = _binary(a) and _binary(b)
     if n and no_spread(d, x, y):
         result = _constant_difference(
             n,
             mean_a,
             mean_b,
-            float(d.mean()),
+            d,
+            rounding_tolerance(x, y),
             confidence,
             binary=binary,
             mcnemar_p=mcnemar_p,
@@ -123,20 +128,23 @@ def paired_mean(
             method=method,
         )
         return _within_range(result, binary)
-    discordant = int((d != 0).sum())
-    if binary and clusters is None and discordant < SPARSE_DISCORDANT:
+    if clusters is None and binary:
         return _within_range(_exact_binary(mean_a, mean_b, d, confidence, mcnemar_p), True)
+    differing = d[np.abs(d) > rounding_tolerance(x, y)]
+    if clusters is None and len(differing) < SPARSE_DISCORDANT:
+        return _sparse_differences(n, mean_a, mean_b, d, differing, confidence)
     df = None
     note = None
     if clusters is not None:
         stderr = math.sqrt(cr2_variance_of_mean(d, clusters))
         df = None if count is None or count < 2 else cluster_degrees_of_freedom(count)
-        if stderr == 0:
-            # Every cluster has the same mean difference: no spread between the independent
-            # units, so no clustered variance (0 would claim the difference is known).
+        if stderr <= rounding_tolerance(x, y):
+            # Every cluster has the same mean difference (up to rounding): no spread between
+            # the independent units, so no clustered variance (0 would claim it is known).
             stderr = math.nan
             note = (
-                f"all {count} clusters have the same mean difference: with no spread between "
+                f"all {count} clusters have the same mean difference (up to rounding): with no "
+                "spread between "
                 "clusters the clustered variance cannot be estimated, so there is no stderr, "
                 "interval or MDE"
             )
@@ -157,15 +165,15 @@ def paired_mean(
         note=note,
         df=df,
     )
-    if binary and not math.isnan(stderr):
-        result = replace(result, mde=binary_mde(stderr, n, confidence))
-    elif clusters is None and result.note is None and n < SMALL_NORMAL:
+    if clusters is None and result.note is None and n < SMALL_NORMAL:
         result = replace(
             result,
             note=f"{n} docs: below {SMALL_NORMAL} the normal interval on values that are not "
             "0/1 covers less than it claims (87 % at 5 docs, benchmarks/coverage_atlas.py): "
             "the interval, p-value and MDE are optimistic",
         )
+    if binary:
+        result = _clipped(result)
     return _within_range(result, binary)
 
 
@@ -174,14 +182,25 @@ SMALL_NORMAL = 30
 
 
 SPARSE_DISCORDANT = 25
-"""0/1 comparisons with fewer differing docs than this get the exact interval and test: the
-normal interval covers 80-93 % there (benchmarks/coverage_atlas.py)."""
+"""Unclustered comparisons of values that are not 0/1 with fewer differing docs than this are
+decided by the exact sign-flip test, with no normal interval: it covers 80-93 % there
+(benchmarks/coverage_atlas.py). 0/1 values are always decided by McNemar's exact test."""
+
+SIGN_FLIP_DRAWS = 1 << 16
+"""Seeded random sign flips of the sign-flip test above `SIGN_FLIP_ENUMERATED` differing docs."""
+
+SIGN_FLIP_ENUMERATED = 16
+"""Differing docs up to which the sign-flip test enumerates all 2^D sign patterns."""
 
 
 def _exact_binary(
     mean_a: float, mean_b: float, d: np.ndarray, confidence: float, mcnemar_p: float | None
 ) -> PairedResult:
-    """Few 0/1 docs differ: the exact interval and McNemar's exact test (stats.exact)."""
+    """0/1 values: the exact interval and McNemar's exact test (stats.exact), whatever the
+    number of differing docs, so that the row's `*`, p-value, interval and McNemar column
+    agree; the MDE is the exact power's (stats.binary_power)."""
+    from assay.stats.binary_power import exact_mde
+
     n = len(d)
     exact = paired_binary_exact(int((d < 0).sum()), int((d > 0).sum()), n, confidence)
     stderr = float(d.std(ddof=1) / math.sqrt(n))
@@ -197,9 +216,95 @@ def _exact_binary(
         confidence=confidence,
         p_value=exact.p_value,
         mcnemar_p=mcnemar_p,
-        mde=binary_mde(stderr, n, confidence),
+        mde=exact_mde(n, float(d.var(ddof=1)), confidence),
         clusters=None,
         method=METHOD_EXACT,
+        test=TEST_MCNEMAR,
+    )
+
+
+TEST_NORMAL = "normal"
+TEST_CLUSTERED = "t(G-1) CR2"
+TEST_MCNEMAR = "McNemar exact"
+TEST_SIGN_FLIP = "sign-flip exact"
+TEST_SIGN = "exact sign test"
+TEST_BOOTSTRAP = "bootstrap"
+TEST_NONE = "none"
+
+
+def _sparse_differences(
+    n: int,
+    mean_a: float,
+    mean_b: float,
+    d: np.ndarray,
+    differing: np.ndarray,
+    confidence: float,
+) -> PairedResult:
+    """Values that are not 0/1, of which fewer than `SPARSE_DISCORDANT` docs differ: the
+    normal interval and test lean on those few docs and under-cover, so the p-value (and `*`)
+    is the exact sign-flip test over the differing docs, and no interval or MDE is claimed."""
+    p_value = sign_flip_p(differing)
+    count = len(differing)
+    how = "all 2^D sign patterns" if count <= SIGN_FLIP_ENUMERATED else f"{SIGN_FLIP_DRAWS} draws"
+    return PairedResult(
+        n=n,
+        mean_a=mean_a,
+        mean_b=mean_b,
+        diff=mean_b - mean_a,
+        stderr=float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        confidence=confidence,
+        p_value=p_value,
+        mcnemar_p=None,
+        mde=math.nan,
+        clusters=None,
+        method=METHOD_PAIRED,
+        test=TEST_SIGN_FLIP,
+        note=f"only {count} of the {n} docs differ (fewer than {SPARSE_DISCORDANT}): the "
+        "normal interval and MDE lean on those few docs and cover less than they claim "
+        "(benchmarks/coverage_atlas.py), so none is shown; p-value: exact sign-flip test "
+        f"over the {count} differing docs ({how})",
+    )
+
+
+def sign_flip_p(differences: np.ndarray, seed: int = 1234) -> float:
+    """Two-sided p-value of the sign-flip (paired permutation) test that the differences are
+    symmetric about 0: the share of sign patterns whose |sum| reaches the observed one. Exact
+    up to `SIGN_FLIP_ENUMERATED` values, else from `SIGN_FLIP_DRAWS` seeded draws with the
+    observed pattern counted ((hits + 1)/(draws + 1), never below the exact p on average).
+    On ±1 values it is McNemar's exact test. 1.0 without values."""
+    values = np.abs(np.asarray(differences, dtype=np.float64))
+    count = len(values)
+    if count == 0:
+        return 1.0
+    observed = abs(float(np.asarray(differences, dtype=np.float64).sum()))
+    # Sums equal up to rounding count as reaching the observed one (ties favour no rejection).
+    slack = 1e-9 * float(values.sum())
+    if count <= SIGN_FLIP_ENUMERATED:
+        patterns = (np.arange(1 << count)[:, None] >> np.arange(count)) & 1
+        sums = np.abs((1 - 2 * patterns) @ values)
+        return float(np.mean(sums >= observed - slack))
+    rng = np.random.default_rng(seed)
+    signs = rng.choice(np.array([-1.0, 1.0]), size=(SIGN_FLIP_DRAWS, count))
+    hits = int((np.abs(signs @ values) >= observed - slack).sum())
+    return (hits + 1) / (SIGN_FLIP_DRAWS + 1)
+
+
+def _clipped(result: PairedResult) -> PairedResult:
+    """A difference of 0/1 scores lies in [-1, 1]: an interval reaching past it is cut there,
+    and the note says so."""
+    if not (result.ci_low < -1 or result.ci_high > 1):
+        return result
+    why = (
+        f"the interval [{result.ci_low:+.4g}, {result.ci_high:+.4g}] reached past the possible "
+        "differences of 0/1 scores, [-1, +1], and is cut there"
+    )
+    return replace(
+        result,
+        ci_low=max(-1.0, result.ci_low),
+        ci_high=min(1.0, result.ci_high),
+        note=why if result.note is None else f"{result.note}; {why}",
     )
 
 
@@ -228,6 +333,7 @@ def _not_finite(
         mde=math.nan,
         clusters=clusters,
         method=method,
+        test=TEST_NONE,
         note=f"{docs} of the {n} docs hold a value that is not a finite number "
         f"({', '.join(kinds)}) in one run or both: no difference, stderr, interval, p-value "
         "or MDE; a mean that is not finite is shown as null",
@@ -235,12 +341,16 @@ def _not_finite(
 
 
 def _within_range(result: PairedResult, binary: bool) -> PairedResult:
-    """A 0/1 difference never exceeds 1: an MDE beyond it detects nothing, so it is NaN."""
-    if not binary or not result.mde > 1:
+    """A 0/1 difference never exceeds 1: an MDE beyond it (or one the exact power never
+    reaches) detects nothing, so it is NaN, with the reason."""
+    spread = result.stderr if result.stderr_bound is None else result.stderr_bound
+    unreached = math.isnan(result.mde) and spread > 0
+    if not binary or not (result.mde > 1 or unreached):
         return result
+    shown = f"{result.mde:.3g} exceeds 1" if result.mde > 1 else "none below 1"
     why = (
-        f"MDE: {result.mde:.3g} exceeds 1, the largest difference of 0/1 scores: no difference "
-        "is detected with 80 % power from these docs"
+        f"MDE: {shown}, the largest difference of 0/1 scores: no difference is detected with "
+        "80 % power from these docs"
     )
     return replace(
         result, mde=math.nan, note=why if result.note is None else f"{result.note}; {why}"
@@ -253,8 +363,34 @@ def no_spread(d: np.ndarray, x: np.ndarray, y: np.ndarray) -> bool:
     be finite."""
     if not len(d):
         return False
-    scale = max(1.0, float(np.abs(x).max()), float(np.abs(y).max()))
-    return float(np.ptp(d)) <= 1e-12 * scale
+    return float(np.ptp(d)) <= rounding_tolerance(x, y)
+
+
+def rounding_tolerance(x: np.ndarray, y: np.ndarray) -> float:
+    """The size below which a per-doc difference of these values is rounding, not a
+    difference: 1e-12 of the largest magnitude (at least 1e-12)."""
+    if not len(x):
+        return 1e-12
+    return 1e-12 * max(1.0, float(np.abs(x).max()), float(np.abs(y).max()))
+
+
+def describe_constant(d: np.ndarray, tolerance: float) -> tuple[str, float]:
+    """What a sample of differences without spread shows, quoted truthfully, and the value it
+    stands for: "all 5 per-doc differences are 0.2", "... equal 0.2 up to rounding",
+    "... are all within rounding of 0 (|d| <= 1e-12)" (value 0), "one doc (difference 0.2)"."""
+    n = len(d)
+    centre = float(np.median(d))
+    if float(np.abs(d).max()) <= tolerance:
+        if n == 1:
+            return f"one doc (difference within rounding of 0, |d| <= {tolerance:.0e})", 0.0
+        if not np.any(d):
+            return f"all {n} per-doc differences are 0", 0.0
+        return f"all {n} per-doc differences are within rounding of 0 (|d| <= {tolerance:.0e})", 0.0
+    if n == 1:
+        return f"one doc (difference {centre:g})", centre
+    if not np.ptp(d):
+        return f"all {n} per-doc differences are {centre:g}", centre
+    return f"all {n} per-doc differences equal {centre:g} up to rounding", centre
 
 
 def _no_stderr_reason(n: int, clusters: int | None) -> str:
@@ -273,7 +409,8 @@ def _constant_difference(
     n: int,
     mean_a: float,
     mean_b: float,
-    value: float,
+    d: np.ndarray,
+    tolerance: float,
     confidence: float,
     *,
     binary: bool,
@@ -281,19 +418,18 @@ def _constant_difference(
     clusters: int | None,
     method: str,
 ) -> PairedResult:
-    """Every per-doc difference equals `value` (n >= 1): the sample shows no spread, so its
-    variance is not an estimate of the population's (see the module docstring)."""
+    """Every per-doc difference is the same up to rounding (n >= 1): the sample shows no
+    spread, so its variance is not an estimate of the population's (see the module
+    docstring)."""
     units = n if clusters is None else clusters
     what = "docs" if clusters is None else "clusters"
-    seen = (
-        f"all {n} per-doc differences are {value:g}" if n > 1 else f"one doc (difference {value:g})"
-    )
+    seen, value = describe_constant(d, tolerance)
     if value == 0:
-        p_value = 1.0
+        p_value, test = 1.0, TEST_NONE
     elif binary:
-        p_value = min(1.0, 2 * 0.5**units)  # the exact sign test: McNemar's with no tie
+        p_value, test = min(1.0, 2 * 0.5**units), TEST_SIGN  # McNemar's with no tie
     else:
-        p_value = math.nan
+        p_value, test = math.nan, TEST_NONE
     diff = mean_b - mean_a
     missing = PairedResult(
         n=n,
@@ -309,12 +445,15 @@ def _constant_difference(
         mde=math.nan,
         clusters=clusters,
         method=method,
+        test=test,
         note=f"{seen}: with no spread their variance cannot be estimated, and the values are "
         "not 0/1, so no bound stands in: no stderr, interval or MDE"
         + ("" if value == 0 else "; no p-value"),
     )
     if not binary:
         return missing
+    from assay.stats.binary_power import exact_mde
+
     bound = constant_sample_bound(value, units, confidence)
     stderr_bound = math.sqrt(bound.variance / units)
     test = "" if value == 0 else f"; p-value: exact sign test over the {units} {what}"
@@ -322,7 +461,7 @@ def _constant_difference(
         missing,
         ci_low=min(bound.low, diff),
         ci_high=max(bound.high, diff),
-        mde=binary_mde(stderr_bound, units, confidence),
+        mde=exact_mde(units, bound.variance, confidence),
         method=method + EXACT_BOUND,
         stderr_bound=stderr_bound,
         note=f"{seen}: with no spread their variance cannot be estimated (no stderr). "
@@ -414,6 +553,7 @@ def _normal_result(
         clusters=clusters,
         method=method,
         note=note,
+        test=TEST_NORMAL if df is None else TEST_CLUSTERED,
     )
 
 
@@ -568,6 +708,7 @@ def paired_bootstrap(
         clusters=count,
         method=method,
         note=note,
+        test=TEST_NONE if math.isnan(p_value) else TEST_BOOTSTRAP,
     )
 
 

@@ -57,14 +57,6 @@ def binary_variance_floor(difference: float) -> float:
     return size * (1.0 - size)
 
 
-def binary_mde(stderr: float, n: int, confidence: float = 0.95, power: float = 0.8) -> float:
-    """The MDE of n paired 0/1 scores: the larger of `mde(stderr)` and the δ at which the
-    variance floor δ(1 - δ) alone gives the power, z²/(n + z²) with z the z-sum; a variance
-    measured below the floor of a difference does not hold at that difference."""
-    z = _z_sum(confidence, power)
-    return max(mde(stderr, confidence, power), z * z / (n + z * z))
-
-
 def docs_needed(
     diff_variance: float, difference: float, confidence: float = 0.95, power: float = 0.8
 ) -> int:
