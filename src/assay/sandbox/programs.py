@@ -43,9 +43,7 @@ def run_programs(
     from assay.sandbox.policy import record
 
     unique = list(dict.fromkeys(programs))
-    limits = Limits(
-        timeout_s=run_s + STARTUP_S, run_s=run_s, memory_mb=MEMORY_MB, as_main=False
-    )
+    limits = Limits(timeout_s=run_s + STARTUP_S, run_s=run_s, memory_mb=MEMORY_MB, as_main=False)
     ran = dict(zip(unique, run_many(unique, limits), strict=True))
     results = [ran[program] for program in programs]
     record(results)
