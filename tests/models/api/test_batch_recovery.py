@@ -12,8 +12,8 @@ import pytest
 from fixtures.provider_fakes import FakeProviders
 
 from assay.models.api.anthropic_chat import AnthropicChatLM
-from assay.models.api.backend import flat_body
 from assay.models.api.batch_journal import BatchJournal, batch_id_of, file_name
+from assay.models.api.batch_route import flat_body
 from assay.models.api.batches import BatchRun
 from assay.models.api.openai import OpenAIChatLM
 from assay.models.api.runner import APIRequestError

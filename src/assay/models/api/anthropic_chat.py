@@ -18,17 +18,15 @@ import logging
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from assay.errors import ModelError
 from assay.models._decoding import decoding_of
 from assay.models.api.anthropic_messages import (
-    anthropic_usage,
     read_message,
     split_system,
     stop_sequences,
 )
-from assay.models.api.backend import _SHARED_ARGS, APISettings, GenerationOnly, _APIBackend
-from assay.models.api.batch_providers import ANTHROPIC_LIMITS, AnthropicBatches
-from assay.models.api.batches import BatchProvider
+from assay.models.api.anthropic_provider import AnthropicProvider
+from assay.models.api.backend import GenerationOnly, _APIBackend
+from assay.models.api.settings import SHARED_ARGS, APISettings
 from assay.models.api.tool_payloads import (
     anthropic_calls,
     anthropic_tool_choice,
@@ -36,7 +34,6 @@ from assay.models.api.tool_payloads import (
     anthropic_turns,
     openai_messages,
 )
-from assay.models.api.usage import Usage
 from assay.models.args import Arg, typed_args
 from assay.models.base import cut_at_stops, register_model
 from assay.requests.tools import is_conversation
@@ -44,7 +41,6 @@ from assay.requests.types import (
     GenerateRequest,
     Generation,
 )
-from assay.util.redact import clean_text, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +48,7 @@ MIN_THINKING_BUDGET = 1024
 """Anthropic's smallest `budget_tokens`."""
 
 _ARGS: dict[str, Arg] = {
-    **{k: v for k, v in _SHARED_ARGS.items() if k not in ("seed", "default_query")},
+    **{k: v for k, v in SHARED_ARGS.items() if k not in ("seed", "default_query")},
     "base_url": Arg(str, "https://api.anthropic.com"),
     "api_key_env": Arg(str, "ANTHROPIC_API_KEY"),
     "max_stop_sequences": Arg(int, 16, minimum=0),
@@ -76,6 +72,7 @@ class AnthropicChatLM(GenerationOnly, _APIBackend):
     accepts_images = True
     thinking_controls = ("thinking_budget",)
     accepts_tools = True
+    provider = AnthropicProvider()
     ARGS: ClassVar[dict[str, Arg]] = _ARGS
     per_request_fields = frozenset(
         {"model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
@@ -192,63 +189,6 @@ class AnthropicChatLM(GenerationOnly, _APIBackend):
             text=cut_at_stops(answer.text, request.params.until),
             tool_calls=anthropic_calls(response),
         )
-
-    def _response(self, body: dict[str, Any]) -> Any:
-        return self._sdk().types.Message.model_validate(body)
-
-    # -- client -----------------------------------------------------------------------------
-
-    def _sdk(self) -> Any:
-        try:
-            import anthropic
-        except ImportError:
-            raise ModelError(
-                f"--model {self.name} needs the anthropic package; install assay[api]."
-            ) from None
-        return anthropic
-
-    def _client(self) -> Any:
-        s, sdk = self.settings, self._sdk()
-        return sdk.AsyncAnthropic(
-            api_key=self._key.reveal(),
-            base_url=s.base_url,
-            default_headers=s.default_headers,
-            max_retries=0,
-            timeout=s.timeout,
-            http_client=sdk.DefaultAsyncHttpxClient(event_hooks={"response": [self._observe]}),
-        )
-
-    def _usage(self, usage: Any) -> Usage:
-        return anthropic_usage(usage)
-
-    def _sync_client(self) -> Any:
-        s = self.settings
-        return self._sdk().Anthropic(
-            api_key=self._key.reveal(),
-            base_url=s.base_url,
-            default_headers=s.default_headers,
-            max_retries=s.max_retries,
-            timeout=s.timeout,
-        )
-
-    def _batch_provider(self, client: Any, endpoint: str) -> BatchProvider:
-        s = self.settings
-        return AnthropicBatches(
-            client,
-            self._sdk(),
-            redact_url(s.base_url),  # names the batches in messages and journals
-            clean_text,
-            self._batch_limits(ANTHROPIC_LIMITS),
-        )
-
-    def _status_hint(self, status: int) -> str:
-        if status == 404:
-            s = self.settings
-            return (
-                f" (check base_url={redact_url(s.base_url)!r}, which has no /v1 (the client adds "
-                f"/v1/messages), and model={s.model!r})"
-            )
-        return super()._status_hint(status)
 
 
 __all__ = ["AnthropicChatLM"]

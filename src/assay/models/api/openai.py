@@ -1,7 +1,7 @@
 """OpenAI-compatible APIs: `--model openai-completions` and `--model openai-chat`.
 
 Both speak to any server with the OpenAI API (OpenAI, vLLM, llama.cpp, `transformers serve`,
-...) through the official `openai` client, on the shared machinery of `backend._APIBackend`
+...) through the official `openai` client, on the shared machinery of `backend._APIBackend` and `openai_base.OpenAIBackend`
 (concurrency, pacing, retries, usage and cost accounting, the batch API, key redaction).
 
 `openai-chat` sends a doc's images as OpenAI `image_url` content parts where the prompt says
@@ -21,9 +21,11 @@ from dataclasses import replace
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from assay.errors import ModelError
-from assay.models.api.backend import _SHARED_ARGS, APISettings, GenerationOnly, _APIBackend
+from assay.models.api.backend import GenerationOnly
+from assay.models.api.openai_base import OpenAIBackend
 from assay.models.api.payloads import as_messages, echo_score, with_image_urls
 from assay.models.api.runner import PermanentFailure
+from assay.models.api.settings import PER_REQUEST_FIELDS, SHARED_ARGS, APISettings
 from assay.models.api.tool_payloads import (
     openai_calls,
     openai_messages,
@@ -55,6 +57,13 @@ __all__ = ["OpenAIChatLM", "OpenAICompletionsLM"]
 
 R = TypeVar("R")
 
+_OPENAI_ARGS: dict[str, Arg] = {
+    **SHARED_ARGS,
+    "base_url": Arg(str, "https://api.openai.com/v1"),
+    "api_key_env": Arg(str, "OPENAI_API_KEY"),
+}
+"""The shared args with OpenAI's server and key variable as defaults."""
+
 _REASONING_ARGS: dict[str, Arg] = {
     "think_end_token": Arg(str, None, nullable=True),
     "think_start_token": Arg(str, None, nullable=True),
@@ -67,13 +76,13 @@ request fields that steer its thinking."""
 
 
 @register_model("openai-completions")
-class OpenAICompletionsLM(_APIBackend):
+class OpenAICompletionsLM(OpenAIBackend):
     """`/v1/completions`: generation, and loglikelihoods from echoed prompt logprobs."""
 
     name = "openai-completions"
     endpoint = "/v1/completions"
     ARGS: ClassVar[dict[str, Arg]] = {
-        **_SHARED_ARGS,
+        **_OPENAI_ARGS,
         **_REASONING_ARGS,
         "max_length": Arg(int, 2048, minimum=3),
         "add_bos_token": Arg(bool, None, nullable=True),
@@ -153,11 +162,6 @@ class OpenAICompletionsLM(_APIBackend):
     async def _create(self, client: Any, args: dict[str, Any]) -> Any:
         return await client.completions.create(**args)
 
-    def _response(self, body: dict[str, Any]) -> Any:
-        from openai.types import Completion
-
-        return Completion.model_validate(body)
-
     def _render_chat(
         self,
         messages: Sequence[Message],
@@ -231,13 +235,17 @@ class OpenAICompletionsLM(_APIBackend):
             outcome = self._run_batch(len(unique), self.endpoint, args, read)
         else:
 
-            async def score(client: Any, j: int) -> SpanScore:
-                result = read(j, await client.completions.create(**args(j)))
+            def score(j: int, response: Any) -> SpanScore:
+                result = read(j, response)
                 arrived(j, result)
                 return result
 
             outcome = self._run(
-                len(unique), score, lambda j: (len(unique[j].input_ids), 1), arrivals
+                len(unique),
+                lambda client, j: client.completions.create(**args(j)),
+                score,
+                lambda j: (len(unique[j].input_ids), 1),
+                arrivals,
             )
         hint = (
             f"{what} needs a /v1/completions server that accepts token-id prompts and echoes their "
@@ -275,7 +283,7 @@ def _rolling_result(parts: list[SpanScore]) -> RollingResult:
 
 
 @register_model("openai-chat")
-class OpenAIChatLM(GenerationOnly, _APIBackend):
+class OpenAIChatLM(GenerationOnly, OpenAIBackend):
     """`/v1/chat/completions`: generation only.
 
     With --apply-chat-template the server receives the conversation as messages (system turn,
@@ -289,7 +297,7 @@ class OpenAIChatLM(GenerationOnly, _APIBackend):
     accepts_images = True
     accepts_tools = True
     ARGS: ClassVar[dict[str, Arg]] = {
-        **_SHARED_ARGS,
+        **_OPENAI_ARGS,
         **_REASONING_ARGS,
         "max_tokens_field": Arg(str, "max_tokens", choices=("max_tokens", "max_completion_tokens")),
         "max_images": Arg(int, None, nullable=True, minimum=1),
@@ -297,7 +305,7 @@ class OpenAIChatLM(GenerationOnly, _APIBackend):
         "image_detail": Arg(str, None, nullable=True, choices=("auto", "low", "high")),
         "parallel_tool_calls": Arg(bool, None, nullable=True),
     }
-    per_request_fields = _APIBackend.per_request_fields | {
+    per_request_fields = PER_REQUEST_FIELDS | {
         "tools",
         "tool_choice",
         "parallel_tool_calls",
@@ -361,8 +369,3 @@ class OpenAIChatLM(GenerationOnly, _APIBackend):
         if not calls or not isinstance(answer, Generation):
             return answer
         return replace(answer, tool_calls=calls)
-
-    def _response(self, body: dict[str, Any]) -> Any:
-        from openai.types.chat import ChatCompletion
-
-        return ChatCompletion.model_validate(body)

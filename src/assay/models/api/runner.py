@@ -2,8 +2,10 @@
 
 Backends describe one call (`attempt(i)`) and how to classify its failures; `run_calls` does the
 rest (pacing by `pacing.Pacer`: adaptive concurrency, the provider's holds, rate limits) and
-reports, per call, either an answer or why there is none. It knows nothing of HTTP clients, so
-its behaviour is tested without a server.
+reports, per call, either an answer or why there is none. `CallRunner` is what a backend holds:
+its pacer, retry policy and usage meter, and `--max-cost` admission against the spending limit
+it is given for each run of calls. None of it knows HTTP clients, so its behaviour is tested
+without a server.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from assay.errors import ModelError
+from assay.errors import ConfigError, ModelError
+from assay.models.api.budget import SpendingLimit
 from assay.models.api.pacing import FailureKind, Pacer, ProviderSignals, Ticket
+from assay.models.api.usage import Usage, UsageMeter
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -255,6 +259,98 @@ async def run_calls(
     outcome.abandoned.sort()
     outcome.unsent.sort()
     return outcome
+
+
+class CallRunner:
+    """One backend's calls: paced by its `pacer`, repeated under its `retry` policy, every
+    answer's usage counted by its `meter`, and, under a spending limit, each call admitted only
+    while the limit allows (estimated at the dearest answer so far, or before any at its prompt
+    and max new tokens at the model's prices)."""
+
+    def __init__(self, name: str, pacer: Pacer, retry: RetryPolicy, meter: UsageMeter) -> None:
+        self.name = name
+        """The backend's name, in messages."""
+        self.pacer = pacer
+        self.retry = retry
+        self.meter = meter
+
+    def check(self, spending: SpendingLimit | None, model: str) -> None:
+        """Refuse a spending limit for a model whose prices are unknown (it could not be kept)."""
+        if spending is not None and self.meter.prices is None:
+            raise ConfigError(
+                f"--max-cost needs the prices of --model {self.name} model={model!r}, which "
+                "the bundled price table does not list: give price_in= and price_out= (USD per "
+                "million tokens) in --model-args."
+            )
+
+    async def run(
+        self,
+        n_calls: int,
+        send: Callable[[int], Awaitable[Any]],
+        read: Callable[[int, Any], R],
+        *,
+        usage: Callable[[Any], Usage],
+        tokens: Callable[[int], tuple[float, float]],
+        spending: SpendingLimit | None,
+    ) -> CallOutcome[R]:
+        """`read(j, await send(j))` for every call j; `usage(response)` is what the answer used.
+
+        A response's usage is counted (and settled against `spending`) before `read` sees it:
+        an answer that arrived is paid for even when it cannot be read. Calls admitted and never
+        answered are settled at no cost, whatever ends the run.
+        """
+        estimates: dict[int, float] = {}
+
+        async def attempt(j: int) -> R:
+            response = await send(j)
+            read_usage = usage(getattr(response, "usage", None))
+            cost = self.meter.record(read_usage)
+            if spending is not None and j in estimates:
+                unknown = (
+                    "the server's answers report no token usage"
+                    if read_usage.input_tokens is None or read_usage.output_tokens is None
+                    else "the price of some of the tokens an answer used is unknown (cached "
+                    "input tokens without price_cached_in=)"
+                )
+                spending.settle(estimates.pop(j), cost, unknown)
+            return read(j, response)
+
+        try:
+            outcome = await run_calls(
+                n_calls,
+                attempt,
+                pacer=self.pacer,
+                retry=self.retry,
+                cost=tokens,
+                admit=self._admission(spending, tokens, estimates) if spending else None,
+            )
+        finally:
+            if spending is not None:  # calls that never got an answer cost nothing
+                for estimate in estimates.values():
+                    spending.settle(estimate, 0.0)
+        self.meter.count_attempts(outcome.retries, outcome.rate_limited)
+        return outcome
+
+    def _admission(
+        self,
+        spending: SpendingLimit,
+        tokens: Callable[[int], tuple[float, float]],
+        estimates: dict[int, float],
+    ) -> Callable[[int], bool]:
+        prices = self.meter.prices
+        assert prices is not None  # `check` refused a limit without prices
+
+        def admit(j: int) -> bool:
+            estimate = self.meter.most_per_request
+            if not estimate:
+                prompt, output = tokens(j)
+                estimate = (prompt * prices.input + output * prices.output) / 1e6
+            if not spending.admit(estimate):
+                return False
+            estimates[j] = estimate
+            return True
+
+        return admit
 
 
 class APIRequestError(ModelError):
