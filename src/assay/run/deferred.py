@@ -155,6 +155,9 @@ class DeferredBackend(LM):
     def batch_sizes(self) -> list[int]:
         return self.built.batch_sizes if self.built is not None else []
 
+    def scoring_choice(self) -> dict[str, Any] | None:
+        return self.built.scoring_choice() if self.built is not None else None
+
     def prefix_cache_stats(self) -> dict[str, int] | None:
         return self.built.prefix_cache_stats() if self.built is not None else None
 

@@ -411,6 +411,7 @@ class Evaluation:
             samples.close()
         stats.prefix_cache = counter_delta(reuse_before, self.executor.model.prefix_cache_stats())
         stats.api_usage = usage_delta(usage_before, self._usage_stats())
+        stats.scoring = self.executor.model.scoring_choice() or {}
         entry = task_entry(
             task.name,
             task.config.alias,
