@@ -8,7 +8,10 @@ Then time to first request: `run --limit 1` on HellaSwag with the ~38M benchmark
 beside lm-eval (from ../lmeval-venv when it exists). Each runs in a fresh process whose model
 class reports when its first loglikelihood call arrives; everything before it (imports, task
 and data loading, model loading, prompt building) is what a restarted run pays again. The
-whole run's wall time is printed too.
+whole run's wall time is printed too. assay runs twice per round: with the model loading in
+the background while data are read and requests planned (the default), and with
+ASSAY_OVERLAP_LOAD=0 (the load at the first request, after planning), side by side. The
+machine's load average is printed beside the figures.
 
     python benchmarks/startup.py [--rounds 7] [--first-request-rounds 2] [--lmeval-python PATH]
 """
@@ -73,8 +76,9 @@ run()
 """
 
 
-def first_request(python: str, which: str, out: Path) -> tuple[float, float]:
-    """(seconds to the first loglikelihood call, seconds for the whole run) of `--limit 1`."""
+def first_request(python: str, which: str, out: Path, overlap: bool = True) -> tuple[float, float]:
+    """(seconds to the first loglikelihood call, seconds for the whole run) of `--limit 1`;
+    `overlap` False runs assay with ASSAY_OVERLAP_LOAD=0."""
     model_args = f"pretrained={MODEL},dtype=float32"
     if which == "assay":
         args = ["run", "--model", "hf", "--model-args", model_args, "--tasks", "hellaswag_local"]
@@ -91,7 +95,12 @@ def first_request(python: str, which: str, out: Path) -> tuple[float, float]:
         text=True,
         # Offline for both tools: a hub look-up timing out on a machine without a network is
         # not start-up work.
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+        env={
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "ASSAY_OVERLAP_LOAD": "1" if overlap else "0",
+        },
     )
     wall = time.perf_counter() - began
     line = next((x for x in done.stdout.splitlines() if x.startswith("FIRST_REQUEST=")), None)
@@ -136,24 +145,34 @@ def main() -> int:
         return 0
     if not MODEL.exists():
         subprocess.run([sys.executable, str(ROOT / "benchmarks" / "build_models.py")], check=True)
-    sides = {"assay": sys.executable}
+    # Side name: (interpreter, tool, overlapped load).
+    sides = {
+        "assay": (sys.executable, "assay", True),
+        "assay, overlap off": (sys.executable, "assay", False),
+    }
     if args.lmeval_python.exists():
-        sides["lm-eval"] = str(args.lmeval_python)
+        sides["lm-eval"] = (str(args.lmeval_python), "lm-eval", True)
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
     import tempfile
 
+    loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="assay-startup-") as tmp:
         for r in range(args.first_request_rounds):
-            for name, python in sides.items():
-                figures[name].append(first_request(python, name, Path(tmp) / f"{name}-{r}"))
+            for i, (name, (python, tool, overlap)) in enumerate(sides.items()):
+                out = Path(tmp) / f"{i}-{r}"
+                figures[name].append(first_request(python, tool, out, overlap))
+                loads.append(os.getloadavg()[0])
     print(
         f"\n--limit 1, HellaSwag, ~38M model, fresh process, median of "
-        f"{args.first_request_rounds} rounds:"
+        f"{args.first_request_rounds} rounds (1-min load average {min(loads):.1f}-"
+        f"{max(loads):.1f}):"
     )
     for name, values in figures.items():
         first = statistics.median(v[0] for v in values)
         whole = statistics.median(v[1] for v in values)
-        print(f"{name:<8} first request after {first:6.2f} s, whole run {whole:6.2f} s")
+        print(f"{name:<18} first request after {first:6.2f} s, whole run {whole:6.2f} s")
+    on, off = (statistics.median(v[0] for v in figures[n]) for n in ("assay", "assay, overlap off"))
+    print(f"assay time to first request, overlap on / off: {on / off:.2f}x")
     if "lm-eval" in figures:
         ratio = statistics.median(v[0] for v in figures["assay"]) / statistics.median(
             v[0] for v in figures["lm-eval"]

@@ -152,3 +152,17 @@ def test_a_prefetched_backend_unlike_its_description_is_refused():
     model.prefetch()
     with pytest.raises(ModelError, match=r"weights: 'abc' read, 'other' loaded"):
         model.generate_until([GenerateRequest("Q")])
+
+
+def test_on_built_runs_once_in_the_callers_thread_before_the_first_request():
+    import threading
+
+    from assay.requests.types import GenerateRequest
+
+    seen: list[tuple[str, bool]] = []
+    model = DeferredBackend(_Described(), lambda: _Built("abc"))
+    model.on_built = lambda: seen.append((threading.current_thread().name, model.built is not None))
+    model.prefetch()
+    assert model.generate_until([GenerateRequest("Q")]) == ["built"]
+    assert model.generate_until([GenerateRequest("Q")]) == ["built"]
+    assert seen == [(threading.current_thread().name, True)]

@@ -44,6 +44,8 @@ class RunStats:
     prefix_cache: dict[str, int] = field(default_factory=dict)
     """The backend's prefix-reuse counters over the calls (`LM.prefix_cache_stats`)."""
     api_usage: dict[str, int | float | str | None] = field(default_factory=dict)
+    scoring: dict[str, Any] = field(default_factory=dict)
+    """How the backend chose to score loglikelihoods, as measured (`LM.scoring_choice`)."""
     """A paid API's requests, tokens and cost over the calls (`LM.usage_stats`)."""
 
     def __iadd__(self, other: RunStats) -> RunStats:
@@ -51,6 +53,8 @@ class RunStats:
             mine, theirs = getattr(self, f.name), getattr(other, f.name)
             if f.name == "api_usage":  # a cost may be unknown (None): not a plain sum
                 self.api_usage = usage_sum([mine, theirs])
+            elif f.name == "scoring":  # a measured choice, not a counter: the latest holds
+                self.scoring = dict(theirs or mine)
             elif isinstance(mine, int):
                 setattr(self, f.name, mine + theirs)
             elif isinstance(mine, list):
@@ -80,6 +84,8 @@ class RunStats:
             out["prefix_cache"] = cache
         if self.api_usage:
             out["api"] = api_usage_entry(self.api_usage)
+        if self.scoring:
+            out["scoring"] = dict(self.scoring)
         return out
 
 

@@ -176,6 +176,12 @@ class LM(ABC):
         cannot count (the default: statistics are then in characters)."""
         return None
 
+    def scoring_choice(self) -> dict[str, Any] | None:
+        """How the backend chose to score loglikelihoods and what it measured to choose (the
+        `hf` backend's choice between one context pass per doc and one row per choice), or
+        None when it chose nothing (the default). Reported per task in results.json."""
+        return None
+
     def prefix_cache_stats(self) -> dict[str, int] | None:
         """Running totals of the backend's prefix reuse (its own counters, e.g. tokens queried
         and hit), or None when it keeps none (the default). Each task's difference is reported

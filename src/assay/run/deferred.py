@@ -51,8 +51,17 @@ class DeferredBackend(LM):
     (batch sizes, prefix reuse, API usage, pacing) are the built backend's once there is one.
     """
 
-    def __init__(self, described: Unloaded, build: Callable[[], LM]) -> None:
+    def __init__(
+        self,
+        described: Unloaded,
+        build: Callable[[], LM],
+        on_built: Callable[[], None] | None = None,
+    ) -> None:
         self.described, self._build = described, build
+        self.on_built = on_built
+        """Run once in the caller's thread when the backend is built, before its first request
+        (the run's torch seed: the build may be what imports torch, possibly in the
+        background, and the load may draw from torch's generator)."""
         self.built: LM | None = None
         """The backend, once a request needed it."""
         self._loader: threading.Thread | None = None
@@ -117,6 +126,8 @@ class DeferredBackend(LM):
                 "model's. This is a bug in assay: please report it with the model args."
             )
         self.built = built
+        if self.on_built is not None:
+            self.on_built()
         return built
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
@@ -143,6 +154,9 @@ class DeferredBackend(LM):
     @property
     def batch_sizes(self) -> list[int]:
         return self.built.batch_sizes if self.built is not None else []
+
+    def scoring_choice(self) -> dict[str, Any] | None:
+        return self.built.scoring_choice() if self.built is not None else None
 
     def prefix_cache_stats(self) -> dict[str, int] | None:
         return self.built.prefix_cache_stats() if self.built is not None else None

@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -208,6 +209,10 @@ class Evaluation:
         self.executor = executor or build_executor(s, model, described)
         self.answering = Answering(self.executor, self.settings.unclosed_thinking)
         seed_torch(self.settings.seed)
+        if isinstance(self.executor.model, DeferredBackend):
+            # Torch may be imported only by the deferred build (in the background): seed it
+            # again once the backend is built, before its first request.
+            self.executor.model.on_built = partial(seed_torch, self.settings.seed)
         try:
             return self._run_tasks(self.executor.model, writes, started, date)
         finally:
@@ -406,6 +411,7 @@ class Evaluation:
             samples.close()
         stats.prefix_cache = counter_delta(reuse_before, self.executor.model.prefix_cache_stats())
         stats.api_usage = usage_delta(usage_before, self._usage_stats())
+        stats.scoring = self.executor.model.scoring_choice() or {}
         entry = task_entry(
             task.name,
             task.config.alias,

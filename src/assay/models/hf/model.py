@@ -198,6 +198,12 @@ class HuggingFaceLM(LM):
         """Tokens of each text as a prompt is encoded (BOS included when the tokenizer adds it)."""
         return self.count_tokens_many
 
+    def scoring_choice(self) -> dict[str, Any] | None:
+        """Whether a doc's choices ran behind one context pass, and the timings that chose it
+        (None until a call had such docs, or when the model cannot pack them)."""
+        packing = self.scorer.packing
+        return packing.as_dict() if packing is not None else None
+
     def prefix_cache_stats(self) -> dict[str, int] | None:
         """What the cross-doc prefix cache saved so far (None with prefix_cache=false)."""
         prefixes = self.scorer.prefixes

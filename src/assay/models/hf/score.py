@@ -23,6 +23,7 @@ turns the feature off.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from functools import partial
 from typing import Any
 
 from assay.errors import ModelError
+from assay.models.hf.choice_cost import MEASURED_DOCS, ChoicePacking, measure_choice_packing
 from assay.models.hf.inputs import ExtraInputs, cache_keyword, joined
 from assay.models.hf.last_layer import last_feed_forward
 from assay.models.hf.memory import BatchSizer, ModelShape, one_cpu_thread, run_with_backoff
@@ -92,6 +94,12 @@ class Scorer:
         self.pass_overhead = pass_overhead_tokens(device)
         """Fixed cost of a pass in row tokens, for splitting padded batches (None: never split)."""
         self.share_prefixes = share_prefixes and self.mask_style is not None
+        self.packing: ChoicePacking | None = None
+        """Measured on the first call with docs whose choices can share a context pass
+        (`choice_cost`); until then, and without sharing, None."""
+        self._measure = False
+        """Whether calls may measure `packing` (opted in, and not during the start-up probes:
+        they check packing)."""
         self.prefixes: PrefixCache | None = None
         # The probes run a dozen tokens at a time: threads would only wait for each other.
         with one_cpu_thread(device):
@@ -106,6 +114,7 @@ class Scorer:
                     # The split attention did not reproduce plain rows: copy the prefix instead.
                     self.prefixes.split, self.prefixes.enabled = False, True
                     self._probe_prefixes()
+        self._measure = measure_choice_packing()
 
     def score(
         self,
@@ -129,14 +138,26 @@ class Scorer:
             assigned = self.prefixes.assign([context for _, context, _ in placed])
         else:
             assigned = [(None, 0)] * len(placed)
-        # Per cross-doc prefix (and how much of it a row uses): bases, then their segments.
+        work = list(zip(placed, assigned, strict=True))
+        if self.share_prefixes and self._measure and self.packing is None:
+            measured = self._measure_packing(work, extras, results)
+            work = [item for item in work if item[0][0] not in measured]
+        context_once = self.share_prefixes and (self.packing is None or self.packing.context_once)
+        self._run_groups(self._group(work, extras, context_once), results)
+        return results
+
+    def _group(
+        self, work: Sequence[tuple[tuple[int, Tokens, Tokens], Any]], extras: Any, packed: bool
+    ) -> list[tuple[Prefix | None, int, list[_Row]]]:
+        """Rows per cross-doc prefix (and how much of it they use); `packed`: a context's
+        continuations share one row behind it, else each runs after its own copy."""
         groups: dict[tuple[int, int], dict[tuple, dict[tuple, list[tuple[int, Tokens]]]]] = {}
         starts: dict[tuple[int, int], tuple[Prefix | None, int]] = {}
         inputs: dict[Any, ExtraInputs] = {}
-        for (i, context, continuation), (prefix, length) in zip(placed, assigned, strict=True):
+        for (i, context, continuation), (prefix, length) in work:
             start = (id(prefix), length)
             starts[start] = (prefix, length)
-            if self.share_prefixes:
+            if packed:
                 base, segment = tuple(context[length:]), tuple(continuation[:-1])
             else:
                 base, segment = tuple([*context, *continuation][length:-1]), ()
@@ -146,13 +167,25 @@ class Scorer:
             bases = groups.setdefault(start, {})
             key = (extra.key if extra is not None else None, base)
             bases.setdefault(key, {}).setdefault(segment, []).append((i, continuation))
-        for start, bases in groups.items():
-            prefix, length = starts[start]
-            rows = [
-                row
-                for (extra_key, base), segments in bases.items()
-                for row in self._rows(base, segments, inputs.get(extra_key))
-            ]
+        return [
+            (
+                *starts[start],
+                [
+                    row
+                    for (extra_key, base), segments in bases.items()
+                    for row in self._rows(base, segments, inputs.get(extra_key))
+                ],
+            )
+            for start, bases in groups.items()
+        ]
+
+    def _run_groups(
+        self,
+        grouped: Sequence[tuple[Prefix | None, int, list[_Row]]],
+        results: list[tuple[float, bool]],
+    ) -> None:
+        """Score every row of `grouped` into `results` (by slot)."""
+        for prefix, length, rows in grouped:
             scored = run_with_backoff(
                 rows,
                 partial(self._run_rows, prefix=prefix, past=length),
@@ -165,7 +198,53 @@ class Scorer:
                 for (slots, _, _), value in zip(row.targets, row_scores, strict=True):
                     for slot in slots:
                         results[slot] = value
-        return results
+
+    def _measure_packing(
+        self,
+        work: Sequence[tuple[tuple[int, Tokens, Tokens], Any]],
+        extras: Any,
+        results: list[tuple[float, bool]],
+    ) -> set[int]:
+        """Time a few docs' choices packed and one row each, set `packing`, and return the
+        slots scored (their results are the packed way's: within float noise of the other).
+
+        Docs are contexts with two or more multi-token continuations (after the same cross-doc
+        prefix): only there do the two ways compute different tokens. None in this call: nothing
+        is measured (a later call may be).
+        """
+        by_context: dict[tuple, list[int]] = {}
+        for k, ((i, context, continuation), (prefix, length)) in enumerate(work):
+            extra = extras[i] if extras else None
+            key = (id(prefix), length, extra.key if extra is not None else None, tuple(context))
+            if len(continuation) > 1:
+                by_context.setdefault(key, []).append(k)
+        docs = [members for members in by_context.values() if len(members) > 1][:MEASURED_DOCS]
+        if not docs:
+            return set()
+        sample = [work[k] for members in docs for k in members]
+        timings, tokens = [], []
+        # One row per choice first: the packed way, timed second, is the one kept.
+        for packed in (False, True):
+            grouped = self._group(sample, extras, packed)
+            tokens.append(sum(len(row.tokens) for _, _, rows in grouped for row in rows))
+            began = time.perf_counter()
+            self._run_groups(grouped, results)
+            timings.append(time.perf_counter() - began)
+        self.packing = ChoicePacking.of(
+            (timings[1], timings[0]),
+            (tokens[1], tokens[0]),
+            len(docs),
+            str(self.device),
+            sum(p.numel() for p in self.model.parameters()),
+        )
+        log.info(
+            "choices of %d docs: %.3f s behind one context, %.3f s one row each: %s",
+            len(docs),
+            timings[1],
+            timings[0],
+            "one context pass per doc" if self.packing.context_once else "one row per choice",
+        )
+        return {i for (i, _, _), _ in sample}
 
     def _truncate(self, index: int, context: Tokens, continuation: Tokens) -> tuple[Tokens, Tokens]:
         """(context, continuation) after lm-eval's left truncation to max_length + 1 tokens."""
