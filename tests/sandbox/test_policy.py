@@ -107,7 +107,9 @@ def test_the_docker_command_isolates_network_files_user_and_limits():
     assert " -v " not in text and "--volume" not in text and "--mount" not in text
     tail = argv[argv.index("python:3.11-slim") :]
     assert tail[1:4] == ["python3", "-I", "-c"]
-    assert tail[5:] == ["-1", str(512 * 1024 * 1024), "4", str(limits.file_bytes), "-1", "-1"]
+    assert tail[5:] == [
+        "-1", str(512 * 1024 * 1024), "4", str(limits.file_bytes), "-1", "-1", "1"
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -147,6 +147,12 @@ def _supervise(argv: list[str]) -> list[str]:
     def finish(status: int) -> None:
         _reap_all()
         _remove(folder)
+        # The folder assay made for this program alone (assay may be gone: kill -9); no
+        # contextlib.suppress: importing it would cost every program.
+        try:  # noqa: SIM105
+            os.rmdir(tmp_parent)
+        except OSError:
+            pass
         os._exit(status)
 
     signal.signal(signal.SIGTERM, lambda *_: finish(128 + signal.SIGTERM))

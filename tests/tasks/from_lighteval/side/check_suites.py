@@ -49,7 +49,7 @@ def test_a_suite_prefix_means_lighteval_s_task_and_says_so(caplog):
 
 def test_a_bare_name_is_assay_s_when_assay_has_it():
     [request] = Registry().resolve(["gsm8k|5"]).tasks
-    assert request.config.source.startswith(str(REPO / "src" / "assay" / "tasks" / "catalog"))
+    assert request.config.source.startswith(str(REPO / "src" / "assay" / "catalog"))
     assert request.config.prompt_layout == "lm_eval"
 
 
