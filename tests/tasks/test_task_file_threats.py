@@ -52,6 +52,9 @@ INJECTIONS = [
     "{{ namespace.__init__.__globals__.os.popen('touch {marker}').read() }}",
     "{% set xs = options %}{{ xs.append('leak') }}{{ question }}",
     "{{ question.__class__.__base__.__subclasses__() }}",
+    "{{ (cycler,) | map(attribute='__init__') | map(attribute='__globals__') | list }}",
+    "{{ [cycler] | join(attribute='__init__') }}",
+    "{{ '{0.__class__}'.format(question) }}",
     # A name built at render time: only the sandbox, rendering the row, can refuse it.
     "{% set k = '__cla' ~ 'ss__' %}{{ question[k].__base__ }}{{ question[k] }}",
 ]
@@ -66,6 +69,12 @@ def test_a_template_cannot_reach_python_or_change_its_row(tmp_path, template):
         Task(Registry([named], builtins=False).get("injected")).first_doc()
     assert "doc_to_text" in str(caught.value) and "sandbox" in str(caught.value)
     assert not marker.exists()
+
+
+def test_a_template_cannot_build_an_unbounded_prompt(tmp_path):
+    named, _ = task_folder(tmp_path, "{{ 'x' * 1000000000 }}{{ question }}")
+    with pytest.raises(TaskConfigError, match="repetition of more than"):
+        Task(Registry([named], builtins=False).get("injected")).first_doc()
 
 
 @pytest.mark.parametrize("template", INJECTIONS[:-1])

@@ -53,6 +53,12 @@ def _regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
     return re.sub(pattern, repl, string, count=count)
 
 
+_MAX_BUILT = 10_000_000
+"""The most characters (or items) a template's `*` may build."""
+_MAX_POWER = 10_000
+"""The largest exponent a template's `**` may take."""
+
+
 @functools.cache
 def _environment() -> jinja2.Environment:
     """lm-eval's template environment (StrictUndefined, trailing newlines kept, its
@@ -62,7 +68,29 @@ def _environment() -> jinja2.Environment:
     import jinja2  # lazily: listing tasks renders nothing
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    env = ImmutableSandboxedEnvironment(
+    class _Bounded(ImmutableSandboxedEnvironment):
+        """Jinja's sandbox bounds `range`; this also bounds what `*` and `**` build, so a
+        template cannot spell out a gigabyte prompt (`'x' * 10**9`)."""
+
+        intercepted_binops = frozenset({"*", "**"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "**" and isinstance(right, int) and abs(right) > _MAX_POWER:
+                raise jinja2.exceptions.SecurityError(f"a power above {_MAX_POWER} is refused")
+            if operator == "*" and isinstance(left, int) and not isinstance(right, int):
+                left, right = right, left
+            if (
+                operator == "*"
+                and isinstance(left, str | list | tuple)
+                and isinstance(right, int)
+                and len(left) * right > _MAX_BUILT
+            ):
+                raise jinja2.exceptions.SecurityError(
+                    f"a repetition of more than {_MAX_BUILT:,} items is refused"
+                )
+            return super().call_binop(context, operator, left, right)
+
+    env = _Bounded(
         loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
     )
     env.filters["regex_replace"] = _regex_replace
@@ -101,10 +129,34 @@ def _outside_reach(source: str) -> str | None:
             return f"the key {node.arg.value!r}"
         if isinstance(node, nodes.Filter) and node.name == "attr":
             return "the attr filter"
+        if isinstance(node, nodes.Filter) and (found := _private_attribute(node.kwargs)):
+            return found
     for call in _environment().parse(source).find_all(nodes.Call):
         if isinstance(call.node, nodes.Getattr) and call.node.attr in _MUTATORS:
             return f"a call of {call.node.attr}()"
+        if found := _private_attribute(call.kwargs):
+            return found
+    for const in _environment().parse(source).find_all(nodes.Const):
+        if isinstance(const.value, str) and _FORMAT_REACH.search(const.value):
+            return f"the format field {_FORMAT_REACH.search(const.value).group(0)!r}"
     return None
+
+
+def _private_attribute(kwargs: list[Any]) -> str | None:
+    """`attribute='...'` (map, join, sum, sort ...) naming a part that starts with `_`."""
+    for kwarg in kwargs:
+        value = getattr(kwarg.value, "value", None)
+        if (
+            kwarg.key == "attribute"
+            and isinstance(value, str)
+            and any(part.startswith("_") for part in value.split("."))
+        ):
+            return f"attribute={value!r}"
+    return None
+
+
+_FORMAT_REACH = re.compile(r"\{[^{}]*(\.|\[)_[^{}]*\}")
+"""A str.format field that reaches an attribute or key starting with `_` ("{0.__class__}")."""
 
 
 @dataclass
