@@ -212,8 +212,9 @@ def kill_assay_mid_run(
     assert len(programs()) == 2
     os.kill(assay.pid, signal.SIGKILL)
     assay.wait()
-    deadline = time.monotonic() + 10
-    while programs() and time.monotonic() < deadline:
+    # The supervisors end their programs, then remove their folders: wait for both (bounded).
+    deadline = time.monotonic() + 30
+    while (programs() or list(tmp_path.glob("assay-sandbox-*"))) and time.monotonic() < deadline:
         time.sleep(0.05)
     left = programs()
     for proc in left:
