@@ -137,8 +137,9 @@ def _outside_reach(source: str) -> str | None:
         if found := _private_attribute(call.kwargs):
             return found
     for const in _environment().parse(source).find_all(nodes.Const):
-        if isinstance(const.value, str) and _FORMAT_REACH.search(const.value):
-            return f"the format field {_FORMAT_REACH.search(const.value).group(0)!r}"
+        field = _FORMAT_REACH.search(const.value) if isinstance(const.value, str) else None
+        if field is not None:
+            return f"the format field {field.group(0)!r}"
     return None
 
 
