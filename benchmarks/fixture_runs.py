@@ -75,7 +75,15 @@ RUNS: dict[str, list[str]] = {
 }  # fmt: skip
 
 VOLATILE = frozenset(
-    {"date", "start_time", "end_time", "total_evaluation_time_seconds", "timings", "versions"}
+    {
+        "date",
+        "start_time",
+        "end_time",
+        "total_evaluation_time_seconds",
+        "timings",
+        "versions",
+        "git_hash",
+    }
 )
 """results.json fields that say when a run happened, how long it took, or which commit ran it."""
 

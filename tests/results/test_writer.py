@@ -95,11 +95,14 @@ def test_samples_log_task_hash_is_the_hash_of_the_written_lines(tmp_path, filter
         for i in range(3):
             doc_id = shard * 3 + i
             doc = Doc(query=f"q{doc_id}", choices=[f"a{doc_id}"], gold_index=0, row={"i": doc_id})
-            result = DocResult.of(doc_id, doc, [Instance(0, GenerateRequest(f"prompt {doc_id}"))])
-            result.resps[0].append(f"answer {doc_id}")
-            for name in filters:
-                result.filtered[name] = [f"answer {doc_id}"]
-                result.values[name] = {"exact_match": 1}
+            result = DocResult(
+                doc_id=doc_id,
+                doc=doc,
+                instances=[Instance(0, GenerateRequest(f"prompt {doc_id}"))],
+                resps=[[f"answer {doc_id}"]],
+                filtered={name: [f"answer {doc_id}"] for name in filters},
+                values={name: {"exact_match": 1} for name in filters},
+            )
             results.append(result)
         log.write(results, {r.doc_id: None for r in results})
     task_hash = log.finish()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from assay.agents.spec import AgentSpec
@@ -23,7 +23,7 @@ from assay.agents.transcript import Transcript
 from assay.errors import DataError, FailedRequests, ModelError
 from assay.execution.stats import RunStats
 from assay.requests.cache import ResponseCache, request_key
-from assay.requests.doc_result import DocResult
+from assay.requests.doc_result import AskedDoc, DocAnswers, DocResult
 from assay.requests.tools import ToolCall, Turn, conversation_of
 from assay.requests.types import GenerateRequest, Generation
 from assay.run.answering import Answering, name_failed_docs
@@ -33,17 +33,17 @@ from assay.run.plan import TaskPlan
 class _Loop:
     """One doc's loop: its conversation, state and transcript."""
 
-    def __init__(self, result: DocResult, first: GenerateRequest, spec: AgentSpec) -> None:
-        self.result, self.first, self.spec = result, first, spec
+    def __init__(self, asked: AskedDoc, first: GenerateRequest, spec: AgentSpec) -> None:
+        self.asked, self.first, self.spec = asked, first, spec
         self.conversation = conversation_of(first.prompt)
-        row = result.doc.row or {}
+        row = asked.doc.row or {}
         initial = row.get(spec.state_field) if spec.state_field else None
         self.state: dict[str, Any] = copy.deepcopy(initial) if isinstance(initial, dict) else {}
         self.transcript = Transcript()
         self.transcript.turns.append({"role": "prompt", "messages": _prompt_record(first)})
         self.final = ""
         self.last: Generation | None = None
-        self.episode = spec.episode(result.doc.specific or {}) if spec.episode else None
+        self.episode = spec.episode(asked.doc.specific or {}) if spec.episode else None
 
     def request(self) -> GenerateRequest:
         return GenerateRequest(
@@ -137,12 +137,13 @@ def _prompt_record(request: GenerateRequest) -> Any:
 def run_agents(
     answering: Answering,
     plan: TaskPlan,
-    results: list[DocResult],
+    asked: Sequence[AskedDoc],
     cache: ResponseCache | None,
     spec: AgentSpec,
-) -> RunStats:
-    """Run the loop of every doc of the shard (asked nothing before); each doc's response is
-    its final answer (the last turn's text) and its transcript is kept on the doc result."""
+) -> tuple[list[DocAnswers], RunStats]:
+    """Run the loop of every doc of the shard (asked nothing before); returns each doc's
+    answers (its final answer, the last turn's text, with its transcript) and the requests'
+    statistics."""
     model = answering.executor.model
     if spec.offers_tools and not model.accepts_tools:
         raise ModelError(
@@ -151,30 +152,33 @@ def run_agents(
             "that does (openai-chat, anthropic-chat, hf, vllm)."
         )
     loops: list[_Loop] = []
-    for result in results:
-        first = result.instances[0].request if len(result.instances) == 1 else None
-        if not isinstance(first, GenerateRequest) or (result.doc.num_samples or 1) != 1:
+    for doc in asked:
+        first = doc.instances[0].request if len(doc.instances) == 1 else None
+        if not isinstance(first, GenerateRequest) or (doc.doc.num_samples or 1) != 1:
             raise DataError(
-                f"task {plan.name}: doc {result.doc_id}: an agent task needs exactly one "
+                f"task {plan.name}: doc {doc.doc_id}: an agent task needs exactly one "
                 "generation per doc (output_type generate_until, no repeats)."
             )
-        loops.append(_Loop(result, first, spec))
+        loops.append(_Loop(doc, first, spec))
     try:
         stats = _rounds(answering, plan, loops, cache)
     finally:
         for loop in loops:
             if loop.episode is not None:
                 loop.episode.close()
+    out = []
     for loop in loops:
-        result = loop.result
-        if loop.last is not None and not loop.last.has_metadata:
-            result.generations.pop((0, 0), None)
-        seen = loop.final if loop.last is None else _seen(answering, loop.last)
-        result.resps[0] = [seen]
+        last = loop.last
+        seen = loop.final if last is None else _seen(answering, last)
         loop.transcript.end_state = loop.state
-        result.transcript = loop.transcript
-    answering.refuse_unclosed(plan.name, results)
-    return stats
+        # The doc keeps the last turn's generation, when it tells how it ended.
+        kept = {(0, 0): last} if last is not None and last.has_metadata else {}
+        out.append(DocAnswers(resps=[[seen]], generations=kept, transcript=loop.transcript))
+    answering.refuse_unclosed(
+        plan.name,
+        [(loop.asked.doc_id, a.generations.values()) for loop, a in zip(loops, out, strict=True)],
+    )
+    return out, stats
 
 
 def _rounds(
@@ -198,12 +202,12 @@ def _rounds(
                 with cache.timing(keys, seconds):
                     answers = answering.executor.run(requests, cache=cache)
         except FailedRequests as exc:
-            owners = [(loop.result.doc_id, round_number) for loop in active]
+            owners = [(loop.asked.doc_id, round_number) for loop in active]
             raise name_failed_docs(plan.name, exc, owners) from None
         stats += answers.stats
         for loop, answer, request, key in zip(active, answers, requests, keys, strict=True):
             generation = answer if isinstance(answer, Generation) else Generation(str(answer))
-            answering.filed(plan.name, loop.result, (0, 0), generation, request)
+            answering.filed(plan.name, generation, request)  # counted in the task's tally
             loop.take(generation, clock.seconds(key, seconds(key)), clock, key)
         round_number += 1
     return stats
@@ -262,7 +266,7 @@ class AgentTally:
         self.failing = self.tokens = 0
         self.stopped: dict[str, int] = {}
 
-    def add(self, results: list[DocResult]) -> None:
+    def add(self, results: Sequence[DocResult]) -> None:
         for result in results:
             transcript: Transcript = result.transcript
             self.samples += 1

@@ -2,12 +2,12 @@
 
 A `Generation` (an answer with its reasoning, finish reason and token counts) is filed as the
 answer filters see (`--unclosed-thinking` decides what that is when the thinking never
-closed), its metadata kept on the doc result and counted in the task's `GenerationTally`.
+closed), its metadata kept with the doc's answers and counted in the task's `GenerationTally`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from assay.errors import DataError, FailedRequests, ModelError
@@ -16,7 +16,7 @@ from assay.execution.progress import LiveProgress
 from assay.execution.stats import RunStats
 from assay.requests.build import repeated
 from assay.requests.cache import ResponseCache
-from assay.requests.doc_result import DocResult
+from assay.requests.doc_result import AskedDoc, DocAnswers
 from assay.requests.types import Generation
 from assay.results.generations import DOCS_PAGE, GenerationTally, answer_seen
 
@@ -37,61 +37,69 @@ class Answering:
     def answer(
         self,
         task: str,
-        results: list[DocResult],
+        asked: Sequence[AskedDoc],
         cache: ResponseCache | None,
         progress: LiveProgress,
-    ) -> RunStats:
-        """Have the executor answer every request of a shard (a doc's repeats included); file
-        the answers under their docs."""
-        asked = [
-            (result, i, request)
-            for result in results
-            for i, inst in enumerate(result.instances)
-            for request in repeated(inst.request, result.doc.num_samples or 1)
+    ) -> tuple[list[DocAnswers], RunStats]:
+        """Have the executor answer every request of a shard (a doc's repeats included); returns
+        each doc's answers, in order, and the requests' statistics."""
+        flat = [
+            (k, i, request)
+            for k, doc in enumerate(asked)
+            for i, inst in enumerate(doc.instances)
+            for request in repeated(inst.request, doc.doc.num_samples or 1)
         ]
-        progress.start_shard(len(results), len(asked))
+        progress.start_shard(len(asked), len(flat))
         try:
             answers = self.executor.run(
-                [r for _, _, r in asked], cache=cache, progress=progress.advance
+                [r for _, _, r in flat], cache=cache, progress=progress.advance
             )
         except FailedRequests as exc:
-            raise name_failed_docs(task, exc, [(res.doc_id, i) for res, i, _ in asked]) from None
-        for (result, i, request), answer in zip(asked, answers, strict=True):
-            result.resps[i].append(
-                self.filed(task, result, (i, len(result.resps[i])), answer, request)
-            )
-        self.refuse_unclosed(task, results)
-        return answers.stats
+            owners = [(asked[k].doc_id, i) for k, i, _ in flat]
+            raise name_failed_docs(task, exc, owners) from None
+        resps: list[list[list[Any]]] = [[[] for _ in doc.instances] for doc in asked]
+        generations: list[dict[tuple[int, int], Generation]] = [{} for _ in asked]
+        for (k, i, request), answer in zip(flat, answers, strict=True):
+            seen, kept = self.filed(task, answer, request)
+            if kept is not None:
+                generations[k][(i, len(resps[k][i]))] = kept
+            resps[k][i].append(seen)
+        out = [DocAnswers(resps=r, generations=g) for r, g in zip(resps, generations, strict=True)]
+        self.refuse_unclosed(
+            task, [(doc.doc_id, a.generations.values()) for doc, a in zip(asked, out, strict=True)]
+        )
+        return out, answers.stats
 
-    def filed(
-        self, task: str, result: DocResult, slot: tuple[int, int], answer: Any, request: Any
-    ) -> Any:
-        """`answer` as filters see it: a Generation's answer under --unclosed-thinking, its
-        metadata kept on the doc result (at `slot`: instance, repeat) and counted."""
+    def filed(self, task: str, answer: Any, request: Any) -> tuple[Any, Generation | None]:
+        """`answer` as filters see it (a Generation's answer under --unclosed-thinking), and the
+        Generation to keep with the doc when it carries metadata (counted in the task's tally)."""
         if not isinstance(answer, Generation):
-            return answer
+            return answer, None
+        kept = None
         if answer.has_metadata:
-            result.generations[slot] = answer
+            kept = answer
             self.tallies[task].add(answer, request)
-        return answer_seen(answer, self.unclosed_thinking)
+        return answer_seen(answer, self.unclosed_thinking), kept
 
-    def refuse_unclosed(self, task: str, results: Sequence[DocResult]) -> None:
+    def refuse_unclosed(self, task: str, docs: Iterable[tuple[int, Iterable[Generation]]]) -> None:
         """--unclosed-thinking fail: a task with a generation whose thinking never closed fails,
-        naming its docs."""
+        naming its docs (`docs`: each doc's id and the generations it keeps)."""
         if self.unclosed_thinking != "fail":
             return
-        docs = [
-            r.doc_id
-            for r in results
-            if any(g.thinking_closed is False for g in r.generations.values())
+        unclosed = [
+            doc_id
+            for doc_id, generations in docs
+            if any(g.thinking_closed is False for g in generations)
         ]
-        if docs:
-            shown = ", ".join(str(d) for d in docs[:10]) + (" ..." if len(docs) > 10 else "")
+        if unclosed:
+            shown = ", ".join(str(d) for d in unclosed[:10]) + (
+                " ..." if len(unclosed) > 10 else ""
+            )
             raise DataError(
-                f"task {task}: {len(docs)} doc(s) have a generation whose thinking never closed "
-                f"(docs {shown}), and --unclosed-thinking fail refuses to score them. Raise "
-                f"max_gen_toks (--gen-kwargs max_gen_toks=N) or the thinking budget, or score "
-                f"them as empty answers (--unclosed-thinking empty); see {DOCS_PAGE}."
+                f"task {task}: {len(unclosed)} doc(s) have a generation whose thinking never "
+                f"closed (docs {shown}), and --unclosed-thinking fail refuses to score them. "
+                f"Raise max_gen_toks (--gen-kwargs max_gen_toks=N) or the thinking budget, or "
+                f"score them as empty answers (--unclosed-thinking empty); see {DOCS_PAGE}."
             )
 
 

@@ -30,7 +30,7 @@ from assay.metrics.judges.grading import judge_metrics
 from assay.models.api.budget import spending_limit
 from assay.models.api.usage_totals import usage_delta
 from assay.models.base import LM
-from assay.requests.build import build_requests, check_images_accepted
+from assay.requests.build import check_images_accepted
 from assay.requests.cache import CACHE_FILE, ResponseCache
 from assay.requests.doc_result import DocResult
 from assay.requests.plan import Capabilities
@@ -39,12 +39,11 @@ from assay.results.layout import OutputPlace, RunFiles, output_place
 from assay.results.samples import SamplesLog, doc_hash
 from assay.results.summary import MetricColumns, task_entry
 from assay.results.writer import OutputDir
-from assay.run.agents import AgentTally, run_agents
+from assay.run.agents import AgentTally
 from assay.run.answering import Answering
 from assay.run.backend import backend_class, build_executor, described_model
 from assay.run.bill import Bill, Reading, bill_line, earlier_invocations, stopped_by
 from assay.run.deferred import DeferredBackend, overlap_enabled
-from assay.run.follow_ups import ask_follow_ups
 from assay.run.header import run_info
 from assay.run.judging import Judges, TaskJudging, check_judges
 from assay.run.lock import RunLock
@@ -60,12 +59,11 @@ from assay.run.plan import (
     plan_task,
 )
 from assay.run.resume import check_place, run_files, run_key
-from assay.run.scoring import apply_filters, score
 from assay.run.settings import RunSettings
+from assay.run.shard import TaskStages
 from assay.sandbox import SandboxPolicy
 from assay.sandbox.policy import notice as sandbox_notice
 from assay.sandbox.policy import resolve as resolve_sandbox
-from assay.sandbox.policy import using as using_sandbox
 from assay.tasks.code_routes import code_route
 from assay.tasks.code_routes import describe as describe_code_route
 from assay.tasks.registry import Resolved
@@ -365,6 +363,14 @@ class Evaluation:
         ids = doc_ids(task, self.settings)
         reuse_before = self.executor.model.prefix_cache_stats()
         usage_before = self._usage_stats()
+        stages = TaskStages(
+            plan=plan,
+            capabilities=capabilities,
+            answering=self.answering,
+            cache=cache,
+            sandbox=self.sandbox,
+            judging=judging,
+        )
         progress = LiveProgress(
             task.name,
             total_docs=len(ids),
@@ -375,23 +381,10 @@ class Evaluation:
         try:
             docs = task.docs(ids)
             while shard := list(islice(docs, SHARD_DOCS)):
-                results = [
-                    DocResult.of(doc_id, doc, build_requests(plan.requests, doc, capabilities))
-                    for doc_id, doc in shard
-                ]
+                results, shard_stats = stages.run(shard, progress)
+                stats += shard_stats
                 if task.config.agent is not None:
-                    progress.start_shard(len(results), len(results))
-                    with using_sandbox(self.sandbox):
-                        stats += run_agents(self.answering, plan, results, cache, task.config.agent)
                     agents.add(results)
-                else:
-                    stats += self.answering.answer(task.name, results, cache, progress)
-                stats += ask_follow_ups(self.answering, plan, results, cache)
-                apply_filters(results, filters)
-                if judging is not None:
-                    judging.judge(task.name, results, filter_names)
-                with using_sandbox(self.sandbox):
-                    score(results, task.config, metrics, filters)
                 row_hashes = [doc_hash(r.doc.row or {}) for r in results]
                 hashes += [(r.doc_id, h) for r, h in zip(results, row_hashes, strict=True)]
                 clusters = {r.doc_id: cluster_of(task, r.doc, r.doc_id) for r in results}

@@ -27,7 +27,7 @@ from assay.errors import ConfigError, FailedRequests, ModelError, TaskConfigErro
 from assay.execution.executor import Executor
 from assay.execution.stats import RunStats
 from assay.metrics.base import judge_metric_names
-from assay.metrics.judges.grading import JudgeMetric
+from assay.metrics.judges.grading import Judgement, JudgeMetric
 from assay.metrics.judges.stage import Verdict, judge_shard
 from assay.metrics.judges.tally import JudgeTally
 from assay.models.api.usage_totals import usage_delta
@@ -267,9 +267,11 @@ class TaskJudging:
         self.stats = [RunStats() for _ in self.roles]
         self.tally = JudgeTally(two_judges=len(self.roles) > 1)
 
-    def judge(self, task: str, results: Sequence[DocResult], filters: Sequence[str]) -> None:
-        """Judge a shard with every judge; file the first judge's Judgements (with the second's
-        attached) under their docs for the metrics and the samples file."""
+    def judge(
+        self, task: str, results: Sequence[DocResult], filters: Sequence[str]
+    ) -> list[dict[str, dict[str, Judgement]]]:
+        """Judge a shard with every judge; returns each doc result's `judged` (per filter, the
+        first judge's Judgement of each judge metric, with the second's attached)."""
         first = self.roles[0].judge(task, results, self.metrics, filters, self.stats[0])
         if len(self.roles) > 1:
             second = self.roles[1].judge(task, results, self.metrics, filters, self.stats[1])
@@ -277,11 +279,12 @@ class TaskJudging:
                 replace(a, judgement=replace(a.judgement, second=b.judgement))
                 for a, b in zip(first, second, strict=True)
             ]
+        judged: dict[int, dict[str, dict[str, Judgement]]] = {id(r): {} for r in results}
         for verdict in first:
-            verdict.result.judged.setdefault(verdict.filter, {})[verdict.metric.name] = (
-                verdict.judgement
-            )
+            by_filter = judged[id(verdict.result)].setdefault(verdict.filter, {})
+            by_filter[verdict.metric.name] = verdict.judgement
             self.tally.add(verdict.metric, verdict.filter, verdict.judgement)
+        return [judged[id(r)] for r in results]
 
     def record(self) -> list[dict[str, Any]]:
         """results.json's `assay.judges` entry of the task: each judge, its identity and the

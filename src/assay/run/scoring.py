@@ -8,7 +8,8 @@ The samples-file records of scored docs are written by `results.samples`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from assay.doc import OutputType
@@ -164,11 +165,15 @@ class Expanded(dict[str, Any]):
     does assay, aggregated by mean."""
 
 
-def apply_filters(results: Sequence[DocResult], filters: Sequence[FilterEnsemble]) -> None:
-    """Fill `filtered` of every doc result, running each ensemble over the whole shard."""
-    flat = [(r, i) for r in results for i in range(len(r.instances))]
-    resps = [r.resps[i] for r, i in flat]
-    rows = [r.doc.row or {} for r, _ in flat]
+def apply_filters(
+    results: Sequence[DocResult], filters: Sequence[FilterEnsemble]
+) -> list[dict[str, list[Any]]]:
+    """Each doc result's `filtered` (per ensemble name, a value per instance), each ensemble
+    run over the whole shard."""
+    flat = [(k, i) for k, r in enumerate(results) for i in range(len(r.instances))]
+    resps = [results[k].resps[i] for k, i in flat]
+    rows = [results[k].doc.row or {} for k, _ in flat]
+    out: list[dict[str, list[Any]]] = [{} for _ in results]
     for ensemble in filters:
         try:
             filtered = ensemble.apply(resps, rows)
@@ -176,10 +181,20 @@ def apply_filters(results: Sequence[DocResult], filters: Sequence[FilterEnsemble
             raise DataError(
                 f"filter pipeline {ensemble.name!r} failed: {type(exc).__name__}: {exc}"
             ) from exc
-        for result in results:
-            result.filtered[ensemble.name] = []
-        for (result, _), value in zip(flat, filtered, strict=True):
-            result.filtered[ensemble.name].append(value)
+        for values in out:
+            values[ensemble.name] = []
+        for (k, _), value in zip(flat, filtered, strict=True):
+            out[k][ensemble.name].append(value)
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scored:
+    """One doc's scores: per filter name, its metric values, and the programs they ran (code
+    tasks; filters whose metrics ran none are left out)."""
+
+    values: dict[str, dict[str, Any]]
+    executions: dict[str, list[dict[str, Any]]]
 
 
 def score(
@@ -187,18 +202,22 @@ def score(
     config: TaskConfig,
     metrics: Sequence[ScoredMetric],
     filters: Sequence[FilterEnsemble],
-) -> None:
-    """Fill `values` of every doc result for every filter ensemble (and `executions`, for
-    tasks that run model-written code)."""
+) -> list[Scored]:
+    """Every doc result's metric values for every filter ensemble (and the programs they ran,
+    for tasks that run model-written code), in order."""
     jobs = [(result, ensemble.name) for result in results for ensemble in filters]
     if config.unsafe_code:
         scored = _score_code_docs(jobs, config, metrics)
     else:
         scored = [_doc_values(result, name, config, metrics) for result, name in jobs]
+    out = [Scored(values={}, executions={}) for _ in results]
+    at = {id(result): k for k, result in enumerate(results)}
     for (result, name), (values, executions) in zip(jobs, scored, strict=True):
-        result.values[name] = values
+        doc = out[at[id(result)]]
+        doc.values[name] = values
         if executions:
-            result.executions[name] = executions
+            doc.executions[name] = executions
+    return out
 
 
 def _doc_values(
@@ -270,7 +289,7 @@ def _sample_input(
     result: DocResult,
     output_type: OutputType,
     filtered: list[Any],
-    judgements: dict[str, Any] | None = None,
+    judgements: Mapping[str, Any] | None = None,
 ) -> SampleInput:
     if output_type == OutputType.MULTIPLE_CHOICE:
         conditioned = [
