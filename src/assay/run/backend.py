@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -97,21 +98,26 @@ def _batch_api_args(settings: RunSettings, args: dict[str, Any]) -> None:
         )
 
 
-def build_model(settings: RunSettings) -> LM:
-    """The backend named by the settings (or the LM object given)."""
+def build_model(settings: RunSettings, args: Mapping[str, Any] | None = None) -> LM:
+    """The backend named by the settings (or the LM object given); `args`: its
+    `backend_args`, when computed already."""
     if not isinstance(settings.model, str):
         return checked_backend(settings.model, "model")
-    return load_model(settings.model, backend_args(settings))
+    return load_model(settings.model, dict(backend_args(settings) if args is None else args))
 
 
-def described_model(settings: RunSettings) -> LM | None:
+def described_model(settings: RunSettings, args: Mapping[str, Any] | None = None) -> LM | None:
     """The settings' backend as known before any weight loads (`LM.unloaded`): a stand-in
     without weights, or the backend itself where building it loads nothing. None for a model
-    object (built already) and for a backend that must be built to be known (logged)."""
+    object (built already) and for a backend that must be built to be known (logged). `args`:
+    the settings' `backend_args`, when computed already."""
     if not isinstance(settings.model, str):
         return None
     backend = registered_class(settings.model)
-    described = backend.unloaded(backend_args(settings)) if backend is not None else None
+    if backend is None:
+        described = None
+    else:
+        described = backend.unloaded(dict(backend_args(settings) if args is None else args))
     if described is None:
         log.debug("--model %s tells its identity once built: it is built first", settings.model)
     return described
@@ -151,18 +157,24 @@ def replica_plan(name: str, model_args: dict[str, Any]) -> ReplicaPlan | None:
 
 
 def build_executor(
-    settings: RunSettings, model: LM | None = None, described: LM | None = None
+    settings: RunSettings,
+    model: LM | None = None,
+    described: LM | None = None,
+    args: Mapping[str, Any] | None = None,
 ) -> Executor:
     """The executor named by settings.executor, holding the settings' model (or `model`).
 
     Model args that ask for replicas run them on the Ray executor, as --executor ray would.
     The local executor holds `described` (from `described_model`) where it was given: a
     stand-in without weights builds the backend only for a request the response cache cannot
-    answer."""
+    answer. `args`: the settings' `backend_args`, when computed already."""
     s = settings
+    if args is None and isinstance(s.model, str):
+        args = backend_args(s)
     plan = None
     if model is None and isinstance(s.model, str):
-        plan = replica_plan(s.model, backend_args(s))
+        assert args is not None
+        plan = replica_plan(s.model, dict(args))
     if s.executor == "ray" or plan is not None:
         if model is not None or not isinstance(s.model, str):
             raise ConfigError(
@@ -171,9 +183,10 @@ def build_executor(
             )
         from assay.execution.ray import replica_executor
 
+        assert args is not None
         return replica_executor(
             s.model,
-            backend_args(s),
+            dict(args),
             plan,
             replicas=s.replicas,
             gpus_per_replica=s.gpus_per_replica,
@@ -185,21 +198,22 @@ def build_executor(
 
     launch = launch_rank()
     if launch is None:
-        return LocalExecutor(model or _local_model(s, described))
+        return LocalExecutor(model or _local_model(s, described, args))
     # Started by accelerate/torchrun: one model per rank, on the rank's own GPU when there are GPUs.
     from assay.execution.distributed import DataParallelExecutor
 
     if model is None and s.device is None and _has_cuda():
-        s = replace(s, device=f"cuda:{launch.local_rank}")
-    return DataParallelExecutor(model or build_model(s), launch)
+        # The rank's device joins the backend's arguments.
+        s, args = replace(s, device=f"cuda:{launch.local_rank}"), None
+    return DataParallelExecutor(model or build_model(s, args), launch)
 
 
-def _local_model(settings: RunSettings, described: LM | None) -> LM:
+def _local_model(settings: RunSettings, described: LM | None, args: Mapping[str, Any] | None) -> LM:
     """The model of a run in this process: `described` itself when it is the built backend, a
     deferred backend when it is a stand-in, the settings' backend built now without one."""
     if isinstance(described, Unloaded):
-        return DeferredBackend(described, lambda: build_model(settings))
-    return described or build_model(settings)
+        return DeferredBackend(described, lambda: build_model(settings, args))
+    return described or build_model(settings, args)
 
 
 def _has_cuda() -> bool:

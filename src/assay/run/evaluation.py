@@ -14,7 +14,6 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from functools import partial
 from itertools import islice
 from pathlib import Path
@@ -26,7 +25,6 @@ from assay.execution.progress import CacheCounts, LiveProgress
 from assay.execution.seeding import seed_globals, seed_torch
 from assay.execution.stats import RunStats, counter_delta, task_batch_sizes
 from assay.metrics.base import ScoredMetric
-from assay.metrics.judges.grading import judge_metrics
 from assay.models.api.budget import spending_limit
 from assay.models.api.usage_totals import usage_delta
 from assay.models.base import LM
@@ -35,7 +33,7 @@ from assay.requests.cache import CACHE_FILE, ResponseCache
 from assay.requests.doc_result import DocResult
 from assay.requests.plan import Capabilities
 from assay.results.builder import ResultsBuilder, TaskRecord
-from assay.results.layout import OutputPlace, RunFiles, output_place
+from assay.results.layout import OutputPlace, RunFiles
 from assay.results.samples import SamplesLog, doc_hash
 from assay.results.summary import MetricColumns, task_entry
 from assay.results.writer import OutputDir
@@ -45,30 +43,21 @@ from assay.run.backend import backend_class, build_executor, described_model
 from assay.run.bill import Bill, Reading, bill_line, earlier_invocations, stopped_by
 from assay.run.deferred import DeferredBackend, overlap_enabled
 from assay.run.header import run_info
-from assay.run.judging import Judges, TaskJudging, check_judges
+from assay.run.judging import Judges, TaskJudging
 from assay.run.lock import RunLock
 from assay.run.plan import (
     TaskPlan,
     check_cluster_field,
-    check_settings,
-    check_task,
-    check_tasks,
     cluster_of,
-    configure_task,
     doc_ids,
     plan_task,
 )
-from assay.run.resume import check_place, run_files, run_key
+from assay.run.resume import check_place, run_files
+from assay.run.run_plan import plan_run
 from assay.run.settings import RunSettings
 from assay.run.shard import TaskStages
-from assay.sandbox import SandboxPolicy
-from assay.sandbox.policy import notice as sandbox_notice
-from assay.sandbox.policy import resolve as resolve_sandbox
-from assay.tasks.code_routes import code_route
-from assay.tasks.code_routes import describe as describe_code_route
 from assay.tasks.registry import Resolved
-from assay.tasks.task import Task, fewshot_count
-from assay.util.redact import remember_in
+from assay.tasks.task import Task
 from assay.util.terminal import terminal_safe
 
 log = logging.getLogger(__name__)
@@ -84,13 +73,11 @@ class Evaluation:
     """One run over resolved tasks."""
 
     def __init__(self, resolved: Resolved, settings: RunSettings) -> None:
-        check_settings(settings)
         self.resolved, self.settings = resolved, settings
-        # Secrets in model args are hidden from every file and line from the start (the run's
-        # lock records its command before any backend is built).
-        remember_in(
-            [settings.model_args, settings.judge_model_args, settings.second_judge_model_args]
-        )
+        self.plan = plan_run(resolved, settings)
+        """What the run fixes before it loads anything (checked settings and tasks, scorers,
+        judges, sandbox, identity, output place, backend arguments)."""
+        self.tasks, self.scorers = self.plan.tasks, self.plan.scorers
         self.tracked: list[str] = []
         """Where the finished run was logged (one line per --log-to tracker)."""
         self.files: RunFiles | None = None
@@ -98,31 +85,9 @@ class Evaluation:
         self.bill: dict[str, Any] | None = None
         """What the run's API requests cost (results.json's `assay.api_usage`; `run.bill`),
         once the run ended; None where they are metered elsewhere (Ray workers)."""
-        self.tasks = [
-            Task(
-                configure_task(r.config, settings),
-                num_fewshot=fewshot_count(r.config, r.num_fewshot, settings.num_fewshot),
-                fewshot_seed=settings.seed.fewshot,
-                keep_self=settings.fewshot_keep_self,
-            )
-            for r in resolved.tasks
-        ]
-        check_tasks(settings, self.tasks)
-        # Every task is checked, and its filters and metrics built, before any model is.
-        self.scorers = {
-            task.name: check_task(
-                task.config, confirm_run_unsafe_code=settings.confirm_run_unsafe_code
-            )
-            for task in self.tasks
-        }
-        self.judged = {
-            name: found for name, s in self.scorers.items() if (found := judge_metrics(s.metrics))
-        }
-        self.judges = check_judges(
-            settings, {task.name: task.config for task in self.tasks}, list(self.judged)
-        )
-        """Per task with judge metrics, the judges that grade it (first, and maybe second)."""
-        self.sandbox = _sandbox_policy(settings, self.tasks)
+        self._replaces: bool | None = None
+        """Whether the run replaces an earlier run's files (--overwrite), once its folder was
+        checked with the model's identity (None: not yet)."""
 
     def load_data(self) -> None:
         """Load every task's dataset and build its first doc (in parallel), before any model is
@@ -154,7 +119,7 @@ class Evaluation:
         """
         started, date = time.perf_counter(), time.time()
         seed_globals(self.settings.seed)
-        place = self._place()
+        place = self.plan.place
         lock = self._lock(place)
         try:
             self.load_data()
@@ -168,12 +133,6 @@ class Evaluation:
         if self.settings.log_to and self.executor.primary:
             self.tracked = self._log_to_trackers(results)
         return results
-
-    def _place(self) -> OutputPlace | None:
-        """Where the run writes (None: nowhere)."""
-        s = self.settings
-        model = s.model if isinstance(s.model, str) else type(s.model).__name__
-        return output_place(s.output_path, s.output_dir, model, s.model_args, self._run_key())
 
     def _lock(self, place: OutputPlace | None) -> RunLock | None:
         """The run's lock on its files, taken before anything loads: a second run into them is
@@ -194,17 +153,17 @@ class Evaluation:
         started: float,
         date: float,
     ) -> dict[str, Any]:
-        s = self.settings
-        if place is not None and place.kind != "folder":
-            # The backend keeps batch journals (and its default cache) in the run's state folder.
-            s = replace(s, output_dir=place.state)
-        described = described_model(s) if model is None and executor is None else None
+        backend = self.plan.backend
+        described = None
+        if model is None and executor is None:
+            described = described_model(backend.settings, backend.args)
         if writes is not None:
             # Before any weight loads, with the identity where the backend tells it unbuilt
-            # (otherwise it is checked again once the model is built).
+            # (otherwise it is checked once the model is built).
             identity = described.identity() if described is not None else None
-            check_place(writes, self._run_key(), identity, self.settings.overwrite)
-        self.executor = executor or build_executor(s, model, described)
+            replaces = check_place(writes, self.plan.run_key, identity, self.settings.overwrite)
+            self._replaces = replaces if identity is not None else None
+        self.executor = executor or build_executor(backend.settings, model, described, backend.args)
         self.answering = Answering(self.executor, self.settings.unclosed_thinking)
         seed_torch(self.settings.seed)
         if isinstance(self.executor.model, DeferredBackend):
@@ -242,7 +201,9 @@ class Evaluation:
         s = self.settings
         out = None
         if place is not None and self.executor.primary:
-            files = run_files(place, self._run_key(), model.identity(), s.overwrite)
+            files = run_files(
+                place, self.plan.run_key, model.identity(), s.overwrite, self._replaces
+            )
             out = OutputDir(files, place.flag)
         self.files = out.files if out else None
         cache_path = self._cache_path(out)
@@ -270,7 +231,7 @@ class Evaluation:
     ) -> dict[str, Any]:
         # Every judge loads before the first task runs: a judge that fails to load fails the
         # run before any generation is spent.
-        for specs in self.judges.values():
+        for specs in self.plan.judges.values():
             for spec in specs:
                 judges.role(spec)
         capabilities = Capabilities.of(model)
@@ -278,17 +239,25 @@ class Evaluation:
             plan_task(task, self.scorers[task.name], self.settings, capabilities)
             for task in self.tasks
         ]
-        judged_by = judges.identities(spec for specs in self.judges.values() for spec in specs)
-        info = run_info(self.settings, model, self._run_key(), started, date, judged_by)
+        judged_by = judges.identities(spec for specs in self.plan.judges.values() for spec in specs)
+        info = run_info(
+            self.settings,
+            model,
+            self.plan.run_key,
+            started,
+            date,
+            judged_by,
+            batch_size=self.plan.backend.batch_size,
+        )
         results = ResultsBuilder(self.resolved.groups, info)
         usage_before = self._usage_stats()
         bill = Bill(earlier_invocations(out.files.results if out else None), date, usage_before)
         try:
             for plan in plans:
                 judging = None
-                if plan.name in self.judges:
-                    roles = [judges.role(spec) for spec in self.judges[plan.name]]
-                    judging = TaskJudging(roles, self.judged[plan.name])
+                if plan.name in self.plan.judges:
+                    roles = [judges.role(spec) for spec in self.plan.judges[plan.name]]
+                    judging = TaskJudging(roles, self.plan.judged[plan.name])
                 record = self._run_task(plan, capabilities, cache, out, judging)
                 batch_sizes = task_batch_sizes(plan.name, record.stats.batch_sizes, cache)
                 results.add_task(record, batch_sizes)
@@ -368,7 +337,7 @@ class Evaluation:
             capabilities=capabilities,
             answering=self.answering,
             cache=cache,
-            sandbox=self.sandbox,
+            sandbox=self.plan.sandbox,
             judging=judging,
         )
         progress = LiveProgress(
@@ -448,11 +417,8 @@ class Evaluation:
         return self.executor.model.usage_stats()
 
     def _sandbox_label(self) -> str:
-        policy = self.sandbox
+        policy = self.plan.sandbox
         return f"docker:{policy.image}" if policy.mode == "docker" else policy.mode
-
-    def _run_key(self) -> dict[str, Any]:
-        return run_key(self.settings, [t.name for t in self.tasks])
 
     def _cache(self, model: LM, out: OutputDir | None) -> ResponseCache | None:
         path = self._cache_path(out)
@@ -499,27 +465,3 @@ def _first_metric(
     if metric is None or not filter_names:
         return []
     return [r.values[filter_names[0]].get(metric) for r in results]
-
-
-def _sandbox_policy(settings: RunSettings, tasks: Sequence[Task]) -> SandboxPolicy:
-    """The sandbox the run's code tasks use, checked now (before any model is built), with a
-    line on stderr saying what it isolates; the unchecked default when no task runs code."""
-    policy = SandboxPolicy(settings.sandbox, settings.sandbox_image, settings.sandbox_workers)
-    routes = {task.name: code_route(task.config) for task in tasks if task.config.unsafe_code}
-    if routes and settings.predict_only:
-        print(
-            f"assay: --predict-only: nothing is scored, so no model-written code runs "
-            f"({', '.join(routes)}).",
-            file=sys.stderr,
-        )
-        return policy
-    if not any(route.sandboxed for route in routes.values()):
-        for name, route in routes.items():  # the task's own code runs them, not the sandbox
-            print(describe_code_route(name, route, policy.mode), file=sys.stderr)
-        return policy
-    resolved = resolve_sandbox(policy)
-    where = f"docker image {resolved.image}" if resolved.mode == "docker" else resolved.mode
-    for name, route in routes.items():
-        print(describe_code_route(name, route, where), file=sys.stderr)
-    print(sandbox_notice(resolved), file=sys.stderr)
-    return resolved

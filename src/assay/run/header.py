@@ -10,7 +10,6 @@ from assay.models.base import LM
 from assay.results.builder import RunInfo, git_hash
 from assay.results.provenance import backend_identity, library_versions, plain
 from assay.results.schema import BackendIdentity, Provenance, TaskProvenance
-from assay.run.backend import backend_args
 from assay.run.plan import prompt_settings
 from assay.run.resume import stored_run_key
 from assay.run.settings import RECORDED, RunSettings, names_changing
@@ -27,18 +26,19 @@ def run_info(
     started: float,
     date: float,
     judges: Sequence[tuple[JudgeSpec, dict[str, Any]]] = (),
+    *,
+    batch_size: int | str | None,
 ) -> RunInfo:
     """What produced this run: `run_key` from `run.resume.run_key`, `started` from
     time.perf_counter(), `date` from time.time(); `judges` are the run's judges with their
     identities (those a flag names are recorded in the config; a task's own judge is recorded
-    under assay.judges)."""
+    under assay.judges); `batch_size` the one the backend was asked for
+    (`run_plan.BackendPlan.batch_size`)."""
     s = settings
     config: Any = {
         "model": s.model if isinstance(s.model, str) else type(s.model).__name__,
         "model_args": s.model_args,
-        "batch_size": backend_args(s).get("batch_size")
-        if isinstance(s.model, str)
-        else s.batch_size,
+        "batch_size": batch_size,
         "batch_sizes": [],  # those batch_size=auto picks, as tasks run
         "device": s.device,
         "use_cache": str(s.cache) if s.cache else None,

@@ -49,23 +49,32 @@ def _other_model(earlier: dict[str, Any], identity: dict[str, Any] | None) -> bo
 
 def check_place(
     place: OutputPlace, key: dict[str, Any], identity: dict[str, Any] | None, overwrite: bool
-) -> None:
+) -> bool:
     """Before the model is built: refuse a run whose files are another run's (`check_files`);
-    an --output-path folder always has room (a different run gets files of its own)."""
-    if place.kind != "lm-eval":
-        check_files(place.files(), place.flag, key, identity, overwrite)
+    an --output-path folder always has room (a different run gets files of its own). Returns
+    whether --overwrite replaces the files there."""
+    if place.kind == "lm-eval":
+        return False
+    return check_files(place.files(), place.flag, key, identity, overwrite)
 
 
 def run_files(
-    place: OutputPlace, key: dict[str, Any], identity: dict[str, Any], overwrite: bool
+    place: OutputPlace,
+    key: dict[str, Any],
+    identity: dict[str, Any],
+    overwrite: bool,
+    replaces: bool | None = None,
 ) -> RunFiles:
     """The files the run with `key` and model `identity` writes at `place`, after checking
-    what is there: an earlier run's files that --overwrite replaces are removed. Raises
+    what is there (unless `replaces` says what `check_place` found with this identity, under
+    the run's lock): an earlier run's files that --overwrite replaces are removed. Raises
     ConfigError where a different run's files are in the way and `overwrite` is False."""
     if place.kind == "lm-eval":
         return _timestamped(place, key, identity)
     files = place.files()
-    if check_files(files, place.flag, key, identity, overwrite):
+    if replaces is None:
+        replaces = check_files(files, place.flag, key, identity, overwrite)
+    if replaces:
         clear_files(files)
     return files
 
