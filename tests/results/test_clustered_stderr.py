@@ -15,7 +15,7 @@ from assay.cli.main import main
 from assay.errors import ConfigError, DataError, TaskConfigError
 from assay.results.schema import cluster_label
 from assay.run.api import evaluate
-from assay.run.settings import parse_cluster_by
+from assay.run.setting_checks import parse_cluster_by
 from assay.tasks.registry import Registry
 
 TASKS = Path(__file__).resolve().parents[1] / "data" / "lm_eval_runs" / "tasks"
