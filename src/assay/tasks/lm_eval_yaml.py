@@ -1,33 +1,25 @@
-"""lm-eval task YAML -> TaskConfig, rendering prompts exactly as lm-eval 0.4.13 does."""
+"""lm-eval task YAML -> TaskConfig, rendering prompts exactly as lm-eval 0.4.13 does.
+
+This module reads a YAML's keys into a `TaskConfig` or `GroupConfig`; its templates render in
+`lm_eval_templates`'s environment, its rows become docs through `lm_eval_docs.DocBuilder`, and
+its metric_list and filter_list become specs in `lm_eval_specs`."""
 
 from __future__ import annotations
 
-import ast
-import functools
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from assay.doc import Doc, OutputType
-from assay.errors import DataError, TaskConfigError
-from assay.metrics.base import metric_role
+from assay.doc import OutputType
+from assay.errors import TaskConfigError
 from assay.tasks._yaml_io import FunctionRef
-from assay.tasks.config import MetricSpec, TaskConfig
-
-if TYPE_CHECKING:
-    import jinja2
+from assay.tasks.config import TaskConfig
+from assay.tasks.lm_eval_docs import DocBuilder
+from assay.tasks.lm_eval_specs import filter_specs, function_or, metric_specs
 
 log = logging.getLogger(__name__)
-
-DEFAULT_METRICS = {
-    OutputType.LOGLIKELIHOOD: ["perplexity", "acc"],
-    OutputType.MULTIPLE_CHOICE: ["acc", "acc_norm"],
-    OutputType.LOGLIKELIHOOD_ROLLING: ["word_perplexity", "byte_perplexity", "bits_per_byte"],
-    OutputType.GENERATE_UNTIL: ["exact_match"],
-}
 
 TASK_KEYS = {
     "task", "task_alias", "tag", "class", "dataset_path", "dataset_name", "dataset_kwargs",
@@ -49,117 +41,6 @@ FEWSHOT_KEYS = {
 }  # fmt: skip
 
 
-def _regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
-    return re.sub(pattern, repl, string, count=count)
-
-
-_MAX_BUILT = 10_000_000
-"""The most characters (or items) a template's `*` may build."""
-_MAX_POWER = 10_000
-"""The largest exponent a template's `**` may take."""
-
-
-@functools.cache
-def _environment() -> jinja2.Environment:
-    """lm-eval's template environment (StrictUndefined, trailing newlines kept, its
-    regex_replace filter, Jinja's default filters and globals), sandboxed: a task file is data,
-    so a template may read its row but not reach Python (`cycler.__init__.__globals__.os`) nor
-    change the objects it is given."""
-    import jinja2  # lazily: listing tasks renders nothing
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    class _Bounded(ImmutableSandboxedEnvironment):
-        """Jinja's sandbox bounds `range`; this also bounds what `*` and `**` build, so a
-        template cannot spell out a gigabyte prompt (`'x' * 10**9`)."""
-
-        intercepted_binops = frozenset({"*", "**"})
-
-        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-            if operator == "**" and isinstance(right, int) and abs(right) > _MAX_POWER:
-                raise jinja2.exceptions.SecurityError(f"a power above {_MAX_POWER} is refused")
-            if operator == "*" and isinstance(left, int) and not isinstance(right, int):
-                left, right = right, left
-            if (
-                operator == "*"
-                and isinstance(left, str | list | tuple)
-                and isinstance(right, int)
-                and len(left) * right > _MAX_BUILT
-            ):
-                raise jinja2.exceptions.SecurityError(
-                    f"a repetition of more than {_MAX_BUILT:,} items is refused"
-                )
-            return super().call_binop(context, operator, left, right)
-
-    env = _Bounded(
-        loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
-    )
-    env.filters["regex_replace"] = _regex_replace
-    return env
-
-
-@functools.lru_cache(maxsize=4096)
-def _template(source: str) -> jinja2.Template:
-    """A compiled template; lm-eval trees repeat the same template across many tasks."""
-    return _environment().from_string(source)
-
-
-_MUTATORS = frozenset(
-    {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem",
-     "sort", "reverse", "add", "discard", "__setitem__"}
-)  # fmt: skip
-
-
-@functools.lru_cache(maxsize=4096)
-def _outside_reach(source: str) -> str | None:
-    """What in `source` reaches past the row it renders, read off the template itself (an
-    attribute or key starting with `_`, the `attr` filter, a call of a mutating method), so a
-    task file is refused when it loads (`assay validate --no-data` included), not only once a
-    row renders; None when nothing does. The sandbox still guards every render."""
-    from jinja2 import nodes
-
-    for node in _environment().parse(source).find_all((nodes.Getattr, nodes.Getitem, nodes.Filter)):
-        if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
-            return f"the attribute {node.attr!r}"
-        if (
-            isinstance(node, nodes.Getitem)
-            and isinstance(node.arg, nodes.Const)
-            and isinstance(node.arg.value, str)
-            and node.arg.value.startswith("_")
-        ):
-            return f"the key {node.arg.value!r}"
-        if isinstance(node, nodes.Filter) and node.name == "attr":
-            return "the attr filter"
-        if isinstance(node, nodes.Filter) and (found := _private_attribute(node.kwargs)):
-            return found
-    for call in _environment().parse(source).find_all(nodes.Call):
-        if isinstance(call.node, nodes.Getattr) and call.node.attr in _MUTATORS:
-            return f"a call of {call.node.attr}()"
-        if found := _private_attribute(call.kwargs):
-            return found
-    for const in _environment().parse(source).find_all(nodes.Const):
-        field = _FORMAT_REACH.search(const.value) if isinstance(const.value, str) else None
-        if field is not None:
-            return f"the format field {field.group(0)!r}"
-    return None
-
-
-def _private_attribute(kwargs: list[Any]) -> str | None:
-    """`attribute='...'` (map, join, sum, sort ...) naming a part that starts with `_`."""
-    for kwarg in kwargs:
-        value = getattr(kwarg.value, "value", None)
-        if (
-            kwarg.key == "attribute"
-            and isinstance(value, str)
-            and any(part.startswith("_") for part in value.split("."))
-        ):
-            return f"attribute={value!r}"
-    return None
-
-
-_FORMAT_REACH = re.compile(r"\{[^{}]*(\.|\[)_[^{}]*\}")
-"""A str.format field that reaches an attribute or key starting with `_` ("{0.__class__}")."""
-
-
 @dataclass
 class GroupConfig:
     """An lm-eval group: subtasks plus how their metrics aggregate."""
@@ -173,400 +54,6 @@ class GroupConfig:
     overrides: dict[str, Any] = field(default_factory=dict)
     """Other keys: task settings pushed down to every child."""
     source: str = ""
-
-
-_PLAIN_VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-
-
-class _Field:
-    """One doc_to_* setting, compiled once: feature name, Jinja template, list, dict or function."""
-
-    def __init__(self, key: str, value: Any, where: str) -> None:
-        self.key, self.value, self.where = key, value, where
-        self.template: jinja2.Template | None = None
-        self.variable: str | None = None
-        """The field name of a template that is just `{{ name }}`: Jinja renders it as str()."""
-        if isinstance(value, FunctionRef):
-            self.value = value.resolve()
-        elif isinstance(value, str):
-            import jinja2
-
-            try:
-                self.template = _template(value)
-            except jinja2.TemplateSyntaxError as exc:
-                raise TaskConfigError(
-                    f"{where}: '{key}' is not a valid Jinja template: {exc.message} (line {exc.lineno})."
-                ) from None
-            reach = _outside_reach(value)
-            if reach is not None:
-                raise TaskConfigError(
-                    f"{where}: '{key}' template reaches outside the row it renders ({reach}); "
-                    "templates render in a sandbox that refuses Python internals and changes to "
-                    "the data. Use a `!function` for logic that needs them."
-                )
-            plain = _PLAIN_VARIABLE.fullmatch(value)
-            self.variable = plain.group(1) if plain else None
-
-    def check_column(self, row: dict[str, Any]) -> None:
-        """Refuse a value that reads as a column name (an identifier, no template) the row
-        lacks, listing the columns: called where the value, taken as literal text, failed."""
-        if isinstance(self.value, str) and self.value.isidentifier() and self.value not in row:
-            raise DataError(
-                f"{self.where}: {self.key} {self.value!r} names no column of the data; its "
-                f"columns are {sorted(row)}. Give a column's name, or a template such as "
-                f"'{{{{{sorted(row)[0] if row else 'column'}}}}}'."
-            )
-
-    def render(self, row: dict[str, Any]) -> Any:
-        value = self.value
-        if isinstance(value, str):
-            if value in row:
-                return row[value]
-            if self.variable is not None and self.variable in row:
-                return str(row[self.variable])
-            import jinja2
-
-            try:
-                return self.template.render(**row)  # type: ignore[union-attr]
-            except jinja2.UndefinedError as exc:
-                raise DataError(
-                    f"{self.where}: '{self.key}' template failed: {exc.message}; row keys: {sorted(row)}"
-                ) from None
-            except jinja2.exceptions.SecurityError as exc:
-                raise TaskConfigError(
-                    f"{self.where}: '{self.key}' template reaches outside the row it renders "
-                    f"({exc}); templates render in a sandbox that refuses Python internals and "
-                    "changes to the data. Use a `!function` for logic that needs them."
-                ) from None
-        if callable(value):
-            return value(row)
-        return value
-
-
-def _target_value(text: Any, has_choices: bool) -> Any:
-    """lm-eval's post-processing of a rendered doc_to_target."""
-    if not isinstance(text, str):
-        return text
-    if text.isdigit() and has_choices:
-        # int() gives literal_eval's value for plain ASCII numbers; anything else (leading
-        # zeros, other scripts' digits) goes through literal_eval, as lm-eval does.
-        if text.isascii() and (text[0] != "0" or text == "0"):
-            return int(text)
-        return ast.literal_eval(text)
-    if len(text) >= 2 and text[0] == "[" and text[-1] == "]":
-        try:
-            return ast.literal_eval(text)
-        except (SyntaxError, ValueError):
-            return text
-    return text
-
-
-class _DocBuilder:
-    """The prompt function of a YAML task: row -> Doc, lm-eval semantics."""
-
-    def __init__(
-        self, raw: dict[str, Any], output_type: OutputType, where: str, *, fewshot: dict[str, Any]
-    ) -> None:
-        pick = lambda k: fewshot.get(k, raw.get(k))  # noqa: E731
-        self.output_type, self.where = output_type, where
-        self.text = (
-            _Field("doc_to_text", pick("doc_to_text"), where)
-            if pick("doc_to_text") is not None
-            else None
-        )
-        self.target = (
-            _Field("doc_to_target", pick("doc_to_target"), where)
-            if pick("doc_to_target") is not None
-            else None
-        )
-        choice = pick("doc_to_choice")
-        if isinstance(choice, dict):
-            choice = list(choice.values())
-        self.choice = _Field("doc_to_choice", choice, where) if choice is not None else None
-        self.description = (
-            _Field("description", raw["description"], where) if raw.get("description") else None
-        )
-        prefix = pick("gen_prefix")
-        self.gen_prefix = _Field("gen_prefix", prefix, where) if prefix is not None else None
-        self.image = _image_field(raw.get("doc_to_image"), where)
-        if output_type == OutputType.MULTIPLE_CHOICE and self.choice is None:
-            raise TaskConfigError(f"{where}: output_type multiple_choice needs 'doc_to_choice'.")
-
-    def __call__(self, row: dict[str, Any], task_name: str) -> Doc:
-        choices = None
-        if self.choice is not None:
-            choices = self.choice.render(row)
-            if isinstance(choices, str):
-                try:
-                    choices = ast.literal_eval(choices)
-                except (SyntaxError, ValueError):
-                    self.choice.check_column(row)
-                    raise DataError(
-                        f"{self.where}: doc_to_choice rendered {choices!r}, not a list."
-                    ) from None
-            if isinstance(choices, dict):
-                choices = list(choices.values())
-            if not isinstance(choices, list | tuple):
-                raise DataError(
-                    f"{self.where}: doc_to_choice must give a list, got {type(choices).__name__}."
-                )
-            choices = [str(c) for c in choices]
-        text = self.text.render(row) if self.text else ""
-        if (
-            isinstance(text, str)
-            and text.isdigit()
-            and choices is not None
-            and self.text
-            and self.text.template is not None
-            and self.text.value not in row
-        ):
-            text = ast.literal_eval(text)
-        raw_target = self.target.render(row) if self.target else ""
-        target = (
-            _target_value(raw_target, choices is not None)
-            if self.target and self.target.template is not None and self.target.value not in row
-            else raw_target
-        )
-        specific: dict[str, Any] = {"target": str(target)}
-        if self.gen_prefix is not None:
-            specific["gen_prefix"] = self.gen_prefix.render(row)
-        instruction = self.description.render(row) if self.description else None
-        common: dict[str, Any] = dict(
-            instruction=instruction or None, specific=specific, row=row, original_query=None
-        )
-        if self.image is not None:
-            common["images"] = _images_of(self.image, row)
-        out = self.output_type
-        if out == OutputType.LOGLIKELIHOOD_ROLLING:
-            return Doc(query=str(target), choices=[], **common)
-        if out == OutputType.LOGLIKELIHOOD:
-            return Doc(query=str(text), choices=[str(target)], gold_index=0, **common)
-        if out == OutputType.MULTIPLE_CHOICE:
-            assert choices is not None
-            if isinstance(text, int):  # multiple input: choices are contexts, target is shared
-                return Doc(
-                    query="",
-                    choices=choices,
-                    gold_index=text,
-                    shared_continuation=str(target),
-                    **common,
-                )
-            return Doc(
-                query=str(text),
-                choices=choices,
-                gold_index=self._gold(target, choices, row),
-                **common,
-            )
-        # generate_until
-        if choices is not None and not isinstance(target, list):
-            golds = [choices[self._gold(target, choices, row)]]
-        elif isinstance(target, list):
-            golds = [str(t) for t in target]
-        else:
-            golds = [str(target)]
-        return Doc(
-            query=str(text),
-            choices=golds,
-            gold_index=list(range(len(golds))) if len(golds) > 1 else 0,
-            **common,
-        )
-
-    def _gold(self, target: Any, choices: list[str], row: dict[str, Any]) -> int | list[int]:
-        if isinstance(target, list):
-            bad = [t for t in target if not isinstance(t, int) or t >= len(choices)]
-            if not bad:
-                return target
-        elif isinstance(target, int) and 0 <= target < len(choices):
-            return target
-        elif isinstance(target, str) and target in choices:
-            return choices.index(target)
-        if self.target is not None and target == self.target.value:
-            self.target.check_column(row)
-        # The row itself is printed by the caller (Task.make_doc), once.
-        raise DataError(
-            f"{self.where}: doc_to_target gave {target!r}, which is not an index into or a member of "
-            f"the {len(choices)} choices {choices}."
-        )
-
-
-ImageField = _Field | list["ImageField"]
-"""doc_to_image compiled: a feature name, template or function, or a list of them."""
-
-
-def _image_field(value: Any, where: str) -> ImageField | None:
-    """doc_to_image as lm-eval reads it: a feature name, a template that renders a Python
-    literal, a !function, or a list of any of these."""
-    if value is None:
-        return None
-    if isinstance(value, list):
-        return [f for f in (_image_field(v, where) for v in value) if f is not None]
-    if not isinstance(value, str | FunctionRef) and not callable(value):
-        raise TaskConfigError(
-            f"{where}: 'doc_to_image' must be a feature name, a template, a !function or a "
-            f"list of them, got {type(value).__name__} {value!r}."
-        )
-    return _Field("doc_to_image", value, where)
-
-
-def _images_of(image: ImageField, row: dict[str, Any]) -> list[Any]:
-    """The row's images (lm-eval's Task.doc_to_image): a list field gives one entry per
-    element, None entries dropped; a template's text is read as a Python literal."""
-    if isinstance(image, list):
-        found = [_images_of(f, row) for f in image]
-        return [x for sub in found for x in sub]
-    value = image.render(row)
-    if image.template is not None and not (isinstance(image.value, str) and image.value in row):
-        # A template (not a feature name): lm-eval evaluates its text as a Python literal.
-        value = ast.literal_eval(value) if isinstance(value, str) else value
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list | tuple) else [value]
-
-
-def _function_or(value: Any) -> Any:
-    return value.resolve() if isinstance(value, FunctionRef) else value
-
-
-def _metric_specs(raw: dict[str, Any], output_type: OutputType, where: str) -> list[MetricSpec]:
-    entries = raw.get("metric_list")
-    if entries is None:
-        return [MetricSpec(name) for name in DEFAULT_METRICS[output_type]]
-    if not isinstance(entries, list):
-        raise TaskConfigError(f"{where}: 'metric_list' must be a list of {{metric: ...}} entries.")
-    specs = []
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict) or "metric" not in entry:
-            raise TaskConfigError(
-                f"{where}: metric_list[{i}] must be a mapping with a 'metric' key, got {entry!r}."
-            )
-        entry = dict(entry)
-        metric = entry.pop("metric")
-        aggregation = _function_or(entry.pop("aggregation", None))
-        higher = entry.pop("higher_is_better", None)
-        scored_by_name = (
-            isinstance(metric, str)
-            and output_type != OutputType.GENERATE_UNTIL
-            and raw.get("process_results") is None
-        )
-        if scored_by_name and entry:
-            # lm-eval scores these output types by metric name and never reads the options
-            # (`weight_by_size` on acc, `average` on f1, hf_evaluate ...): tolerated, said once.
-            log.warning(
-                "%s: metric_list[%d] (%s): option(s) %s are ignored for %s tasks, as lm-eval "
-                "ignores them.",
-                where,
-                i,
-                metric,
-                ", ".join(sorted(entry)),
-                output_type.value,
-            )
-            entry = {}
-        if (
-            isinstance(metric, str)
-            and not entry.get("hf_evaluate")
-            and output_type == OutputType.GENERATE_UNTIL
-            and raw.get("process_results") is None
-            and _scores_choices(metric)
-        ):
-            specs.append(_passthrough_spec(metric, entry, aggregation, higher, where, i))
-            continue
-        hf_evaluate = bool(entry.pop("hf_evaluate", False))
-        if hf_evaluate and not isinstance(metric, str):
-            raise TaskConfigError(
-                f"{where}: metric_list[{i}] has hf_evaluate: true, so 'metric' must be the name "
-                f"of an evaluate metric, got {metric!r}."
-            )
-        for flag in ("ignore_case", "ignore_punctuation", "ignore_numbers"):
-            value = entry.get(flag)
-            if isinstance(value, str) and value.strip().lower().startswith("true"):
-                # A malformed YAML value lm-eval reads as true (any non-empty string is).
-                log.warning(
-                    "%s: metric_list[%d] (%s): %s is the string %r, read as true as lm-eval "
-                    "reads it; write `%s: true`.",
-                    where,
-                    i,
-                    metric,
-                    flag,
-                    value,
-                    flag,
-                )
-                entry[flag] = True
-        if isinstance(metric, FunctionRef):
-            specs.append(
-                MetricSpec(
-                    metric.dotted.rsplit(".", 1)[-1], entry, aggregation, higher, metric.resolve()
-                )
-            )
-        elif isinstance(metric, str):
-            specs.append(MetricSpec(metric, entry, aggregation, higher, hf_evaluate=hf_evaluate))
-        else:
-            raise TaskConfigError(
-                f"{where}: metric_list[{i}].metric must be a name or !function, got {metric!r}."
-            )
-    return specs
-
-
-def _scores_choices(metric: str) -> bool:
-    """A metric of choices (acc, f1 ...): lm-eval registers these as pass-through functions of
-    (gold, prediction) pairs; on generated text it calls them with the pair alone (its keyword
-    call fails), so the task's aggregation receives the pairs and every option is dropped."""
-    return metric_role(metric).output_type == OutputType.MULTIPLE_CHOICE
-
-
-def _gold_and_prediction(references: list[Any], predictions: list[Any], **_: Any) -> list[Any]:
-    """lm-eval's pass-through metric on a generated answer: [gold, prediction]."""
-    return [references[0], predictions[0]]
-
-
-def _passthrough_spec(
-    metric: str, options: dict[str, Any], aggregation: Any, higher: Any, where: str, i: int
-) -> MetricSpec:
-    if aggregation is None or aggregation == "mean":
-        raise TaskConfigError(
-            f"{where}: metric_list[{i}] ({metric}) on a generate_until task gives lm-eval's "
-            "(gold, prediction) pairs, which only an aggregation function can score; set "
-            "'aggregation: !function ...', or use exact_match."
-        )
-    if options:
-        log.warning(
-            "%s: metric_list[%d] (%s): option(s) %s are ignored on generate_until tasks, as "
-            "lm-eval ignores them; the aggregation receives (gold, prediction) pairs.",
-            where,
-            i,
-            metric,
-            ", ".join(sorted(options)),
-        )
-    return MetricSpec(metric, {}, aggregation, higher, _gold_and_prediction)
-
-
-def _filter_specs(
-    raw: dict[str, Any], where: str
-) -> list[tuple[str, list[tuple[Any, dict[str, Any]]]]]:
-    entries = raw.get("filter_list")
-    if entries is None:
-        return [("none", [("take_first", {})])]
-    if not isinstance(entries, list):
-        raise TaskConfigError(f"{where}: 'filter_list' must be a list of {{name, filter}} entries.")
-    out = []
-    for i, entry in enumerate(entries):
-        if (
-            not isinstance(entry, dict)
-            or "name" not in entry
-            or not isinstance(entry.get("filter"), list)
-        ):
-            raise TaskConfigError(
-                f"{where}: filter_list[{i}] needs 'name' and a 'filter' list, got {entry!r}."
-            )
-        steps = []
-        for j, step in enumerate(entry["filter"]):
-            if not isinstance(step, dict) or "function" not in step:
-                raise TaskConfigError(
-                    f"{where}: filter_list[{i}].filter[{j}] needs a 'function' key, got {step!r}."
-                )
-            kwargs = {k: _function_or(v) for k, v in step.items() if k != "function"}
-            steps.append((_function_or(step["function"]), kwargs))
-        out.append((str(entry["name"]), steps))
-    return out
 
 
 def resolve_data_files(files: Any, yaml_dir: Path) -> Any:
@@ -714,10 +201,10 @@ def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
     tags = raw.get("tag") or []
     config = TaskConfig(
         name=name,
-        prompt_function=_DocBuilder(raw, output_type, where, fewshot={}),
+        prompt_function=DocBuilder(raw, output_type, where, fewshot={}),
         hf_repo=raw.get("dataset_path"),
         hf_subset=raw.get("dataset_name"),
-        metrics=_metric_specs(raw, output_type, where),
+        metrics=metric_specs(raw, output_type, where),
         hf_data_files=resolve_data_files(data_files, yaml_dir) if data_files is not None else None,
         hf_revision=revision,
         evaluation_splits=(eval_split,),
@@ -732,19 +219,19 @@ def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
         output_type=output_type,
         target_delimiter=raw.get("target_delimiter", " "),
         fewshot_delimiter=raw.get("fewshot_delimiter", "\n\n"),
-        fewshot_prompt_function=_DocBuilder(raw, output_type, where, fewshot=fewshot)
+        fewshot_prompt_function=DocBuilder(raw, output_type, where, fewshot=fewshot)
         if any(
             k in fewshot for k in ("doc_to_text", "doc_to_target", "doc_to_choice", "gen_prefix")
         )
         else None,
         fewshot_target_delimiter=fewshot.get("target_delimiter"),
         fewshot_fewshot_delimiter=fewshot.get("fewshot_delimiter"),
-        fewshot_samples=_function_or(samples),
+        fewshot_samples=function_or(samples),
         generation_kwargs=dict(generation_kwargs) if generation_kwargs is not None else None,
-        filters=_filter_specs(raw, where),
-        process_docs=_function_or(raw.get("process_docs")),
-        fewshot_process_docs=_function_or(fewshot.get("process_docs")),
-        process_results=_function_or(raw.get("process_results")),
+        filters=filter_specs(raw, where),
+        process_docs=function_or(raw.get("process_docs")),
+        fewshot_process_docs=function_or(fewshot.get("process_docs")),
+        process_results=function_or(raw.get("process_results")),
         dataset_loader=custom.resolve() if custom is not None else None,
         dataset_kwargs=dataset_kwargs,
         alias=raw.get("task_alias"),
@@ -803,7 +290,7 @@ def group_config_from_yaml(raw: dict[str, Any], path: Path) -> GroupConfig:
             raise TaskConfigError(
                 f"{path} (group {name!r}): aggregate_metric_list[{i}] needs a 'metric'."
             )
-        function = _function_or(entry.get("aggregation", "mean"))
+        function = function_or(entry.get("aggregation", "mean"))
         if callable(function):
             # lm-eval 0.4.13 accepts the function and then reports the mean anyway; assay calls
             # it, as written: fn(metric values, sizes, weight_by_size) of the leaf tasks.
