@@ -1,11 +1,13 @@
 """The pipeline for benchmark tasks, streamed shard by shard.
 
-For each task: docs -> requests (`build_requests`) -> executor (`answering`; `follow_ups` for
-multi-turn docs) -> filters -> judges (`judging`) -> metrics (`scoring`) -> aggregate -> write.
-Every task is checked and its data loaded before the model is built; each task's numbers and
-samples are written as soon as it finishes. The stages live in their own modules (see
-docs/architecture.md, "A run's stages"); this one wires them. `evaluate()` (`run.api`) is its Python entry point.
-"""
+The run is planned once (`run_plan.plan_run`: every task checked, its scorers and judges built,
+the run's identity, output place and backend arguments fixed) and its data loaded before the
+model is built. Then, for each task, shard by shard: docs -> requests -> executor (`answering`;
+`agents`, `follow_ups`) -> filters -> judges (`judging`) -> metrics (`scoring`), each stage
+returning its values and `shard.TaskStages` assembling them; then the task's aggregates, and its
+numbers and samples written as soon as it finishes. The stages live in their own modules (see
+docs/architecture.md, "A run's stages"); this one wires them. `evaluate()` (`run.api`) is its
+Python entry point."""
 
 from __future__ import annotations
 
