@@ -69,6 +69,7 @@ from assay.sandbox.policy import using as using_sandbox
 from assay.tasks.code_routes import code_route
 from assay.tasks.code_routes import describe as describe_code_route
 from assay.tasks.registry import Resolved
+from assay.tasks.runtime_guard import raise_pending, scoring_window
 from assay.tasks.task import Task, fewshot_count
 from assay.util.redact import remember_in
 from assay.util.terminal import terminal_safe
@@ -292,6 +293,7 @@ class Evaluation:
                     roles = [judges.role(spec) for spec in self.judges[plan.name]]
                     judging = TaskJudging(roles, self.judged[plan.name])
                 record = self._run_task(plan, capabilities, cache, out, judging)
+                raise_pending()  # what the task's code tried outside its scoring (aggregation)
                 batch_sizes = task_batch_sizes(plan.name, record.stats.batch_sizes, cache)
                 results.add_task(record, batch_sizes)
                 if out:
@@ -387,10 +389,12 @@ class Evaluation:
                 else:
                     stats += self.answering.answer(task.name, results, cache, progress)
                 stats += ask_follow_ups(self.answering, plan, results, cache)
-                apply_filters(results, filters)
+                confirmed = self.settings.confirm_run_unsafe_code
+                with scoring_window(task.config, confirmed):  # the task's own Python runs
+                    apply_filters(results, filters)
                 if judging is not None:
                     judging.judge(task.name, results, filter_names)
-                with using_sandbox(self.sandbox):
+                with using_sandbox(self.sandbox), scoring_window(task.config, confirmed):
                     score(results, task.config, metrics, filters)
                 row_hashes = [doc_hash(r.doc.row or {}) for r in results]
                 hashes += [(r.doc_id, h) for r, h in zip(results, row_hashes, strict=True)]
