@@ -263,7 +263,10 @@ def _install() -> None:
 def _hook(event: str, args: tuple[Any, ...]) -> None:
     if event not in _WATCHED and not event.startswith("ctypes."):
         return
-    caller = sys._getframe(1)
+    try:
+        caller: FrameType | None = sys._getframe(1)
+    except ValueError:  # called from C with no Python frame (an atexit builtin, a finalizer)
+        caller = None
     found = _judge(event, args, caller)
     if found is None:
         return
@@ -281,7 +284,7 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 
 
 def _judge(
-    event: str, args: tuple[Any, ...], caller: FrameType
+    event: str, args: tuple[Any, ...], caller: FrameType | None
 ) -> tuple[GuardedTask, FrameType | None] | None:
     """The guarded task whose Python asks for `event`, and its innermost frame; None when the
     event is allowed."""
@@ -306,7 +309,7 @@ def _judge(
         return task, frame
     if event.startswith("ctypes."):
         return None if importing else (task, frame)
-    return None if _allowed_code(event, args, caller) else (task, frame)
+    return None if caller and _allowed_code(event, args, caller) else (task, frame)
 
 
 def _task_of(file: str) -> GuardedTask | None:
