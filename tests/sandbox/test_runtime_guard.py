@@ -237,18 +237,24 @@ def test_a_finalizer_the_task_registered_runs_guarded(tmp_path):
     assert not marker.exists()
 
 
-def test_an_exit_handler_the_task_registered_runs_guarded(tmp_path):
+EXIT_HANDLERS = {
+    # atexit.register of a runner is refused as it registers: the run stops with exit code 2.
+    "atexit.register(os.system)": ("import atexit", "atexit.register(RUN['it'], {cmd!r})", 2),
+    # registered through the function bound before the guard started: it runs guarded at exit
+    # (refused, and said; the run itself had finished).
+    "an early-bound register": ("from atexit import register", "register(RUN['it'], {cmd!r})", 0),
+}
+
+
+@pytest.mark.parametrize("case", list(EXIT_HANDLERS))
+def test_an_exit_handler_the_task_registered_runs_guarded(tmp_path, case):
     """atexit callbacks run as the process ends: checked in a process of its own."""
     marker, folder = tmp_path / "ran", tmp_path / "t"
-    utils = textwrap.dedent(
-        f"""\
-        import atexit, os
-
-        RUN = {{"it": os.system}}
-        def score(doc, results):
-            atexit.register(RUN['it'], {f"touch {marker}"!r})
-            return {{"ok": 1.0}}
-        """
+    setup, call, code = EXIT_HANDLERS[case]
+    utils = (
+        f"import os\n{setup}\n\nRUN = {{'it': os.system}}\n\n"
+        f"def score(doc, results):\n    {call.format(cmd=f'touch {marker}')}\n"
+        "    return {'ok': 1.0}\n"
     )
     write_task(folder, "process_results: !function utils.score\n", utils)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
@@ -257,4 +263,6 @@ def test_an_exit_handler_the_task_registered_runs_guarded(tmp_path):
     command = [sys.executable, "-m", "assay", *argv]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert not marker.exists()
-    assert "start a process (os.system" in done.stderr, done.stderr[-2000:]
+    assert done.returncode == code, done.stderr[-2000:]
+    said = "register an exit handler that runs code" if code else "start a process (os.system"
+    assert said in done.stderr, done.stderr[-2000:]

@@ -70,8 +70,10 @@ class GuardedTask:
 
 _PROCESS_EVENTS = frozenset(
     {"os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty",
-     "os.startfile", "subprocess.Popen", "pty.spawn"}
+     "os.startfile", "subprocess.Popen", "_posixsubprocess.fork_exec",
+     "cpython.PyInterpreterState_New"}
 )  # fmt: skip
+"""A new process, or a new interpreter in this one (whose own hooks start empty)."""
 _CODE_EVENTS = frozenset({"compile", "exec", "marshal.loads", "marshal.load", "code.__new__"})
 _WATCHED = _PROCESS_EVENTS | _CODE_EVENTS
 
@@ -91,12 +93,10 @@ class _State:
     configs: list[TaskConfig] = field(default_factory=list)
     unguarded_files: set[str] = field(default_factory=set)
     """Files of tasks that declare unsafe_code: consent covers them, even in a shared folder."""
-    window: GuardedTask | None = None
-    threads: weakref.WeakKeyDictionary[threading.Thread, GuardedTask] = field(
-        default_factory=weakref.WeakKeyDictionary
-    )
+    active: dict[int, GuardedTask] = field(default_factory=dict)
+    """By thread ident: the task whose Python that thread runs now (its scoring window, a thread
+    it started, a callback it registered)."""
     at_exit: GuardedTask | None = None
-    exit_hooked: bool = False
     library_roots: tuple[str, ...] = ()
     stdlib: str = ""
     trusted: tuple[str, ...] = ()
@@ -170,22 +170,32 @@ def scoring_window(config: TaskConfig, confirmed: bool) -> Iterator[None]:
     if task is None:
         yield
         return
-    state = _STATE
-    before = set(threading.enumerate())
     finalizers = set(weakref.finalize._registry)  # type: ignore[attr-defined]
     exit_handlers = _exit_handlers()
-    outer, state.window = state.window, task
+    with _running(task):
+        try:
+            yield
+        finally:
+            _guard_finalizers(finalizers, task)
+            if _exit_handlers() > exit_handlers:
+                _guard_exit(task)
+            if task.refusals:  # even when the task's code caught it, or turned it into another
+                raise _first(task) from None
+
+
+@contextmanager
+def _running(task: GuardedTask) -> Iterator[None]:
+    """The calling thread runs `task`'s Python while the body runs."""
+    ident = threading.get_ident()
+    outer = _STATE.active.get(ident)
+    _STATE.active[ident] = task
     try:
         yield
     finally:
-        state.window = outer
-        for thread in set(threading.enumerate()) - before:
-            state.threads[thread] = task  # started by the task's code: still its code
-        _guard_finalizers(finalizers, task)
-        if _exit_handlers() > exit_handlers:
-            _guard_exit(task)
-        if task.refusals:
-            raise _first(task) from None
+        if outer is None:
+            del _STATE.active[ident]
+        else:
+            _STATE.active[ident] = outer
 
 
 def raise_pending() -> None:
@@ -219,11 +229,8 @@ def _guard_finalizers(before: set[Any], task: GuardedTask) -> None:
 
 def _in_window(func: Any, task: GuardedTask) -> Any:
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        outer, _STATE.window = _STATE.window, task
-        try:
+        with _running(task):
             return func(*args, **kwargs)
-        finally:
-            _STATE.window = outer
 
     return guarded
 
@@ -258,6 +265,86 @@ def _install() -> None:
     state.trusted = (os.path.join(str(Path(assay.sandbox.__file__).parent), ""),)
     state.installed_at = time.time()
     sys.addaudithook(_hook)
+    _audit_fork_exec()
+    _follow_threads()
+    _check_exit_handlers()
+
+
+def _follow_threads() -> None:
+    """A thread started while a guarded task's Python runs runs that task's Python too (a
+    `Thread(target=os.system)` has no frame of the task's files): every way Python starts a
+    thread passes its function through here first."""
+    import _thread
+
+    for module in (_thread, threading):
+        for name in ("start_new_thread", "_start_new_thread", "start_joinable_thread",
+                     "_start_joinable_thread"):  # fmt: skip
+            original = getattr(module, name, None)
+            if original is not None and not hasattr(original, "__wrapped__"):
+                setattr(module, name, _starting_threads(original))
+
+
+def _starting_threads(original: Any) -> Any:
+    def start(function: Any, *args: Any, **kwargs: Any) -> Any:
+        task = _task_here(sys._getframe(1))
+        if task is not None:
+            function = _in_window(function, task)
+        return original(function, *args, **kwargs)
+
+    start.__wrapped__ = original  # type: ignore[attr-defined]
+    return start
+
+
+def _check_exit_handlers() -> None:
+    """An exit handler that is itself a runner (atexit.register(os.system, cmd)) is refused
+    when registered, inside the window, so the run stops with exit code 2: at exit a refusal can
+    only be printed. Any other handler a guarded task registers runs guarded (`_guard_exit`)."""
+    import atexit
+
+    original = atexit.register
+    if hasattr(original, "__wrapped__"):
+        return
+
+    def register(function: Any, *args: Any, **kwargs: Any) -> Any:
+        task = _task_here(sys._getframe(1))
+        if task is not None and _runs_code(function):
+            _refuse(task, "atexit.register", (function,), None)
+        return original(function, *args, **kwargs)
+
+    register.__wrapped__ = original  # type: ignore[attr-defined]
+    atexit.register = register  # type: ignore[assignment]
+
+
+def _runs_code(function: Any) -> bool:
+    """Whether `function` (or what a functools.partial wraps) is a function that runs code."""
+    import functools
+
+    from assay.tasks.code_routes import _runner
+
+    while isinstance(function, functools.partial):
+        function = function.func
+    return _runner(function, getattr(function, "__name__", "")) is not None
+
+
+def _audit_fork_exec() -> None:
+    """CPython raises no audit event in `_posixsubprocess.fork_exec`, which starts every
+    subprocess and multiprocessing child (`subprocess.Popen` raises one before calling it; a
+    direct call does not): the module's function is replaced by one that raises an event first."""
+    try:
+        import _posixsubprocess
+    except ImportError:  # not a POSIX system
+        return
+    import subprocess
+
+    original = _posixsubprocess.fork_exec
+
+    def fork_exec(*args: Any) -> Any:
+        sys.audit("_posixsubprocess.fork_exec", args[0] if args else None)
+        return original(*args)
+
+    _posixsubprocess.fork_exec = fork_exec
+    if hasattr(subprocess, "_fork_exec"):  # Python 3.12 on binds it by name
+        subprocess._fork_exec = fork_exec
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
@@ -270,7 +357,11 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     found = _judge(event, args, caller)
     if found is None:
         return
-    task, frame = found
+    _refuse(found[0], event, args, found[1])
+
+
+def _refuse(task: GuardedTask, event: str, args: tuple[Any, ...], frame: FrameType | None) -> None:
+    """Raise (and record) the refusal of `event`; with the consent flag, say so once instead."""
     refusal = CodeRunRefused(_message(task, event, args, frame))
     if task.confirmed:
         if not task.announced:
@@ -278,9 +369,20 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
             print(f"assay: {refusal}", file=sys.stderr)
         return
     task.refusals.append(refusal)
-    if _STATE.window is not task:  # outside its window nothing else may report it in time
-        print(f"assay: {refusal}", file=sys.stderr)
+    if _STATE.at_exit is not None or threading.current_thread() is not threading.main_thread():
+        print(f"assay: {refusal}", file=sys.stderr)  # the run reports it later, or never
     raise refusal
+
+
+def _task_here(caller: FrameType | None) -> GuardedTask | None:
+    """The guarded task whose Python the current thread runs at `caller`, if any."""
+    current = caller
+    while current is not None:
+        if (task := _task_of(current.f_code.co_filename)) is not None:
+            return task
+        current = current.f_back
+    state = _STATE
+    return state.active.get(threading.get_ident()) or state.at_exit
 
 
 def _judge(
@@ -302,7 +404,7 @@ def _judge(
             break
         current = current.f_back
     if task is None:
-        task = state.window or state.threads.get(threading.current_thread()) or state.at_exit
+        task = state.active.get(threading.get_ident()) or state.at_exit
         if task is None:
             return None
     if event in _PROCESS_EVENTS:
@@ -384,4 +486,6 @@ def _event_words(event: str, args: tuple[Any, ...]) -> str:
         return "build a code object (types.CodeType)"
     if event.startswith("marshal."):
         return f"load code with {event}"
+    if event == "atexit.register":
+        return f"register an exit handler that runs code ({shown(args[0])})"
     return f"call into C with ctypes ({event})"
