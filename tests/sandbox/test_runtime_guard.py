@@ -266,3 +266,67 @@ def test_an_exit_handler_the_task_registered_runs_guarded(tmp_path, case):
     assert done.returncode == code, done.stderr[-2000:]
     said = "register an exit handler that runs code" if code else "start a process (os.system"
     assert said in done.stderr, done.stderr[-2000:]
+
+
+def test_the_window_guards_only_the_task_and_what_it_starts(tmp_path):
+    """While a guarded task scores, assay's other threads (started before, by assay) still
+    start processes; and assay's sandbox, called from the task's own code, runs its program."""
+    import threading
+
+    folder = tmp_path / "t"
+    utils = textwrap.dedent(
+        """\
+        from assay.sandbox import Limits, SandboxPolicy, run_many
+
+        def score(doc, results):
+            [outcome] = run_many(["print('hi')"], Limits(timeout_s=30.0), SandboxPolicy("none"))
+            return {"ok": float(outcome.stdout.strip() == "hi")}
+        """
+    )
+    write_task(folder, "process_results: !function utils.score\n", utils)
+    config = Registry([folder], builtins=False).get("quiet")
+    assert config.process_results is not None
+    go, done, seen = threading.Event(), threading.Event(), []
+
+    def assay_worker() -> None:
+        go.wait(30)
+        seen.append(subprocess.run(["true"], check=False).returncode)
+        done.set()
+
+    worker = threading.Thread(target=assay_worker)
+    worker.start()
+    with scoring_window(config, confirmed=False):
+        go.set()
+        assert done.wait(30)
+        assert config.process_results({}, ["x"]) == {"ok": 1.0}
+    worker.join(30)
+    assert seen == [0]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_thread_started_after_the_window_from_the_tasks_code_is_watched(tmp_path, capsys):
+    """A threading.Timer built in process_results and started by the task's aggregation runs
+    os.system in a thread whose stack holds no frame of the task's files."""
+    marker, folder = tmp_path / "ran", tmp_path / "t"
+    utils = textwrap.dedent(
+        f"""\
+        import os, threading
+
+        RUN = {{"it": os.system}}
+        timers = []
+
+        def score(doc, results):
+            timers.append(threading.Timer(0.0, RUN["it"], [{f"touch {marker}"!r}]))
+            return {{"ok": 1.0}}
+
+        def agg(values):
+            timers[0].start()
+            timers[0].join()
+            return sum(values) / len(values)
+        """
+    )
+    extra = "metric_list:\n  - metric: ok\n    aggregation: !function utils.agg\n"
+    write_task(folder, "process_results: !function utils.score\n" + extra, utils)
+    assert _run(tmp_path, folder) == 2
+    assert not marker.exists()
+    assert "start a process (os.system" in capsys.readouterr().err

@@ -16,19 +16,23 @@ scores with Python of its own, that refuses while that task's Python runs
 - ctypes (foreign calls), except while a library imports.
 
 "While that task's Python runs" means: inside a scoring window (the pipeline opens one around
-a guarded task's filters and scoring, in every thread), in a frame of a file in the task's own
-folders (its generators, callbacks and methods, whenever they run), in a thread started during
-a window, and in exit-time and finalizer callbacks registered during one. A refused operation
-raises `CodeRunRefused` where it was called and is recorded: the window's end (and the end of the
-task) raises it even if the task's code caught it, so the run stops with exit code 2 and a
-message naming the task, file, line, and operation. With --confirm-run-unsafe-code the
-operation runs, and the run says so first.
+a guarded task's filters and scoring, in the thread that scores), in a frame of a file in the
+task's own folders (its generators, callbacks and methods, whenever they run), in a thread
+started from any of these (every thread start passes through the guard), and in exit-time and
+finalizer callbacks registered during a window; an exit handler that is itself a runner
+(`atexit.register(os.system, cmd)`) is refused as it registers. A refused operation raises
+`CodeRunRefused` where it was called and is recorded: the window's end (and the end of the task)
+raises it even if the task's code caught it, so the run stops with exit code 2 and a message
+naming the task, file, line, and operation. With --confirm-run-unsafe-code the operation
+runs, and the run says so first.
 
 Allowed on purpose: the standard library's class builders that exec source they write
 themselves (dataclasses, collections.namedtuple, typing, enum, ast.parse/literal_eval), imports
 of installed modules, and libraries that evaluate strings inside themselves (sympy's
 sympify: the guard does not judge what an installed library does with its arguments), and
-assay's own sandbox launching a program. docs/reliability.md gives the threat model.
+assay's own sandbox (`assay.sandbox`) running a program. CPython raises no event when
+`_posixsubprocess.fork_exec` is called directly; the guard wraps it to raise one.
+docs/reliability.md gives the threat model.
 """
 
 from __future__ import annotations
@@ -395,8 +399,8 @@ def _judge(
     current: FrameType | None = caller
     while current is not None:
         file = current.f_code.co_filename
-        if file.startswith(state.trusted) and event in _PROCESS_EVENTS:
-            return None  # assay's sandbox starting a program
+        if file.startswith(state.trusted):
+            return None  # assay's sandbox starting a program (and making itself non-dumpable)
         if file in _IMPORT_FILES:
             importing = True
         elif (task := _task_of(file)) is not None:
