@@ -197,7 +197,7 @@ def _running(task: GuardedTask) -> Iterator[None]:
         yield
     finally:
         if outer is None:
-            del _STATE.active[ident]
+            _STATE.active.pop(ident, None)
         else:
             _STATE.active[ident] = outer
 
