@@ -127,7 +127,8 @@ def test_with_the_flag_the_code_runs_after_a_notice(tmp_path, capsys):
     assert _run(tmp_path, folder, "--confirm-run-unsafe-code") == 0
     err = capsys.readouterr().err
     assert marker.exists()
-    assert err.count("runtime guard") == 1 and "task 'quiet'" in err
+    assert err.count("runtime guard saw") == 1 and "task 'quiet'" in err
+    assert "runs in this process, NOT in the sandbox" in err and "refused" not in err
 
 
 HONEST = textwrap.dedent(

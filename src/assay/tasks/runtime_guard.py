@@ -464,6 +464,13 @@ def _message(task: GuardedTask, event: str, args: tuple[Any, ...], frame: FrameT
             "in code the task started (a thread, callback or code object of its own; no frame "
             f"of its files is on the stack, thread {threading.current_thread().name!r})"
         )
+    if task.confirmed:
+        return (
+            f"{task.where}: the task's Python runs code of its own: it asked to {what} {at}, "
+            "which assay's runtime guard saw (its static scan of the task's files had not). "
+            "--confirm-run-unsafe-code lets it run: what it runs (model output included) runs "
+            "in this process, NOT in the sandbox: your files, network and keys in reach."
+        )
     return (
         f"{task.where}: the task's Python tried to {what} {at}, though the task does not "
         "declare unsafe_code; assay's runtime guard refused it (assay's static scan of the "
