@@ -95,6 +95,8 @@ class _State:
     tasks: dict[int, GuardedTask] = field(default_factory=dict)
     """By id() of the task's config (which `configs` keeps alive)."""
     configs: list[TaskConfig] = field(default_factory=list)
+    unguarded: dict[int, TaskConfig] = field(default_factory=dict)
+    """Tasks decided not to be guarded, by id() (kept alive so that no id is reused)."""
     unguarded_files: set[str] = field(default_factory=set)
     """Files of tasks that declare unsafe_code: consent covers them, even in a shared folder."""
     active: dict[int, GuardedTask] = field(default_factory=dict)
@@ -114,13 +116,13 @@ def guarded_task(config: TaskConfig, confirmed: bool) -> GuardedTask | None:
     """The guard's record of `config`, made (and the hook installed) the first time: None for a
     task that declares unsafe_code or has no Python of its own that sees model output."""
     state = _STATE
-    if (known := state.tasks.get(id(config))) is not None:
+    if (known := state.tasks.get(id(config))) is not None or id(config) in state.unguarded:
         return known
     files = own_files(config)
-    if config.unsafe_code:
-        state.unguarded_files.update(files)
-        return None
-    if not files and not _evaluate_metrics(config):
+    if config.unsafe_code or (not files and not _evaluate_metrics(config)):
+        if config.unsafe_code:
+            state.unguarded_files.update(files)
+        state.unguarded[id(config)] = config
         return None
     _install()
     folders = tuple(sorted({str(Path(f).parent) + os.sep for f in files} - _too_wide()))
