@@ -59,6 +59,7 @@ from assay.run.run_plan import plan_run
 from assay.run.settings import RunSettings
 from assay.run.shard import TaskStages
 from assay.tasks.registry import Resolved
+from assay.tasks.runtime_guard import raise_pending
 from assay.tasks.task import Task
 from assay.util.terminal import terminal_safe
 
@@ -261,6 +262,7 @@ class Evaluation:
                     roles = [judges.role(spec) for spec in self.plan.judges[plan.name]]
                     judging = TaskJudging(roles, self.plan.judged[plan.name])
                 record = self._run_task(plan, capabilities, cache, out, judging)
+                raise_pending()  # what the task's code tried outside its scoring (aggregation)
                 batch_sizes = task_batch_sizes(plan.name, record.stats.batch_sizes, cache)
                 results.add_task(record, batch_sizes)
                 if out:
@@ -341,6 +343,7 @@ class Evaluation:
             cache=cache,
             sandbox=self.plan.sandbox,
             judging=judging,
+            confirmed_unsafe_code=self.settings.confirm_run_unsafe_code,
         )
         progress = LiveProgress(
             task.name,

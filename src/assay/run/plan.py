@@ -70,7 +70,8 @@ def _check_own_code_runs(config: TaskConfig, confirmed: bool) -> None:
     if not confirmed:
         first = runs[0]
         raise ConfigError(
-            f"{config.where()}: its scoring code could run code itself "
+            f"{config.where()}: assay's static scan of the task's Python found that its "
+            "scoring code could run code itself "
             f"({', '.join(map(str, runs[:5]))}{' ...' if len(runs) > 5 else ''}; function "
             f"{first.function} in {first.file}), though the task does not declare unsafe_code: "
             "whatever it runs (model output included) would run in this process, with no "

@@ -27,6 +27,7 @@ from assay.run.plan import TaskPlan
 from assay.run.scoring import apply_filters, score
 from assay.sandbox import SandboxPolicy
 from assay.sandbox.policy import using as using_sandbox
+from assay.tasks.runtime_guard import scoring_window
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +42,9 @@ class TaskStages:
     """Where model-written code runs (agents' tools and code metrics)."""
     judging: TaskJudging | None = None
     """The task's judges (tasks with judge metrics)."""
+    confirmed_unsafe_code: bool = False
+    """--confirm-run-unsafe-code: the runtime guard announces what the task's Python runs
+    instead of refusing it."""
 
     def run(
         self, shard: Sequence[tuple[int, Doc]], progress: LiveProgress
@@ -67,12 +71,13 @@ class TaskStages:
         stats += follow_up_stats
         results = [DocResult.of(a, b) for a, b in zip(asked, answers, strict=True)]
         filters = plan.scorers.filters
-        filtered = apply_filters(results, filters)
+        with scoring_window(task.config, self.confirmed_unsafe_code):  # the task's own Python
+            filtered = apply_filters(results, filters)
         results = [replace(r, filtered=f) for r, f in zip(results, filtered, strict=True)]
         if self.judging is not None:
             judged = self.judging.judge(task.name, results, [f.name for f in filters])
             results = [replace(r, judged=j) for r, j in zip(results, judged, strict=True)]
-        with using_sandbox(self.sandbox):
+        with using_sandbox(self.sandbox), scoring_window(task.config, self.confirmed_unsafe_code):
             scored = score(results, task.config, plan.scorers.metrics, filters)
         results = [
             replace(r, values=s.values, executions=s.executions)

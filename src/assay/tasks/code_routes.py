@@ -356,7 +356,8 @@ def describe(name: str, route: CodeRoute, where: str) -> str:
             f"({files}) runs in this process."
         )
     how = (
-        f"may run code itself ({', '.join(route.runs_code[:5])}), so assay cannot show that "
+        f"may run code itself ({', '.join(route.runs_code[:5])}: found by assay's static "
+        "scan of its files), so assay cannot show that "
         "every model-written program goes to its sandbox: treat them as running"
         if route.runs_code
         else "runs model-written code its own way, not through code_eval, so"

@@ -1,0 +1,504 @@
+"""The runtime guard: a task that does not declare `unsafe_code` runs no code of its own.
+
+`code_routes.runs_code_itself` reads a task's scoring Python before any doc loads; a spelling
+it cannot read (`operator.methodcaller("system", ...)`, `timeit.timeit(source)`,
+`pkgutil.resolve_name("os:system")`, a default argument holding `os.system` ...) still reaches
+one of a few operations that CPython reports to audit hooks (PEP 578). This guard is the second
+line: an audit hook, installed once per process the first time a task without `unsafe_code`
+scores with Python of its own, that refuses while that task's Python runs
+
+- a new process: os.system, os.exec*, os.spawn*, os.fork, os.posix_spawn, subprocess (and so
+  asyncio's subprocesses, pty.spawn, multiprocessing);
+- Python compiled or run from data: compile/exec/eval of a string, marshal, a code object
+  built by hand (types.CodeType), wherever the call comes from: the task's own file, or the
+  standard library's runners of source text (timeit, doctest, cProfile, pdb, code, runpy ...);
+  an import of a module file written since the guard started;
+- ctypes (foreign calls), except while a library imports.
+
+"While that task's Python runs" means: inside a scoring window (the pipeline opens one around
+a guarded task's filters and scoring, in the thread that scores), in a frame of a file in the
+task's own folders (its generators, callbacks and methods, whenever they run), in a thread
+started from any of these (every thread start passes through the guard), and in exit-time and
+finalizer callbacks registered during a window; an exit handler that is itself a runner
+(`atexit.register(os.system, cmd)`) is refused as it registers. A refused operation raises
+`CodeRunRefused` where it was called and is recorded: the window's end (and the end of the task)
+raises it even if the task's code caught it, so the run stops with exit code 2 and a message
+naming the task, file, line, and operation. With --confirm-run-unsafe-code the operation
+runs, and the run says so first.
+
+Allowed on purpose: the standard library's class builders that exec source they write
+themselves (dataclasses, collections.namedtuple, typing, enum, ast.parse/literal_eval), imports
+of installed modules, and libraries that evaluate strings inside themselves (sympy's
+sympify: the guard does not judge what an installed library does with its arguments), and
+assay's own sandbox (`assay.sandbox`) running a program. CPython raises no event when
+`_posixsubprocess.fork_exec` is called directly; the guard wraps it to raise one.
+docs/reliability.md gives the threat model.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, MethodType
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.tasks.config import MetricSpec, TaskConfig
+
+
+class CodeRunRefused(ConfigError):
+    """A task without `unsafe_code` ran code of its own (a process, exec of a string, ctypes)."""
+
+
+@dataclass(eq=False)
+class GuardedTask:
+    """A task whose own Python the guard watches."""
+
+    name: str
+    where: str
+    """The task's file and name, as errors give them."""
+    folders: tuple[str, ...]
+    """The folders of its own Python files (with a trailing separator)."""
+    confirmed: bool
+    """--confirm-run-unsafe-code: refused operations run, with a notice."""
+    refusals: list[CodeRunRefused] = field(default_factory=list)
+    announced: bool = False
+
+
+_PROCESS_EVENTS = frozenset(
+    {"os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty",
+     "os.startfile", "subprocess.Popen", "_posixsubprocess.fork_exec",
+     "cpython.PyInterpreterState_New"}
+)  # fmt: skip
+"""A new process, or a new interpreter in this one (whose own hooks start empty)."""
+_CODE_EVENTS = frozenset({"compile", "exec", "marshal.loads", "marshal.load", "code.__new__"})
+_WATCHED = _PROCESS_EVENTS | _CODE_EVENTS
+
+_IMPORT_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
+_CLASS_BUILDERS = frozenset({"dataclasses", "collections", "typing", "enum", "ast"})
+"""Standard-library modules that compile source they write themselves, from names they check
+(identifiers), or only parse it (ast)."""
+
+
+@dataclass
+class _State:
+    """The process's guard: which tasks it watches and what is open now."""
+
+    installed_at: float = 0.0
+    tasks: dict[int, GuardedTask] = field(default_factory=dict)
+    """By id() of the task's config (which `configs` keeps alive)."""
+    configs: list[TaskConfig] = field(default_factory=list)
+    unguarded: dict[int, TaskConfig] = field(default_factory=dict)
+    """Tasks decided not to be guarded, by id() (kept alive so that no id is reused)."""
+    unguarded_files: set[str] = field(default_factory=set)
+    """Files of tasks that declare unsafe_code: consent covers them, even in a shared folder."""
+    active: dict[int, GuardedTask] = field(default_factory=dict)
+    """By thread ident: the task whose Python that thread runs now (its scoring window, a thread
+    it started, a callback it registered)."""
+    at_exit: GuardedTask | None = None
+    library_roots: tuple[str, ...] = ()
+    stdlib: str = ""
+    trusted: tuple[str, ...] = ()
+    """assay's sandbox package: it launches programs on purpose."""
+
+
+_STATE = _State()
+
+
+def guarded_task(config: TaskConfig, confirmed: bool) -> GuardedTask | None:
+    """The guard's record of `config`, made (and the hook installed) the first time: None for a
+    task that declares unsafe_code or has no Python of its own that sees model output."""
+    state = _STATE
+    if (known := state.tasks.get(id(config))) is not None or id(config) in state.unguarded:
+        return known
+    files = own_files(config)
+    if config.unsafe_code or (not files and not _evaluate_metrics(config)):
+        if config.unsafe_code:
+            state.unguarded_files.update(files)
+        state.unguarded[id(config)] = config
+        return None
+    _install()
+    folders = tuple(sorted({str(Path(f).parent) + os.sep for f in files} - _too_wide()))
+    task = GuardedTask(config.name, config.where(), folders, confirmed)
+    state.tasks[id(config)] = task
+    state.configs.append(config)
+    return task
+
+
+def own_files(config: TaskConfig) -> list[str]:
+    """The files of the task's own Python that sees model output: process_results, metric and
+    custom filter functions (and an lm-eval class task's class)."""
+    roots: list[Any] = []
+    if config.process_results is not None:
+        roots.append(config.process_results)
+    roots += [s.function for s in config.metrics if isinstance(s, MetricSpec) and s.function]
+    for _, steps in config.filters:
+        for _, kwargs in steps:
+            roots += [v for v in (kwargs or {}).values() if callable(v)]
+    files = []
+    for root in roots:
+        owner = getattr(root, "__self__", None) if isinstance(root, MethodType) else None
+        if owner is not None and isinstance(getattr(owner, "cls", None), type):
+            root = owner.cls  # assay's adapter for an lm-eval class task: the class is the task's
+        module = sys.modules.get(getattr(root, "__module__", "") or "")
+        if (module is not None and module.__name__.startswith("assay.")) or module is None:
+            continue
+        code = getattr(getattr(root, "__func__", root), "__code__", None)
+        file = code.co_filename if code is not None else getattr(module, "__file__", None)
+        if file:
+            files.append(str(file))
+    return files
+
+
+def _evaluate_metrics(config: TaskConfig) -> bool:
+    return any(isinstance(s, MetricSpec) and s.hf_evaluate for s in config.metrics)
+
+
+def _too_wide() -> set[str]:
+    """Folders that hold assay or the installed packages: never a task's own folder."""
+    return {os.path.join(root, "") for root in _STATE.library_roots} | {
+        os.path.join(str(p), "") for p in Path(_STATE.trusted[0]).parents
+    }
+
+
+@contextmanager
+def scoring_window(config: TaskConfig, confirmed: bool) -> Iterator[None]:
+    """While the body runs (a guarded task's filters or scoring), the task's Python may run no
+    code of its own; a refusal is raised at the end even if the task's code caught it."""
+    task = guarded_task(config, confirmed)
+    if task is None:
+        yield
+        return
+    finalizers = set(weakref.finalize._registry)  # type: ignore[attr-defined]
+    exit_handlers = _exit_handlers()
+    with _running(task):
+        try:
+            yield
+        finally:
+            _guard_finalizers(finalizers, task)
+            if _exit_handlers() > exit_handlers:
+                _guard_exit(task)
+            if task.refusals:  # even when the task's code caught it, or turned it into another
+                raise _first(task) from None
+
+
+@contextmanager
+def _running(task: GuardedTask) -> Iterator[None]:
+    """The calling thread runs `task`'s Python while the body runs."""
+    ident = threading.get_ident()
+    outer = _STATE.active.get(ident)
+    _STATE.active[ident] = task
+    try:
+        yield
+    finally:
+        if outer is None:
+            _STATE.active.pop(ident, None)
+        else:
+            _STATE.active[ident] = outer
+
+
+def raise_pending() -> None:
+    """Raise the first refusal a guarded task met outside its scoring windows (a thread, an
+    exit or finalizer callback, its aggregation), if any."""
+    for task in _STATE.tasks.values():
+        if task.refusals:
+            raise _first(task)
+
+
+def _first(task: GuardedTask) -> CodeRunRefused:
+    """The task's first refusal, reported once (the list empties)."""
+    first = task.refusals[0]
+    task.refusals.clear()
+    return first
+
+
+def _exit_handlers() -> int:
+    import atexit
+
+    return int(atexit._ncallbacks())
+
+
+def _guard_finalizers(before: set[Any], task: GuardedTask) -> None:
+    """weakref.finalize callbacks the task registered run inside its window when they fire."""
+    registry = weakref.finalize._registry  # type: ignore[attr-defined]
+    for key in set(registry) - before:
+        info = registry[key]
+        info.func = _in_window(info.func, task)
+
+
+def _in_window(func: Any, task: GuardedTask) -> Any:
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        with _running(task):
+            return func(*args, **kwargs)
+
+    return guarded
+
+
+def _guard_exit(task: GuardedTask) -> None:
+    """atexit runs callbacks last-registered first: one registered now runs before the task's,
+    and keeps the task's window open for them."""
+    import atexit
+
+    def open_for_exit() -> None:
+        _STATE.at_exit = task
+
+    atexit.register(open_for_exit)
+
+
+def _install() -> None:
+    state = _STATE
+    if state.installed_at:
+        return
+    import site
+    import sysconfig
+
+    import assay.sandbox
+
+    paths = sysconfig.get_paths()
+    roots = {paths["purelib"], paths["platlib"], *site.getsitepackages()}
+    if site.ENABLE_USER_SITE and site.getusersitepackages():
+        roots.add(site.getusersitepackages())
+    assay_root = str(Path(assay.sandbox.__file__).parent.parent)
+    state.library_roots = tuple(sorted(os.path.join(r, "") for r in {*roots, assay_root}))
+    state.stdlib = os.path.join(paths["stdlib"], "")
+    state.trusted = (os.path.join(str(Path(assay.sandbox.__file__).parent), ""),)
+    state.installed_at = time.time()
+    sys.addaudithook(_hook)
+    _audit_fork_exec()
+    _follow_threads()
+    _check_exit_handlers()
+
+
+def _follow_threads() -> None:
+    """A thread started while a guarded task's Python runs runs that task's Python too (a
+    `Thread(target=os.system)` has no frame of the task's files): every way Python starts a
+    thread passes its function through here first."""
+    import _thread
+
+    for module in (_thread, threading):
+        for name in ("start_new_thread", "_start_new_thread", "start_joinable_thread",
+                     "_start_joinable_thread"):  # fmt: skip
+            original = getattr(module, name, None)
+            if original is not None and not hasattr(original, "__wrapped__"):
+                setattr(module, name, _starting_threads(original))
+
+
+def _starting_threads(original: Any) -> Any:
+    def start(function: Any, *args: Any, **kwargs: Any) -> Any:
+        task = _task_here(sys._getframe(1))
+        if task is not None:
+            function = _in_window(function, task)
+        return original(function, *args, **kwargs)
+
+    start.__wrapped__ = original  # type: ignore[attr-defined]
+    return start
+
+
+def _check_exit_handlers() -> None:
+    """An exit handler that is itself a runner (atexit.register(os.system, cmd)) is refused
+    when registered, inside the window, so the run stops with exit code 2: at exit a refusal can
+    only be printed. Any other handler a guarded task registers runs guarded (`_guard_exit`)."""
+    import atexit
+
+    original = atexit.register
+    if hasattr(original, "__wrapped__"):
+        return
+
+    def register(function: Any, *args: Any, **kwargs: Any) -> Any:
+        task = _task_here(sys._getframe(1))
+        if task is not None and _runs_code(function):
+            _refuse(task, "atexit.register", (function,), None)
+        return original(function, *args, **kwargs)
+
+    register.__wrapped__ = original  # type: ignore[attr-defined]
+    atexit.register = register  # type: ignore[assignment]
+
+
+def _runs_code(function: Any) -> bool:
+    """Whether `function` (or what a functools.partial wraps) is a function that runs code."""
+    import functools
+
+    from assay.tasks.code_routes import _runner
+
+    while isinstance(function, functools.partial):
+        function = function.func
+    return _runner(function, getattr(function, "__name__", "")) is not None
+
+
+def _audit_fork_exec() -> None:
+    """CPython raises no audit event in `_posixsubprocess.fork_exec`, which starts every
+    subprocess and multiprocessing child (`subprocess.Popen` raises one before calling it; a
+    direct call does not): the module's function is replaced by one that raises an event first."""
+    try:
+        import _posixsubprocess
+    except ImportError:  # not a POSIX system
+        return
+    import subprocess
+
+    original = _posixsubprocess.fork_exec
+
+    def fork_exec(*args: Any) -> Any:
+        sys.audit("_posixsubprocess.fork_exec", args[0] if args else None)
+        return original(*args)
+
+    _posixsubprocess.fork_exec = fork_exec
+    if hasattr(subprocess, "_fork_exec"):  # Python 3.12 on binds it by name
+        subprocess._fork_exec = fork_exec
+
+
+def _hook(event: str, args: tuple[Any, ...]) -> None:
+    if event not in _WATCHED and not event.startswith("ctypes."):
+        return
+    try:
+        caller: FrameType | None = sys._getframe(1)
+    except ValueError:  # called from C with no Python frame (an atexit builtin, a finalizer)
+        caller = None
+    found = _judge(event, args, caller)
+    if found is None:
+        return
+    _refuse(found[0], event, args, found[1])
+
+
+def _refuse(task: GuardedTask, event: str, args: tuple[Any, ...], frame: FrameType | None) -> None:
+    """Raise (and record) the refusal of `event`; with the consent flag, say so once instead."""
+    refusal = CodeRunRefused(_message(task, event, args, frame))
+    if task.confirmed:
+        if not task.announced:
+            task.announced = True
+            print(f"assay: {refusal}", file=sys.stderr)
+        return
+    task.refusals.append(refusal)
+    if _STATE.at_exit is not None or threading.current_thread() is not threading.main_thread():
+        print(f"assay: {refusal}", file=sys.stderr)  # the run reports it later, or never
+    raise refusal
+
+
+def _task_here(caller: FrameType | None) -> GuardedTask | None:
+    """The guarded task whose Python the current thread runs at `caller`, if any."""
+    current = caller
+    while current is not None:
+        if (task := _task_of(current.f_code.co_filename)) is not None:
+            return task
+        current = current.f_back
+    state = _STATE
+    return state.active.get(threading.get_ident()) or state.at_exit
+
+
+def _judge(
+    event: str, args: tuple[Any, ...], caller: FrameType | None
+) -> tuple[GuardedTask, FrameType | None] | None:
+    """The guarded task whose Python asks for `event`, and its innermost frame; None when the
+    event is allowed."""
+    state = _STATE
+    task, frame, importing = None, None, False
+    current: FrameType | None = caller
+    while current is not None:
+        file = current.f_code.co_filename
+        if file.startswith(state.trusted):
+            return None  # assay's sandbox starting a program (and making itself non-dumpable)
+        if file in _IMPORT_FILES:
+            importing = True
+        elif (task := _task_of(file)) is not None:
+            frame = current
+            break
+        current = current.f_back
+    if task is None:
+        task = state.active.get(threading.get_ident()) or state.at_exit
+        if task is None:
+            return None
+    if event in _PROCESS_EVENTS:
+        return task, frame
+    if event.startswith("ctypes."):
+        return None if importing else (task, frame)
+    return None if caller and _allowed_code(event, args, caller) else (task, frame)
+
+
+def _task_of(file: str) -> GuardedTask | None:
+    state = _STATE
+    if file in state.unguarded_files:
+        return None
+    for task in state.tasks.values():
+        if file.startswith(task.folders):
+            return task
+    return None
+
+
+def _allowed_code(event: str, args: tuple[Any, ...], caller: FrameType) -> bool:
+    """Whether compiling or running code here is an import, a class builder's, or an installed
+    library's own (see the module's docstring)."""
+    state = _STATE
+    file = caller.f_code.co_filename
+    if file in _IMPORT_FILES:
+        if event != "compile":
+            return True
+        path = args[1] if len(args) > 1 else None
+        return _written_before(path, state.installed_at)
+    if _task_of(file) is not None:
+        return False
+    if file.startswith(state.library_roots):
+        return True
+    module = caller.f_globals.get("__name__", "")
+    return file.startswith(state.stdlib) and module in _CLASS_BUILDERS
+
+
+def _written_before(path: Any, moment: float) -> bool:
+    """Whether `path` names a file last written before `moment` (an installed module, not one
+    the task's code wrote since)."""
+    try:
+        return os.stat(os.fsdecode(path)).st_mtime < moment
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def _message(task: GuardedTask, event: str, args: tuple[Any, ...], frame: FrameType | None) -> str:
+    what = _event_words(event, args)
+    if frame is not None:
+        at = f"at {frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_qualname}()"
+    else:
+        at = (
+            "in code the task started (a thread, callback or code object of its own; no frame "
+            f"of its files is on the stack, thread {threading.current_thread().name!r})"
+        )
+    if task.confirmed:
+        return (
+            f"{task.where}: the task's Python runs code of its own: it asked to {what} {at}, "
+            "which assay's runtime guard saw (its static scan of the task's files had not). "
+            "--confirm-run-unsafe-code lets it run: what it runs (model output included) runs "
+            "in this process, NOT in the sandbox: your files, network and keys in reach."
+        )
+    return (
+        f"{task.where}: the task's Python tried to {what} {at}, though the task does not "
+        "declare unsafe_code; assay's runtime guard refused it (assay's static scan of the "
+        "task's files had not found it). Whatever it runs (model output included) would run in "
+        "this process, with no sandbox: your files, network and keys in reach. If you trust "
+        "the task's code, declare `unsafe_code: true` in its YAML or pass "
+        "--confirm-run-unsafe-code; the run then says that model-written code runs in this "
+        "process."
+    )
+
+
+def _event_words(event: str, args: tuple[Any, ...]) -> str:
+    def shown(value: Any) -> str:
+        text = repr(value)
+        return text if len(text) <= 80 else text[:77] + "..."
+
+    if event in _PROCESS_EVENTS:
+        return f"start a process ({event} {', '.join(shown(a) for a in args[:2])})"
+    if event == "compile":
+        return f"compile Python source ({shown(args[0])}, {shown(args[1])})"
+    if event == "exec":
+        return f"run a code object ({shown(args[0])})"
+    if event == "code.__new__":
+        return "build a code object (types.CodeType)"
+    if event.startswith("marshal."):
+        return f"load code with {event}"
+    if event == "atexit.register":
+        return f"register an exit handler that runs code ({shown(args[0])})"
+    return f"call into C with ctypes ({event})"
