@@ -19,6 +19,7 @@ import argparse
 import datetime
 import gzip
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -109,6 +110,7 @@ def measure(model: str, device: str, docs: int, repeats: int) -> dict[str, Any]:
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "measured": datetime.date.today().isoformat(),
+        "machine": f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end",
     }
 
 
@@ -129,6 +131,7 @@ def main() -> None:
             f"({row['per_choice_tokens']:,} tokens); CPU {row['context_once_cpu_seconds']:.3f} / "
             f"{row['per_choice_cpu_seconds']:.3f} s: {way}"
         )
+    print(json.dumps(rows, indent=1))
     if args.write:
         table = json.loads(TABLE.read_text(encoding="utf-8"))
         kept = [r for r in table["rows"] if r["device"] != args.device]

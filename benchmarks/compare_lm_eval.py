@@ -309,7 +309,7 @@ def phases(timings: dict, wall: float) -> dict[str, float | None]:
         "between requests (streamed metrics, samples)": last - first - requests,
         "after the last request": end - last - timings["write"],
         "  writing results and samples": timings["write"],
-        "interpreter start and exit": wall - end,
+        "interpreter start, exit and teardown": wall - end,
         "whole run": wall,
     }
 

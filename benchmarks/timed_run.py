@@ -12,7 +12,8 @@ exit, a JSON of events (seconds since this script started) and counters:
   them; `forward`: inside the model's forward during requests; `forward_calls`.
 - `tokens_padded` / `tokens_real`: token positions of those forward calls' input ids (rows times
   width), and the real ones (assay's rows before padding; lm-eval: not known, so padded).
-- `write`: seconds writing the results and samples files; `end`: when the run returned.
+- `write`: seconds writing the results and samples files; `end`: when the tool's command
+  returned (what follows is its exit: atexit handlers, interpreter teardown).
 - `floor` (with --floor, assay only): after the run, in the same process and with the torch
   thread count each call ran with, bare `model(input_ids)` passes over the very input ids of
   every forward call the requests made, without masks, caches or pruning: the raw-forward time
@@ -128,10 +129,17 @@ def _patch_assay_score(module: Any) -> None:
     module.Scorer._run_rows = run_rows
 
 
+def _in_requests(key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, adding its duration to EVENTS[key] when a request called it (planning also counts
+    tokens)."""
+    timed = _add(key, fn)
+    return lambda *args, **kwargs: (timed if _IN_REQUEST[0] else fn)(*args, **kwargs)
+
+
 def _patch_assay_tokens(module: Any) -> None:
     cls = module.TokenizerView
     for name in ("encode", "encode_pairs", "encode_prompts"):
-        setattr(cls, name, _add("encode", getattr(cls, name)))
+        setattr(cls, name, _in_requests("encode", getattr(cls, name)))
 
 
 def _patch_assay_writer(module: Any) -> None:
@@ -214,7 +222,7 @@ def _replay_floor() -> None:
 
 
 def _write(path: str) -> None:
-    EVENTS["end"] = _now()
+    EVENTS.setdefault("end", _now())
     if _FLOOR and _REPLAY:
         _IN_REQUEST[0] = 0  # the replay is not a request
         _replay_floor()
@@ -235,11 +243,14 @@ def main() -> None:
     if which == "assay":
         from assay.cli import main as run
 
-        sys.exit(run(args))
+        code = run(args)
+        EVENTS["end"] = _now()
+        sys.exit(code)
     sys.argv = ["lm_eval", *args]
     from lm_eval.__main__ import cli_evaluate
 
     cli_evaluate()
+    EVENTS["end"] = _now()
 
 
 if __name__ == "__main__":
