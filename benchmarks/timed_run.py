@@ -31,6 +31,7 @@ import importlib.abc
 import importlib.util
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -46,7 +47,8 @@ EVENTS: dict[str, Any] = {
     "write": 0.0,
     "waited": 0.0,
 }
-_IN_REQUEST = [0]
+_LOCAL = threading.local()
+"""`depth`: request methods running in this thread (planning may run in another meanwhile)."""
 _REPLAY: list[tuple[Any, int]] = []
 _MODELS: list[Any] = []
 
@@ -68,16 +70,20 @@ def _add(key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return timed
 
 
+def _depth() -> int:
+    return getattr(_LOCAL, "depth", 0)
+
+
 def _request(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A backend request method: first/last request times and time inside requests."""
 
     def timed(*args: Any, **kwargs: Any) -> Any:
         EVENTS.setdefault("first_request", _now())
-        _IN_REQUEST[0] += 1
+        _LOCAL.depth = _depth() + 1
         try:
             return _add("requests", fn)(*args, **kwargs)
         finally:
-            _IN_REQUEST[0] -= 1
+            _LOCAL.depth -= 1
             EVENTS["last_request_end"] = _now()
 
     return timed
@@ -95,7 +101,7 @@ def _loading(fn: Callable[..., Any]) -> Callable[..., Any]:
         inner = model.forward
 
         def forward(*f_args: Any, **f_kwargs: Any) -> Any:
-            if not _IN_REQUEST[0]:
+            if not _depth():
                 return inner(*f_args, **f_kwargs)
             import torch
 
@@ -133,7 +139,7 @@ def _in_requests(key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn`, adding its duration to EVENTS[key] when a request called it (planning also counts
     tokens)."""
     timed = _add(key, fn)
-    return lambda *args, **kwargs: (timed if _IN_REQUEST[0] else fn)(*args, **kwargs)
+    return lambda *args, **kwargs: (timed if _depth() else fn)(*args, **kwargs)
 
 
 def _patch_assay_tokens(module: Any) -> None:
@@ -224,7 +230,7 @@ def _replay_floor() -> None:
 def _write(path: str) -> None:
     EVENTS.setdefault("end", _now())
     if _FLOOR and _REPLAY:
-        _IN_REQUEST[0] = 0  # the replay is not a request
+        _LOCAL.depth = 0  # the replay is not a request
         _replay_floor()
     with open(path, "w") as handle:
         json.dump(EVENTS, handle, indent=1)
