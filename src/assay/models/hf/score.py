@@ -221,13 +221,23 @@ class Scorer:
         lists of their indices in `work`: contexts with two or more multi-token continuations
         (after the same cross-doc prefix), the only place the two ways compute different
         tokens."""
-        by_context: dict[tuple, list[int]] = {}
+        # A cheap key first (length and last tokens): whole contexts are compared only where it
+        # is shared, so a call of long distinct contexts (rolling windows) costs little.
+        rough: dict[tuple, list[int]] = {}
         for k, ((i, context, continuation), (prefix, length)) in enumerate(work):
             if len(continuation) > 1:
                 extra = extras[i] if extras else None
-                key = (id(prefix), length, extra.key if extra is not None else None, tuple(context))
-                by_context.setdefault(key, []).append(k)
-        return [members for members in by_context.values() if len(members) > 1]
+                key = (id(prefix), length, extra.key if extra is not None else None)
+                rough.setdefault((*key, len(context), tuple(context[-8:])), []).append(k)
+        docs: list[list[int]] = []
+        for members in rough.values():
+            if len(members) < 2:
+                continue
+            by_context: dict[tuple, list[int]] = {}
+            for k in members:
+                by_context.setdefault(tuple(work[k][0][1]), []).append(k)
+            docs += [same for same in by_context.values() if len(same) > 1]
+        return sorted(docs)
 
     def _measure_packing(
         self,
