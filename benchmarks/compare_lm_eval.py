@@ -1,30 +1,37 @@
 """The transformers backend side by side with lm-eval's: speed, memory and parity of the numbers.
 
     .venv/bin/python benchmarks/compare_lm_eval.py [--rounds 3] [--cases hellaswag,gsm8k]
-        [--lmeval-python ../lmeval-venv/bin/python] [--no-limit-figure] [--limit-docs 100]
+        [--lmeval-python ../lmeval-venv/bin/python] [--no-floor] [--shared ../shared]
 
 Cases (settings of the peer figures):
 - hellaswag: benchmarks/tasks/hellaswag.yaml, first 300 docs, zero-shot, llama-38m, float32,
-  batch size 16. Target: assay <= 0.5x lm-eval's wall time (aim 0.35x); per-choice
+  batch size 16. Target: assay <= 0.4x lm-eval's wall time (aim 0.35x); per-choice
   loglikelihoods within 1e-3 of lm-eval's; identical acc and acc_norm.
 - gsm8k: benchmarks/tasks/gsm8k.yaml, first 40 test docs, 5-shot, greedy, llama-2m, batch size 8,
   max_gen_toks 32. Target: <= 0.7x; >= 95% identical generations; exact_match differing on at
   most one doc.
 - mmlu_shaped: benchmarks/tasks/hellaswag_mmlu.yaml, an MMLU-shaped task (constant description,
   5-shot first_n, lettered choices, ~600 tokens shared by every doc), first 200 docs, llama-38m,
-  batch size 16. Target: <= 0.25x; identical request arguments; loglikelihoods within 1e-3;
+  batch size 16. Target: <= 0.2x; identical request arguments; loglikelihoods within 1e-3;
   identical acc. assay also runs with prefix_cache=false: the speed-up of prefix reuse.
 - mmlu_builtin: the built-in mmlu subject tasks over local MMLU-shaped rows
   (benchmarks/tasks/mmlu_local.py: 4 subjects x 50 docs, 5-shot), assay with and without
   prefix reuse (lm-eval has no local copy of these rows): the speed-up on the real MMLU prompts.
 
 Each command runs as a whole (`assay run` from the project venv, `python -m lm_eval` from the
-side venv when it exists), rounds interleaved, median reported: wall time, docs/s and the peak
-RSS of the process tree. Parity is read from both samples files.
+side venv when it exists) through benchmarks/timed_run.py, rounds interleaved, median reported:
+wall and CPU time, docs/s, the peak RSS of the process tree and the machine's load average (other
+jobs on the cores move wall time most: compare ratios, and prefer CPU time).
 
-The physical-limit figure loads the backend in this process, scores the HellaSwag requests, then
-times plain `model(input_ids)` forward passes over exactly the token rows the backend ran: how
-close assay's scoring comes to the model's raw throughput (target >= 90%).
+The floor, per case: the token positions each tool's forward passes computed (padded rows; assay
+also before padding), where each tool's time goes (start-up to the first request, the model load,
+tokenization, forward passes, scoring around them, work between and after requests, writing),
+and, from one extra assay run per case (not timed with the rounds), the raw-forward floor: bare
+`model(input_ids)` passes in the same process over exactly the input ids assay's requests ran,
+with the thread count each ran with. Parity is read from both samples files.
+
+The task YAMLs read ../shared/data relative to the directory the commands run in: the repository
+root when ../shared exists beside it, else a temporary directory beside a link to --shared.
 
 Models are built with benchmarks/build_models.py when missing. Figures from a shared machine
 vary; compare ratios measured in one run.
@@ -33,6 +40,7 @@ vary; compare ratios measured in one run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -41,26 +49,26 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "benchmarks" / ".models"
 TASKS = ROOT / "benchmarks" / "tasks"
-ASSAY = ROOT / ".venv" / "bin" / "assay"
+TIMED_RUN = ROOT / "benchmarks" / "timed_run.py"
 DEFAULT_LMEVAL_PYTHON = ROOT.parent / "lmeval-venv" / "bin" / "python"
 
-# Runs a command and reports its wall time and the peak RSS of its process tree (children that
-# were waited for), so both harnesses are measured by the same code.
+# Runs a command and reports its wall time, CPU time and the peak RSS of its process tree
+# (children that were waited for), so both harnesses are measured by the same code.
 _MEASURE = """
-import json, resource, subprocess, sys, time
+import json, os, resource, subprocess, sys, time
 start = time.perf_counter()
 code = subprocess.call(sys.argv[2:], stdout=open(sys.argv[1], "w"), stderr=subprocess.STDOUT)
 seconds = time.perf_counter() - start
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 cpu = usage.ru_utime + usage.ru_stime
-print(json.dumps({"code": code, "seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": usage.ru_maxrss / 1024}))
+print(json.dumps({"code": code, "seconds": seconds, "cpu_seconds": cpu,
+                  "peak_rss_mb": usage.ru_maxrss / 1024, "load": os.getloadavg()[0]}))
 """
 
 
@@ -84,10 +92,10 @@ _MMLU_LOCAL = ",".join(
 )
 
 CASES = {
-    "hellaswag": Case("hellaswag", "hellaswag_local", "llama-38m", 300, 16, 0.5, 0.35),
+    "hellaswag": Case("hellaswag", "hellaswag_local", "llama-38m", 300, 16, 0.4, 0.35),
     "gsm8k": Case("gsm8k", "gsm8k_local", "llama-2m", 40, 8, 0.7, 0.7),
     "mmlu_shaped": Case(
-        "mmlu_shaped", "hellaswag_mmlu_local", "llama-38m", 200, 16, 0.25, 0.25, True
+        "mmlu_shaped", "hellaswag_mmlu_local", "llama-38m", 200, 16, 0.2, 0.2, True
     ),
     "mmlu_builtin": Case(
         "mmlu_builtin",
@@ -110,6 +118,12 @@ class Run:
     cpu_seconds: float
     peak_rss_mb: float
     out: Path
+    load: float
+    """The machine's 1-minute load average when the command ended."""
+
+    def timings(self) -> dict:
+        """What benchmarks/timed_run.py recorded for this run."""
+        return json.loads((self.out / "timings.json").read_text())
 
 
 @dataclass
@@ -120,14 +134,18 @@ class Side:
         return statistics.median(getattr(r, attr) for r in self.runs)
 
 
-def assay_command(case: Case, out: Path, prefix_cache: bool = True) -> list[str]:
+def assay_command(
+    case: Case, out: Path, prefix_cache: bool = True, floor: bool = False
+) -> list[str]:
     model_args = f"pretrained={MODELS / case.model},dtype=float32"
     if not prefix_cache:
         model_args += ",prefix_cache=false"
     # --limit is per task: the built-in MMLU case spreads its docs over its subjects.
     limit = case.docs // len(case.task.split(","))
+    timed = [sys.executable, str(TIMED_RUN), str(out / "timings.json"), "assay"]
     return [
-        str(ASSAY), "run", "--model", "hf", "--model-args", model_args,
+        *timed, *(["--floor"] if floor else []), "--",
+        "run", "--model", "hf", "--model-args", model_args,
         "--tasks", case.task, "--include-path", str(TASKS), "--limit", str(limit),
         "--batch-size", str(case.batch_size), "--output-dir", str(out), "--log-samples",
         "--no-cache", "--no-progress", *case.assay_flags,
@@ -137,19 +155,20 @@ def assay_command(case: Case, out: Path, prefix_cache: bool = True) -> list[str]
 def lmeval_command(python: Path, case: Case, out: Path) -> list[str]:
     model_args = f"pretrained={MODELS / case.model},dtype=float32"
     return [
-        str(python), "-m", "lm_eval", "--model", "hf", "--model_args", model_args,
+        str(python), str(TIMED_RUN), str(out / "timings.json"), "lm-eval", "--",
+        "--model", "hf", "--model_args", model_args,
         "--tasks", case.task, "--include_path", str(TASKS), "--limit", str(case.docs),
         "--batch_size", str(case.batch_size), "--output_path", str(out), "--log_samples",
     ]  # fmt: skip
 
 
-def measure(command: list[str], out: Path) -> Run:
+def measure(command: list[str], out: Path, cwd: Path) -> Run:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "command.log"
-    # data_files in the task YAMLs are relative to the repository root, for both harnesses.
+    # data_files in the task YAMLs are relative to the working directory, for both harnesses.
     done = subprocess.run(
         [sys.executable, "-c", _MEASURE, str(log), *command],
-        cwd=ROOT,
+        cwd=cwd,
         capture_output=True,
         text=True,
         check=True,
@@ -160,7 +179,7 @@ def measure(command: list[str], out: Path) -> Run:
     report = json.loads(done.stdout)
     if report["code"] != 0:
         sys.exit(f"command failed ({report['code']}): {' '.join(command)}\nsee {log}")
-    return Run(report["seconds"], report["cpu_seconds"], report["peak_rss_mb"], out)
+    return Run(report["seconds"], report["cpu_seconds"], report["peak_rss_mb"], out, report["load"])
 
 
 def samples(out: Path, task: str) -> dict[tuple[int, str], dict]:
@@ -271,82 +290,77 @@ def report(case: Case, sides: dict[str, Side]) -> None:
         print(line)
 
 
-def physical_limit(
-    samples_dir: Path, task: str, n_docs: int, threads: int = 1, repeats: int = 3
-) -> None:
-    """assay's scoring throughput as a share of plain forward passes over the same rows.
-
-    The rows are those assay ran (contexts shared by their choices), padded per batch as assay
-    pads them. `model(input_ids)` is the spec's baseline; the model body alone (no vocabulary
-    projection at all) is a stricter floor. CPU time is reported next to wall time.
-    """
-    import torch
-
-    from assay.models.hf.model import hf
-    from assay.requests.types import LoglikelihoodRequest
-
-    rows = [row for (doc, _), row in sorted(samples(samples_dir, task).items()) if doc < n_docs]
-    requests = [
-        LoglikelihoodRequest(arg["arg_0"], arg["arg_1"])
-        for row in rows
-        for arg in row["arguments"].values()
-    ]
-    lm = hf(pretrained=str(MODELS / "llama-38m"), dtype="float32", batch_size=16)
-    batches: list[list[list[int]]] = []
-    run_rows = lm.scorer._run_rows
-
-    def spy(batch):
-        batches.append([list(row.tokens) for row in batch])
-        return run_rows(batch)
-
-    lm.scorer._run_rows = spy
-    lm.loglikelihood(requests)  # records the rows; also warms up
-    recorded = list(batches)
-    tokens = sum(len(row) for batch in recorded for row in batch)
-    pad = lm.scorer.pad_id
-    inputs = [
-        torch.tensor([row + [pad] * (max(map(len, batch)) - len(row)) for row in batch])
-        for batch in recorded
-    ]
-
-    def timed(fn) -> tuple[float, float]:
-        wall, cpu = time.perf_counter(), time.process_time()
-        fn()
-        return time.perf_counter() - wall, time.process_time() - cpu
-
-    def raw(module) -> None:
-        with torch.inference_mode():
-            for ids in inputs:
-                module(input_ids=ids)
-
-    runs = {
-        "assay loglikelihood": lambda: lm.loglikelihood(requests),
-        "raw model(input_ids)": lambda: raw(lm.model),
-        "raw model body (no lm_head)": lambda: raw(lm.model.model),
+def phases(timings: dict, wall: float) -> dict[str, float | None]:
+    """Where a run's wall time went, from benchmarks/timed_run.py's events (None: not known)."""
+    first, last, end = timings.get("first_request"), timings.get("last_request_end"), timings["end"]
+    requests, forward = timings["requests"], timings["forward"]
+    load = timings.get("load")
+    if first is None or last is None:
+        return {"whole run": wall}
+    encode = timings["encode"] or None  # lm-eval's tokenization is not counted
+    return {
+        "to the first request": first,
+        "  model load (assay: in the background)": load[1] - load[0] if load else None,
+        "  waiting for the model": timings["waited"] or None,
+        "inside requests": requests,
+        "  tokenization": encode,
+        "  forward passes": forward,
+        "  scoring around them": requests - forward - (encode or 0.0),
+        "between requests (streamed metrics, samples)": last - first - requests,
+        "after the last request": end - last - timings["write"],
+        "  writing results and samples": timings["write"],
+        "interpreter start, exit and teardown": wall - end,
+        "whole run": wall,
     }
-    # One intra-op thread and the best of interleaved repeats: on a shared machine, threads
-    # waiting for a busy core make both wall and CPU time of multi-threaded passes erratic.
-    torch.set_num_threads(threads)
-    figures: dict[str, tuple[float, float]] = {}
-    for _ in range(repeats):
-        for name, fn in runs.items():
-            wall, cpu = timed(fn)
-            best = figures.get(name, (math.inf, math.inf))
-            figures[name] = (min(wall, best[0]), min(cpu, best[1]))
-    print(
-        f"\n== physical limit: {len(requests)} HellaSwag requests ({n_docs} docs), "
-        f"{len(recorded)} batches, {sum(map(len, recorded))} packed rows, {tokens} real tokens; "
-        f"{threads} thread(s), best of {repeats}"
-    )
-    for name, (wall, cpu) in figures.items():
-        print(f"{name:28s} {wall:6.2f} s ({tokens / wall:7,.0f} tokens/s), CPU {cpu:6.2f} s")
-    assay_wall, assay_cpu = figures["assay loglikelihood"]
-    for name in ("raw model(input_ids)", "raw model body (no lm_head)"):
-        wall, cpu = figures[name]
+
+
+def floor_report(case: Case, sides: dict[str, Side], floor: Run | None) -> None:
+    """Tokens computed by each tool, the time split and assay's raw-forward floor."""
+    print(f"-- {case.name}: where the time goes (medians over rounds; seconds)")
+    split = {
+        label: [phases(run.timings(), run.seconds) for run in side.runs]
+        for label, side in sides.items()
+    }
+    labels = list(split)
+    print(f"{'':46s}" + "".join(f"{label:>16s}" for label in labels))
+    for name in split[labels[0]][0]:
+        cells = []
+        for label in labels:
+            values = [row.get(name) for row in split[label]]
+            known = [v for v in values if v is not None]
+            cells.append(f"{statistics.median(known):16.2f}" if known else f"{'-':>16s}")
+        print(f"{name:46s}" + "".join(cells))
+    for label, side in sides.items():
+        t = side.runs[-1].timings()
+        real = f" ({t['tokens_real']:,} before padding)" if t["tokens_real"] else ""
         print(
-            f"assay throughput / {name}: {wall / assay_wall:.0%} by wall, "
-            f"{cpu / assay_cpu:.0%} by CPU (target >= 90%)"
+            f"{label}: {t['tokens_padded']:,} token positions computed{real} "
+            f"in {t['forward_calls']} forward passes"
         )
+    loads = [run.load for side in sides.values() for run in side.runs]
+    print(f"load average at the end of each command: {min(loads):.1f} to {max(loads):.1f}")
+    if floor is None:
+        return
+    t = floor.timings()
+    if "floor" not in t:
+        print("floor: no forward passes recorded (a generation-only task is not replayed)")
+        return
+    print(
+        f"raw-forward floor (assay's {t['floor_calls']} passes, {t['tokens_padded']:,} positions, "
+        f"bare model(input_ids), same process and threads): {t['floor']:.2f} s; that run's "
+        f"forward passes {t['forward']:.2f} s ({t['forward'] / t['floor']:.2f}x the floor), "
+        f"inside requests {t['requests']:.2f} s ({t['requests'] / t['floor']:.2f}x)"
+    )
+
+
+def workdir(shared: Path) -> Path:
+    """Where the commands run: the task YAMLs read ../shared/data relative to it."""
+    if (ROOT.parent / "shared").exists():
+        return ROOT
+    place = Path(tempfile.mkdtemp(prefix="assay-bench-wd-"))
+    (place / "shared").symlink_to(shared.resolve())
+    (place / "run").mkdir()
+    return place / "run"
 
 
 def main() -> None:
@@ -354,22 +368,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--cases", default="hellaswag,gsm8k")
     parser.add_argument("--lmeval-python", type=Path, default=DEFAULT_LMEVAL_PYTHON)
-    parser.add_argument("--no-limit-figure", action="store_true")
+    parser.add_argument("--no-floor", action="store_true", help="skip the raw-forward floor run")
     parser.add_argument(
-        "--limit-docs", type=int, default=100, help="HellaSwag docs for the physical-limit figure"
+        "--shared",
+        type=Path,
+        default=Path("/work/shared"),
+        help="data folder when ../shared is absent",
     )
-    parser.add_argument(
-        "--limit-threads", type=int, default=1, help="torch threads for the physical-limit figure"
-    )
+    parser.add_argument("--docs", type=int, help="docs per case instead of its own (a quick look)")
     parser.add_argument("--keep", type=Path, help="keep outputs here (default: a temp dir)")
     args = parser.parse_args()
     cases = [CASES[name] for name in args.cases.split(",")]
+    if args.docs is not None:
+        cases = [dataclasses.replace(case, docs=args.docs) for case in cases]
     if not all((MODELS / case.model).exists() for case in cases):
         subprocess.run([sys.executable, str(ROOT / "benchmarks" / "build_models.py")], check=True)
     use_lmeval = args.lmeval_python.exists()
     if not use_lmeval:
         print(f"{args.lmeval_python} not found: timing assay alone")
     work = args.keep or Path(tempfile.mkdtemp(prefix="assay-vs-lmeval-"))
+    cwd = workdir(args.shared)
     sides: dict[str, dict[str, Side]] = {}
     for case in cases:
         sides[case.name] = {"assay": Side()}
@@ -386,18 +404,16 @@ def main() -> None:
                     command = lmeval_command(args.lmeval_python, case, out)
                 else:
                     command = assay_command(case, out, prefix_cache=label == "assay")
-                side.runs.append(measure(command, out))
+                side.runs.append(measure(command, out, cwd))
             print(f"round {round_ + 1}/{args.rounds} {case.name} done", file=sys.stderr)
+    floors: dict[str, Run] = {}
+    if not args.no_floor:
+        for case in cases:
+            out = work / f"{case.name}-floor"
+            floors[case.name] = measure(assay_command(case, out, floor=True), out, cwd)
     for case in cases:
         report(case, sides[case.name])
-    hellaswag = sides.get("hellaswag")
-    if hellaswag and not args.no_limit_figure:
-        physical_limit(
-            hellaswag["assay"].runs[-1].out,
-            CASES["hellaswag"].task,
-            args.limit_docs,
-            args.limit_threads,
-        )
+        floor_report(case, sides[case.name], floors.get(case.name))
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -473,8 +473,12 @@ def summary(figures: dict[str, Any], case: TaskCase) -> dict[str, Any]:
 # -- the tricks, switched off one at a time ---------------------------------------------------
 
 
-def _no_prefix_packing(lm: Any) -> None:
-    lm.scorer.share_prefixes = False
+def _context_once_off(lm: Any) -> None:
+    """Each choice in a row of its own, its context recomputed: the way the calibration table
+    (`assay.models.hf.choice_cost`) weighs against one context pass per doc."""
+    from assay.models.hf.choice_cost import ChoicePacking
+
+    lm.scorer.packing = ChoicePacking(False, 0, 0.0, 0.0, 0, 0, str(lm.device), 0)
 
 
 def _no_last_layer_pruning(lm: Any) -> None:
@@ -498,7 +502,7 @@ def _batch_split_on(lm: Any) -> None:
 
 TRICKS: dict[str, tuple[dict[str, Any], Callable[[Any], None] | None]] = {
     "prefix_cache_off": ({"prefix_cache": False}, None),
-    "choice_packing_off": ({}, _no_prefix_packing),
+    "context_once_off": ({}, _context_once_off),
     "last_layer_pruning_off": ({}, _no_last_layer_pruning),
     "logits_to_keep_off": ({}, _no_logits_to_keep),
     "batch_split_on": ({}, _batch_split_on),

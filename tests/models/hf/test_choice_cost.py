@@ -1,9 +1,10 @@
-"""The measured choice between one context pass per doc and one row per choice (`choice_cost`).
+"""The choice between one context pass per doc and one row per choice (`choice_cost`).
 
-Asked to (ASSAY_MEASURE_CHOICE_PACKING=1), the first call with docs whose choices have several
-tokens times a few of them both ways; the
-faster way scores the rest, the inputs and the choice are kept for results.json, and either way
-gives the plain per-choice log-likelihoods within 1e-5.
+By default the first call with docs whose choices have several tokens reads the choice from the
+stored calibration table (by device type and model size); asked to
+(ASSAY_MEASURE_CHOICE_PACKING=1), it times a few of them both ways instead and the faster way
+scores the rest. The choice and what it rests on are kept for results.json, and either way gives
+the plain per-choice log-likelihoods within 1e-5.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import json
 
 import pytest
 
-from assay.models.hf.choice_cost import MEASURED_DOCS, ChoicePacking
+from assay.models.hf import choice_cost
+from assay.models.hf.choice_cost import MEASURED_DOCS, ChoicePacking, calibrated
 from assay.models.hf.model import hf
 from assay.requests.types import LoglikelihoodRequest
 
@@ -41,11 +43,75 @@ def _measuring(monkeypatch):
     monkeypatch.setenv("ASSAY_MEASURE_CHOICE_PACKING", "1")
 
 
-def test_nothing_is_measured_unless_asked(tiny_model_dir, monkeypatch):
+def test_unless_asked_nothing_is_measured_and_the_table_decides(tiny_model_dir, monkeypatch):
     monkeypatch.delenv("ASSAY_MEASURE_CHOICE_PACKING")
     lm = _fresh(tiny_model_dir, prefix_cache=False)
+    assert lm.scoring_choice() is None  # no call with such docs yet
     lm.loglikelihood(docs(3))
-    assert lm.scoring_choice() is None
+    record = lm.scoring_choice()
+    assert record is not None and record["source"] == "calibration table"
+    assert "context_once_seconds" not in record and record["device"] == "cpu"
+    row = choice_cost.calibration_row("cpu", record["parameters"])
+    assert record["row"] == (row if row is not None else record["row"])
+    # The same model on the same device reads the same row: repeated runs give the same bits.
+    again = _fresh(tiny_model_dir, prefix_cache=False)
+    assert again.loglikelihood(docs(3)) == lm.loglikelihood(docs(3))
+    assert again.scoring_choice() == record
+
+
+ROWS = [
+    {"device": "cpu", "min_parameters": 0, "max_parameters": 1000, "context_once": False},
+    {"device": "cpu", "min_parameters": 1000, "max_parameters": None, "context_once": True},
+    {"device": "cuda", "min_parameters": 0, "max_parameters": None, "context_once": False},
+]
+
+
+@pytest.mark.parametrize(
+    ("device", "parameters", "index"),
+    [("cpu", 0, 0), ("cpu", 999, 0), ("cpu", 1000, 1), ("cpu", 10**12, 1), ("cuda", 5, 2)],
+)
+def test_a_row_covers_its_device_and_size_bucket(monkeypatch, device, parameters, index):
+    monkeypatch.setattr(choice_cost, "_rows", lambda: tuple(ROWS))
+    assert choice_cost.calibration_row(device, parameters) is ROWS[index]
+    choice = calibrated(device, device, parameters)
+    assert choice.context_once is ROWS[index]["context_once"]
+    assert choice.as_dict()["row"] == ROWS[index]
+
+
+def test_a_device_no_row_covers_packs_and_says_it_was_not_measured(monkeypatch):
+    monkeypatch.setattr(choice_cost, "_rows", lambda: tuple(ROWS))
+    assert choice_cost.calibration_row("mps", 10) is None
+    record = calibrated("mps", "mps", 10).as_dict()
+    assert record["context_once"] is True and record["row"]["measured"] is False
+    assert "no calibration row" in record["row"]["note"]
+
+
+def test_the_shipped_table_reads_and_its_rows_are_complete():
+    for row in choice_cost._rows():
+        assert row["device"] in ("cpu", "cuda") and isinstance(row["context_once"], bool)
+        assert row["max_parameters"] is None or row["max_parameters"] > row["min_parameters"]
+
+
+@pytest.mark.parametrize("context_once", [True, False])
+def test_the_table_row_is_the_way_the_run_scores(tiny_model_dir, plain, monkeypatch, context_once):
+    monkeypatch.delenv("ASSAY_MEASURE_CHOICE_PACKING")
+    row = {"device": "cpu", "min_parameters": 0, "max_parameters": None}
+    monkeypatch.setattr(choice_cost, "_rows", lambda: ({**row, "context_once": context_once},))
+    lm = _fresh(tiny_model_dir, prefix_cache=False)
+    widths: list[int] = []
+    inner = lm.scorer._run_rows
+
+    def recording(rows, **kwargs):
+        widths.extend(len(row.targets) for row in rows)
+        return inner(rows, **kwargs)
+
+    lm.scorer._run_rows = recording
+    requests = docs(5)
+    got = lm.loglikelihood(requests)
+    assert set(widths) == ({len(ENDINGS)} if context_once else {1})
+    assert lm.scoring_choice()["context_once"] is context_once
+    want = plain.loglikelihood(requests)
+    assert max(abs(g.logprob - w.logprob) for g, w in zip(got, want, strict=True)) <= 1e-5
 
 
 def _fresh(tiny_model_dir, **args):
@@ -58,6 +124,7 @@ def test_the_faster_way_wins_and_a_tie_keeps_the_packed_way():
     tie = ChoicePacking.of((1.0, 1.0), (10, 30), 8, "cpu", 5)
     assert packed.context_once and not single.context_once and tie.context_once
     assert single.as_dict()["per_choice_seconds"] == 1.0 and single.as_dict()["backend"] == "hf"
+    assert single.as_dict()["source"] == "measured on this run"
 
 
 @pytest.mark.parametrize("prefix_cache", [True, False])
@@ -73,6 +140,7 @@ def test_first_call_measures_both_ways_and_scores_match_one_row_per_choice(
     assert [g.is_greedy for g in got] == [w.is_greedy for w in want]
     record = lm.scoring_choice()
     assert record is not None and record["measured_docs"] == MEASURED_DOCS
+    assert record["source"] == "measured on this run"
     assert record["context_once_seconds"] > 0 and record["per_choice_seconds"] > 0
     assert record["context_once_tokens"] < record["per_choice_tokens"]
     assert record["context_once"] == (

@@ -31,7 +31,12 @@ from functools import partial
 from typing import Any
 
 from assay.errors import ModelError
-from assay.models.hf.choice_cost import MEASURED_DOCS, ChoicePacking, measure_choice_packing
+from assay.models.hf.choice_cost import (
+    MEASURED_DOCS,
+    ChoicePacking,
+    calibrated,
+    measure_choice_packing,
+)
 from assay.models.hf.inputs import ExtraInputs, cache_keyword, joined
 from assay.models.hf.last_layer import last_feed_forward
 from assay.models.hf.memory import BatchSizer, ModelShape, one_cpu_thread, run_with_backoff
@@ -84,6 +89,8 @@ class Scorer:
         self.max_length = max_length
         self.sizer = sizer
         self.shape = ModelShape.of(model)
+        self.parameters = sum(p.numel() for p in model.parameters())
+        """Model size, the calibration table's key beside the device type."""
         self.pad_id = (
             pad_token_id if pad_token_id is not None and pad_token_id < self.shape.vocab else 0
         )
@@ -95,11 +102,11 @@ class Scorer:
         """Fixed cost of a pass in row tokens, for splitting padded batches (None: never split)."""
         self.share_prefixes = share_prefixes and self.mask_style is not None
         self.packing: ChoicePacking | None = None
-        """Measured on the first call with docs whose choices can share a context pass
-        (`choice_cost`); until then, and without sharing, None."""
-        self._measure = False
-        """Whether calls may measure `packing` (opted in, and not during the start-up probes:
-        they check packing)."""
+        """Set by the first call with docs whose choices can share a context pass, from the
+        calibration table or measured (`choice_cost`); until then, and without sharing, None."""
+        self._choose: str | None = None
+        """How that call sets `packing`: "table", "measure" (opted in), or None during the
+        start-up probes (they check packing itself)."""
         self.prefixes: PrefixCache | None = None
         # The probes run a dozen tokens at a time: threads would only wait for each other.
         with one_cpu_thread(device):
@@ -114,7 +121,7 @@ class Scorer:
                     # The split attention did not reproduce plain rows: copy the prefix instead.
                     self.prefixes.split, self.prefixes.enabled = False, True
                     self._probe_prefixes()
-        self._measure = measure_choice_packing()
+        self._choose = "measure" if measure_choice_packing() else "table"
 
     def score(
         self,
@@ -139,9 +146,17 @@ class Scorer:
         else:
             assigned = [(None, 0)] * len(placed)
         work = list(zip(placed, assigned, strict=True))
-        if self.share_prefixes and self._measure and self.packing is None:
-            measured = self._measure_packing(work, extras, results)
-            work = [item for item in work if item[0][0] not in measured]
+        if self.share_prefixes and self._choose is not None and self.packing is None:
+            docs = self._choice_docs(work, extras)
+            if docs and self._choose == "measure":
+                measured = self._measure_packing(work, docs, extras, results)
+                work = [item for item in work if item[0][0] not in measured]
+            elif docs:
+                self.packing = calibrated(
+                    str(self.device),
+                    getattr(self.device, "type", str(self.device)),
+                    self.parameters,
+                )
         context_once = self.share_prefixes and (self.packing is None or self.packing.context_once)
         self._run_groups(self._group(work, extras, context_once), results)
         return results
@@ -199,28 +214,42 @@ class Scorer:
                     for slot in slots:
                         results[slot] = value
 
+    def _choice_docs(
+        self, work: Sequence[tuple[tuple[int, Tokens, Tokens], Any]], extras: Any
+    ) -> list[list[int]]:
+        """Docs of `work` where the choice between packing and one row per choice matters, as
+        lists of their indices in `work`: contexts with two or more multi-token continuations
+        (after the same cross-doc prefix), the only place the two ways compute different
+        tokens."""
+        # A cheap key first (length and last tokens): whole contexts are compared only where it
+        # is shared, so a call of long distinct contexts (rolling windows) costs little.
+        rough: dict[tuple, list[int]] = {}
+        for k, ((i, context, continuation), (prefix, length)) in enumerate(work):
+            if len(continuation) > 1:
+                extra = extras[i] if extras else None
+                key = (id(prefix), length, extra.key if extra is not None else None)
+                rough.setdefault((*key, len(context), tuple(context[-8:])), []).append(k)
+        docs: list[list[int]] = []
+        for members in rough.values():
+            if len(members) < 2:
+                continue
+            by_context: dict[tuple, list[int]] = {}
+            for k in members:
+                by_context.setdefault(tuple(work[k][0][1]), []).append(k)
+            docs += [same for same in by_context.values() if len(same) > 1]
+        return sorted(docs)
+
     def _measure_packing(
         self,
         work: Sequence[tuple[tuple[int, Tokens, Tokens], Any]],
+        docs: Sequence[list[int]],
         extras: Any,
         results: list[tuple[float, bool]],
     ) -> set[int]:
-        """Time a few docs' choices packed and one row each, set `packing`, and return the
-        slots scored (their results are the packed way's: within float noise of the other).
-
-        Docs are contexts with two or more multi-token continuations (after the same cross-doc
-        prefix): only there do the two ways compute different tokens. None in this call: nothing
-        is measured (a later call may be).
-        """
-        by_context: dict[tuple, list[int]] = {}
-        for k, ((i, context, continuation), (prefix, length)) in enumerate(work):
-            extra = extras[i] if extras else None
-            key = (id(prefix), length, extra.key if extra is not None else None, tuple(context))
-            if len(continuation) > 1:
-                by_context.setdefault(key, []).append(k)
-        docs = [members for members in by_context.values() if len(members) > 1][:MEASURED_DOCS]
-        if not docs:
-            return set()
+        """Time a few of `docs` (`_choice_docs`) packed and one row per choice, set `packing`,
+        and return the slots scored (their results are the packed way's: within float noise of
+        the other)."""
+        docs = docs[:MEASURED_DOCS]
         sample = [work[k] for members in docs for k in members]
         timings, tokens = [], []
         # One row per choice first: the packed way, timed second, is the one kept.
@@ -235,7 +264,7 @@ class Scorer:
             (tokens[1], tokens[0]),
             len(docs),
             str(self.device),
-            sum(p.numel() for p in self.model.parameters()),
+            self.parameters,
         )
         log.info(
             "choices of %d docs: %.3f s behind one context, %.3f s one row each: %s",
