@@ -52,6 +52,16 @@ class TransientFailure(Exception):
         """The answer's rate-limit headers, when there was an answer."""
 
 
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+"""HTTP statuses worth repeating a request after, besides every 5xx (timeout, conflict, rate
+limit); the online calls and the batch items alike."""
+
+
+def retryable_status(status: int) -> bool:
+    """Whether a request answered HTTP `status` may succeed if sent again."""
+    return status in RETRYABLE_STATUS or status >= 500
+
+
 class PermanentFailure(Exception):
     """A failure that repeating the call cannot fix: a rejected request, a missing capability."""
 
