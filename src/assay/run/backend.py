@@ -10,6 +10,7 @@ from typing import Any, get_type_hints
 from assay.errors import ConfigError
 from assay.execution.executor import Executor
 from assay.execution.local import LocalExecutor
+from assay.models.api.budget import SpendingLimit
 from assay.models.args import to_bool
 from assay.models.base import LM, MODELS, ReplicaPlan, Unloaded, checked_backend, load_model
 from assay.requests.cache import CACHE_FILE
@@ -97,24 +98,36 @@ def _batch_api_args(settings: RunSettings, args: dict[str, Any]) -> None:
         )
 
 
-def build_model(settings: RunSettings) -> LM:
-    """The backend named by the settings (or the LM object given)."""
+def build_model(settings: RunSettings, spending: SpendingLimit | None = None) -> LM:
+    """The backend named by the settings (or the LM object given), built with the run's
+    spending limit where it spends (`LM.spends`)."""
     if not isinstance(settings.model, str):
         return checked_backend(settings.model, "model")
-    return load_model(settings.model, backend_args(settings))
+    return load_model(settings.model, _build_args(settings, spending))
 
 
-def described_model(settings: RunSettings) -> LM | None:
+def described_model(settings: RunSettings, spending: SpendingLimit | None = None) -> LM | None:
     """The settings' backend as known before any weight loads (`LM.unloaded`): a stand-in
     without weights, or the backend itself where building it loads nothing. None for a model
     object (built already) and for a backend that must be built to be known (logged)."""
     if not isinstance(settings.model, str):
         return None
     backend = registered_class(settings.model)
-    described = backend.unloaded(backend_args(settings)) if backend is not None else None
+    args = _build_args(settings, spending)
+    described = backend.unloaded(args) if backend is not None else None
     if described is None:
         log.debug("--model %s tells its identity once built: it is built first", settings.model)
     return described
+
+
+def _build_args(settings: RunSettings, spending: SpendingLimit | None) -> dict[str, Any]:
+    """The arguments the settings' backend is built with: its model args, and the run's
+    spending limit for a backend that spends (`LM.spends`: the API backends)."""
+    args = backend_args(settings)
+    backend = registered_class(settings.model) if isinstance(settings.model, str) else None
+    if spending is not None and backend is not None and backend.spends:
+        args.setdefault("spending", spending)  # a model arg of that name is refused by the backend
+    return args
 
 
 def backend_class(settings: RunSettings) -> type[LM] | None:
@@ -151,9 +164,13 @@ def replica_plan(name: str, model_args: dict[str, Any]) -> ReplicaPlan | None:
 
 
 def build_executor(
-    settings: RunSettings, model: LM | None = None, described: LM | None = None
+    settings: RunSettings,
+    model: LM | None = None,
+    described: LM | None = None,
+    spending: SpendingLimit | None = None,
 ) -> Executor:
-    """The executor named by settings.executor, holding the settings' model (or `model`).
+    """The executor named by settings.executor, holding the settings' model (or `model`),
+    built with the run's `spending` limit where it spends.
 
     Model args that ask for replicas run them on the Ray executor, as --executor ray would.
     The local executor holds `described` (from `described_model`) where it was given: a
@@ -185,21 +202,21 @@ def build_executor(
 
     launch = launch_rank()
     if launch is None:
-        return LocalExecutor(model or _local_model(s, described))
+        return LocalExecutor(model or _local_model(s, described, spending))
     # Started by accelerate/torchrun: one model per rank, on the rank's own GPU when there are GPUs.
     from assay.execution.distributed import DataParallelExecutor
 
     if model is None and s.device is None and _has_cuda():
         s = replace(s, device=f"cuda:{launch.local_rank}")
-    return DataParallelExecutor(model or build_model(s), launch)
+    return DataParallelExecutor(model or build_model(s, spending), launch)
 
 
-def _local_model(settings: RunSettings, described: LM | None) -> LM:
+def _local_model(settings: RunSettings, described: LM | None, spending: SpendingLimit | None) -> LM:
     """The model of a run in this process: `described` itself when it is the built backend, a
     deferred backend when it is a stand-in, the settings' backend built now without one."""
     if isinstance(described, Unloaded):
-        return DeferredBackend(described, lambda: build_model(settings))
-    return described or build_model(settings)
+        return DeferredBackend(described, lambda: build_model(settings, spending))
+    return described or build_model(settings, spending)
 
 
 def _has_cuda() -> bool:

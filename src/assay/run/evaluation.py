@@ -200,13 +200,17 @@ class Evaluation:
         if place is not None and place.kind != "folder":
             # The backend keeps batch journals (and its default cache) in the run's state folder.
             s = replace(s, output_dir=place.state)
-        described = described_model(s) if model is None and executor is None else None
+        # One limit for the run, held by every API backend it builds (the model and its judges).
+        self.spending = spending_limit(s.max_cost)
+        described = (
+            described_model(s, self.spending) if model is None and executor is None else None
+        )
         if writes is not None:
             # Before any weight loads, with the identity where the backend tells it unbuilt
             # (otherwise it is checked again once the model is built).
             identity = described.identity() if described is not None else None
             check_place(writes, self._run_key(), identity, self.settings.overwrite)
-        self.executor = executor or build_executor(s, model, described)
+        self.executor = executor or build_executor(s, model, described, self.spending)
         self.answering = Answering(self.executor, self.settings.unclosed_thinking)
         seed_torch(self.settings.seed)
         if isinstance(self.executor.model, DeferredBackend):
@@ -218,6 +222,8 @@ class Evaluation:
         finally:
             if executor is None:
                 self.executor.close()
+                if model is None and isinstance(s.model, str):  # built by the run
+                    self.executor.model.close()
 
     def _say_if_not_loaded(self) -> None:
         """One line when the response cache answered every request, so no weights loaded."""
@@ -254,10 +260,9 @@ class Evaluation:
         if isinstance(model, DeferredBackend) and overlap_enabled() and fresh:
             model.prefetch()
         cache = self._cache(model, out)
-        judges = Judges(s, self._cache_path(out))
+        judges = Judges(s, self._cache_path(out), self.spending)
         try:
-            with spending_limit(s.max_cost):
-                return self._run_plans(model, started, date, out, cache, judges)
+            return self._run_plans(model, started, date, out, cache, judges)
         finally:
             judges.close()
 
@@ -299,7 +304,7 @@ class Evaluation:
                     out.write_results(results.results(self.executor.describe(), running))
         except BaseException as exc:
             # The bill of a stopped run: every answer paid for, and what stopped it.
-            stop = stopped_by(exc)
+            stop = stopped_by(exc, self.spending)
             self.bill = self._bill(bill, judges, stop)
             if out and (self.bill or results.tasks):  # a run that did or paid nothing: no file
                 stopped = results.results(self.executor.describe(), self.bill)

@@ -41,7 +41,7 @@ def test_without_rpm_a_tight_limit_is_found_and_every_answer_arrives(unlimited_a
     stats = lm.usage_stats()
     # The first burst met the limit; the headers then paced the rest.
     assert server.rate_limited >= 1 and stats["rate_limited"] == server.rate_limited
-    assert stats["requests"] == 20 and lm._pacer.learned_limits() == {"requests": 240}
+    assert stats["requests"] == 20 and lm._calls.pacer.learned_limits() == {"requests": 240}
     assert server.rate_limited < 20  # a few at the start, not one per request
 
 
@@ -49,7 +49,7 @@ def test_without_any_header_the_window_shrinks_to_what_the_server_takes(unlimite
     with LimitedServer(max_in_flight=2, latency=0.05, max_seconds=30) as server:
         answers, lm = _answers(server, num_concurrent=16)
     assert answers == unlimited_answers
-    assert server.rate_limited >= 1 and lm._pacer.allowed() < 16
+    assert server.rate_limited >= 1 and lm._calls.pacer.allowed() < 16
 
 
 def test_with_rpm_the_first_burst_and_the_rest_stay_under_the_limit(unlimited_answers):

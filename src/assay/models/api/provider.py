@@ -21,7 +21,12 @@ from urllib.parse import urlsplit
 from assay.errors import ModelError
 from assay.models.api.batches import BatchLimits, BatchProvider
 from assay.models.api.pacing import FailureKind, ProviderSignals, read_signals
-from assay.models.api.runner import PermanentFailure, TransientFailure, retryable_status
+from assay.models.api.runner import (
+    PermanentFailure,
+    TransientFailure,
+    UnreadableAnswer,
+    retryable_status,
+)
 from assay.models.api.usage import Usage
 from assay.util.redact import clean_text, remember
 
@@ -183,9 +188,11 @@ async def classified(
 
     Both official SDKs raise the same three error classes (timeout, connection, status), so one
     classification serves every provider whose SDK follows them; `hint(status)` is added to a
-    permanent failure's reason."""
+    permanent failure's reason. A 200 whose body the SDK cannot parse (a ValueError: broken
+    JSON, a failed validation) or returns as plain text (a body that is not JSON) is an
+    `UnreadableAnswer`: paid for, its usage unknown."""
     try:
-        return await pending
+        answer = await pending
     except sdk.APITimeoutError:
         raise TransientFailure(f"no answer within {timeout:g} s", kind="timeout") from None
     except sdk.APIConnectionError as exc:
@@ -207,6 +214,15 @@ async def classified(
                 reason, signals.retry_after, kind=kind, signals=signals
             ) from None
         raise PermanentFailure(reason + hint(status)) from None
+    except ValueError as exc:  # json.JSONDecodeError and pydantic's ValidationError included
+        raise UnreadableAnswer(
+            clean_text(f"the server's answer could not be parsed: {type(exc).__name__}: {exc}")
+        ) from None
+    if isinstance(answer, str | bytes):
+        text = answer if isinstance(answer, str) else answer.decode("utf-8", "replace")
+        shown = text if len(text) <= 100 else text[:97] + "..."
+        raise UnreadableAnswer(clean_text(f"the server's answer is not JSON: {shown!r}"))
+    return answer
 
 
 def credentials_hint(status: int, api_key_env: str) -> str:
