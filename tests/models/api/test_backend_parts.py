@@ -139,6 +139,17 @@ def test_a_200_the_sdk_cannot_read_fails_the_request_and_still_counts_as_paid(ki
         assert stats["requests_without_usage"] == 1 and stats["cost_usd"] is None
 
 
+def test_anthropic_answers_that_cannot_be_read_count_as_paid_too():
+    body, content_type = UNREADABLE["broken JSON"]
+    with _OneBody(body, content_type) as server:
+        lm = AnthropicChatLM(model="m", base_url=server.base_url.removesuffix("/v1"))
+        with pytest.raises(APIRequestError, match="could not be parsed"):
+            lm.generate_until(REQUESTS[:1])
+        lm.close()
+    stats = lm.usage_stats()
+    assert stats["requests"] == 1 and stats["requests_without_usage"] == 1
+
+
 def test_under_a_limit_an_unreadable_answer_makes_the_cost_unknown_and_stops():
     body, content_type = UNREADABLE["broken JSON"]
     limit = SpendingLimit(100)
