@@ -329,14 +329,14 @@ class Evaluation:
     def _bill(
         self, bill: Bill, judges: Judges, stop: str | None, running: bool = False
     ) -> dict[str, Any] | None:
-        """The run's API bill as it stands (None where requests are metered elsewhere)."""
-        model = self._usage_stats()
-        if model is None:
-            return None
-        readings: list[Reading] = [("model", model)]
+        """The run's API bill as it stands (None where no API use is metered here: a model
+        without an API and no API judge, or requests sent by Ray workers)."""
+        readings: list[Reading] = [("model", self._usage_stats())]
         for role in judges.roles.values():
             if role.meters_usage:
                 readings.append((f"judge {role.spec.model}", role.executor.model.usage_stats()))
+        if all(reading is None for _, reading in readings):
+            return None
         return bill.entry(readings, stop, running)
 
     def _run_task(

@@ -41,7 +41,7 @@ def _answered_under(limit: SpendingLimit, server: LimitedServer) -> tuple[int, O
 
 def test_two_backends_in_one_process_each_keep_their_own_limit():
     small, large = SpendingLimit(1.3), SpendingLimit(2.1)
-    with LimitedServer(max_seconds=30) as server:
+    with LimitedServer() as server:
         # Interleaved on purpose: a limit shared through the process would mix their spending.
         small_answered, small_lm = _answered_under(small, server)
         large_answered, large_lm = _answered_under(large, server)
