@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from calc_agent import ScriptedCalculator, write_task
 from fixtures.provider_fakes import FakeProviders
+from fixtures.waiting import cached_rows, wait_for
 from steady_stopwatch import SteadyStopwatch, untimed_answers
 
 from assay.cli.main import main
@@ -119,8 +120,9 @@ def test_kill_9_mid_conversation_then_rerun_is_byte_identical_and_asks_nothing_t
             assert victim.poll() is None, log.read_text()
             time.sleep(0.05)
         assert marker.exists(), "the run never reached the held turn"
-        # Answers enter the cache within half a second of arriving: let the last ones land.
-        time.sleep(1.5)
+        # Answers enter the cache within half a second of arriving: wait for every one asked
+        # before the held turn to land (bounded), whatever the machine's load.
+        wait_for(lambda: cached_rows(out / "cache.sqlite") >= len(held.seen) - 1)
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=30)
         held.release.set()

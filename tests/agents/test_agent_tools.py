@@ -51,13 +51,11 @@ def hang(seconds: int) -> str:
 
 def test_an_in_process_tool_that_hangs_is_answered_with_an_error_at_its_timeout():
     import signal
-    import time
 
     tool = function_tool(hang, timeout_s=0.3)
     before = signal.getsignal(signal.SIGALRM)
-    started = time.monotonic()
     done = tool.call(ToolCall.parsed("hang", {"seconds": 30}), {})
-    assert time.monotonic() - started < 10
+    # Answered with the timeout's error, not the tool's "late" answer 30 s on.
     assert done.error and "ran past its timeout_s of 0.3 s" in done.content
     assert signal.getsignal(signal.SIGALRM) == before  # the handler is put back
     quick = tool.call(ToolCall.parsed("hang", {"seconds": 0}), {})

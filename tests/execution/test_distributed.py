@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures.waiting import cached_when, wait_for
 
 from assay.cli.main import main
 from assay.execution.distributed import LaunchRank, launch_rank
@@ -103,7 +104,6 @@ def test_world_size_without_a_launcher_is_a_config_error(monkeypatch):
 
 def test_api_answers_enter_the_cache_as_they_arrive_on_rank_0(monkeypatch, tmp_path):
     import threading
-    import time
 
     from fixtures.limited_server import LimitedServer
 
@@ -124,14 +124,8 @@ def test_api_answers_enter_the_cache_as_they_arrive_on_rank_0(monkeypatch, tmp_p
         worker = threading.Thread(target=lambda: out.update(a=executor.run(requests, cache=cache)))
         try:
             worker.start()
-            for _ in range(2400):
-                if server.held():
-                    break
-                time.sleep(0.05)
-            time.sleep(1.5)  # three times the longest an arrived answer waits
-            reader = ResponseCache(tmp_path / "cache.sqlite", lm.identity())
-            seen = reader.get_many(keys)
-            reader.close()
+            wait_for(server.held, within=120)
+            seen = cached_when(tmp_path / "cache.sqlite", lm.identity(), keys, 6)
         finally:
             server.hold_after = None
             server.release()

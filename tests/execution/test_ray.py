@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.waiting import cached_when, wait_for
 
 from assay.cli.main import main
 from assay.errors import ConfigError
@@ -470,21 +471,15 @@ def test_run_evals_spreads_each_batch_over_the_replicas(ray_instance, tmp_path):
         exp.engines.close()
 
 
-def _cached_while_held(server, run, keys, cache_path, identity):
+def _cached_while_held(server, run, keys, cache_path, identity, answered):
     """Start `run()` in a thread; once the server holds a request, what the response cache at
-    `cache_path` holds of `keys` (read through a connection of its own); then the results."""
-    from assay.requests.cache import ResponseCache
-
+    `cache_path` holds of `keys` (read through a connection of its own) once the `answered`
+    answers have entered it (bounded); then the results."""
     out: dict[str, Any] = {}
     worker = threading.Thread(target=lambda: out.update(answers=run()))
     worker.start()
-    deadline = time.monotonic() + 120
-    while not server.held() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(1.5)  # three times the longest an arrived answer waits (Arrivals.window)
-    reader = ResponseCache(cache_path, identity)
-    seen = reader.get_many(keys)
-    reader.close()
+    wait_for(server.held, within=120)
+    seen = cached_when(cache_path, identity, keys, answered)
     server.hold_after = None
     server.release()
     worker.join(120)
@@ -512,6 +507,7 @@ def test_api_answers_enter_the_cache_as_they_arrive_on_a_replica(ray_instance, t
                 [request_key(r) for r in requests],
                 tmp_path / "cache.sqlite",
                 identity,
+                answered=6,
             )
         finally:
             executor.close()

@@ -363,13 +363,13 @@ def test_background_run_can_be_stopped_from_another_thread(tmp_path: Path) -> No
     def gate(e: Experiment, config_id: int, shard: int) -> None:
         if shard == 0:
             first_shard.set()
-            proceed.wait(10)
+            proceed.wait(60)  # a bound only a hang reaches
 
     exp.start_evals(config, arithmetic_rows(12), num_shards=3, on_shard_complete=gate)
-    assert first_shard.wait(10)
+    assert first_shard.wait(60)
     exp.stop(1)
     proceed.set()
-    results = exp.wait(10)
+    results = exp.wait(60)
     assert results[1][1]["Samples Processed"]["value"] == 4
 
 

@@ -14,6 +14,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from fixtures.waiting import cached_rows
 from toy_tasks import (
     normalised_results,
     output_files,
@@ -38,15 +39,6 @@ from assay.run.api import evaluate
 
 COMPUTED = re.compile(r"from the cache, (\d+) to compute")
 CACHED = re.compile(r"(\d+) from the cache")
-
-
-def cached_rows(path: Path) -> int:
-    """Responses stored in a cache file (0 while the file is still being created)."""
-    with closing(sqlite3.connect(path)) as db:
-        try:
-            return db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-        except sqlite3.OperationalError:
-            return 0
 
 
 def run_cli(*args: str) -> int:

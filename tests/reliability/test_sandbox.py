@@ -36,13 +36,11 @@ def test_syntax_error_fails():
 
 
 def test_infinite_loop_is_killed_at_the_timeout():
-    started = time.monotonic()
     result = run("while True:\n    pass\n", timeout_s=1.0)
-    elapsed = time.monotonic() - started
+    # The loop never ends by itself: only the timeout can have stopped it.
     assert result.timed_out
     assert not result.passed
     assert result.returncode is not None and result.returncode < 0
-    assert elapsed < 30  # the loop never ends by itself: only the timeout stops it
 
 
 def test_sleeping_code_is_killed_at_the_timeout():

@@ -116,19 +116,27 @@ TASKS_TABLE = [replace(HUMANEVAL[0], name="four_docs", hf_repo=None,
 
 class Logging(DummyLM):
     """Every completion notes when its program starts and ends in `log` (a host file: the
-    rlimits mode lets programs write it), sleeping in between."""
+    rlimits mode lets programs write it). A program ends only once `together` programs have
+    started (or after 2.5 s, within code_eval's 3 s), then 0.2 s later: programs the pool runs
+    at once are seen together however slowly each starts (the machine's load decides nothing),
+    and a pool that ran more at once than it may would show them overlapping."""
 
-    def __init__(self, log: Path) -> None:
+    def __init__(self, log: Path, together: int) -> None:
         super().__init__()
-        self.log = log
+        self.log, self.together = log, together
 
     def generate_until(self, requests: Sequence[GenerateRequest]) -> list[str]:
         body = (
             "    import time\n"
-            f"    with open({str(self.log)!r}, 'a') as log:\n"
+            f"    log_path = {str(self.log)!r}\n"
+            "    with open(log_path, 'a') as log:\n"
             "        log.write(f'{time.time()} 1\\n')\n"
-            "    time.sleep(1.0)\n"
-            f"    with open({str(self.log)!r}, 'a') as log:\n"
+            "    end = time.monotonic() + 2.5\n"
+            f"    while open(log_path).read().count(' 1\\n') < {self.together} "
+            "and time.monotonic() < end:\n"
+            "        time.sleep(0.01)\n"
+            "    time.sleep(0.2)\n"
+            "    with open(log_path, 'a') as log:\n"
             "        log.write(f'{time.time()} -1\\n')\n"
             "    return a + b\n"
         )
@@ -151,7 +159,7 @@ def test_docs_with_one_program_each_share_the_bounded_pool(tmp_path, workers):
     tasks = tmp_path / "four_docs.py"
     tasks.write_text(FOUR_DOCS)
     log = tmp_path / "log.txt"
-    results = evaluate(Logging(log), "four_docs", custom_tasks=tasks, confirm_run_unsafe_code=True,
+    results = evaluate(Logging(log, together=workers), "four_docs", custom_tasks=tasks, confirm_run_unsafe_code=True,
                        sandbox="rlimits", sandbox_workers=workers, cache=False, show_progress=False)  # fmt: skip
     assert results["results"]["four_docs"]["pass@1,create_test"] == 1.0
     assert len(log.read_text().splitlines()) == 8

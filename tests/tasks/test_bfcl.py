@@ -4,7 +4,6 @@ against bfcl-eval itself: test_bfcl_parity.py (in its own environment)."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import pytest
@@ -195,10 +194,8 @@ def test_arithmetic_on_constants_is_left_to_bfcl_evals_decoder(text):
     ],
 )
 def test_code_and_huge_values_are_never_evaluated(text):
-    started = time.monotonic()
     with pytest.raises(UnsafeAnswer, match="not evaluated"):
         refuse_evaluated_code(text)
-    assert time.monotonic() - started < 60  # evaluating any of these would take far longer
 
 
 def _conversation_doc(tools=()):

@@ -19,6 +19,8 @@ from this one class:
 | `live_status()`     | None    | a fragment shown on the live progress line (an API's pacing)    |
 | `usage_stats()`     | None    | API requests, tokens and cost so far; results.json per task/run |
 | `has_batch_api`     | False   | True: `--batch-api` may send requests through a provider batch API |
+| `spends`            | False   | True: built with `spending=`, the run's `--max-cost` limit      |
+| `close()`           | nothing | releases clients and threads of a backend the run built, at its end |
 | `replica_plan()`    | None    | model args asking for several replicas: run on the Ray executor |
 | `unloaded()`        | None    | identity, capabilities, provenance before any weight loads      |
 
@@ -127,6 +129,11 @@ class LM(ABC):
     """True when the backend can send its requests through a provider's batch API (the
     `batch_api` model arg, which `--batch-api` sets); --batch-api is refused otherwise."""
 
+    spends: bool = False
+    """True when the backend is built with `spending=` (a `models.api.budget.SpendingLimit`,
+    made by the run from --max-cost and shared with its judges) and admits each request under
+    it; --max-cost leaves other backends alone."""
+
     batch_size: BatchSize | None = None
     """Requests per call as the user set it: a whole number makes the executor commit results
     batch by batch; "auto" or None leaves chunking to the executor."""
@@ -192,6 +199,12 @@ class LM(ABC):
         """A short fragment for the live progress line (an API's pacing: "waiting 12 s, rate
         limited"), or None when there is nothing to say (the default). Read at every refresh,
         from another thread: keep it cheap and do not block."""
+        return None
+
+    def close(self) -> None:
+        """Release what the backend holds open (clients, their threads); a later request may
+        open them again. The run calls it on the backends it built once it is done with them.
+        Default: nothing."""
         return None
 
     def usage_stats(self) -> dict[str, int | float | str | None] | None:

@@ -11,6 +11,7 @@ from typing import Any, get_type_hints
 from assay.errors import ConfigError
 from assay.execution.executor import Executor
 from assay.execution.local import LocalExecutor
+from assay.models.api.budget import SpendingLimit
 from assay.models.args import to_bool
 from assay.models.base import LM, MODELS, ReplicaPlan, Unloaded, checked_backend, load_model
 from assay.requests.cache import CACHE_FILE
@@ -98,15 +99,24 @@ def _batch_api_args(settings: RunSettings, args: dict[str, Any]) -> None:
         )
 
 
-def build_model(settings: RunSettings, args: Mapping[str, Any] | None = None) -> LM:
-    """The backend named by the settings (or the LM object given); `args`: its
-    `backend_args`, when computed already."""
+def build_model(
+    settings: RunSettings,
+    args: Mapping[str, Any] | None = None,
+    spending: SpendingLimit | None = None,
+) -> LM:
+    """The backend named by the settings (or the LM object given), built with the run's
+    spending limit where it spends (`LM.spends`); `args`: its `backend_args`, when computed
+    already."""
     if not isinstance(settings.model, str):
         return checked_backend(settings.model, "model")
-    return load_model(settings.model, dict(backend_args(settings) if args is None else args))
+    return load_model(settings.model, _build_args(settings, args, spending))
 
 
-def described_model(settings: RunSettings, args: Mapping[str, Any] | None = None) -> LM | None:
+def described_model(
+    settings: RunSettings,
+    args: Mapping[str, Any] | None = None,
+    spending: SpendingLimit | None = None,
+) -> LM | None:
     """The settings' backend as known before any weight loads (`LM.unloaded`): a stand-in
     without weights, or the backend itself where building it loads nothing. None for a model
     object (built already) and for a backend that must be built to be known (logged). `args`:
@@ -114,13 +124,25 @@ def described_model(settings: RunSettings, args: Mapping[str, Any] | None = None
     if not isinstance(settings.model, str):
         return None
     backend = registered_class(settings.model)
-    if backend is None:
-        described = None
-    else:
-        described = backend.unloaded(dict(backend_args(settings) if args is None else args))
+    described = (
+        backend.unloaded(_build_args(settings, args, spending)) if backend is not None else None
+    )
     if described is None:
         log.debug("--model %s tells its identity once built: it is built first", settings.model)
     return described
+
+
+def _build_args(
+    settings: RunSettings, args: Mapping[str, Any] | None, spending: SpendingLimit | None
+) -> dict[str, Any]:
+    """The arguments the settings' backend is built with: its model args (`args`, when
+    computed already), and the run's spending limit for a backend that spends (`LM.spends`:
+    the API backends)."""
+    args = dict(backend_args(settings) if args is None else args)
+    backend = registered_class(settings.model) if isinstance(settings.model, str) else None
+    if spending is not None and backend is not None and backend.spends:
+        args.setdefault("spending", spending)  # a model arg of that name is refused by the backend
+    return args
 
 
 def backend_class(settings: RunSettings) -> type[LM] | None:
@@ -161,8 +183,10 @@ def build_executor(
     model: LM | None = None,
     described: LM | None = None,
     args: Mapping[str, Any] | None = None,
+    spending: SpendingLimit | None = None,
 ) -> Executor:
-    """The executor named by settings.executor, holding the settings' model (or `model`).
+    """The executor named by settings.executor, holding the settings' model (or `model`),
+    built with the run's `spending` limit where it spends.
 
     Model args that ask for replicas run them on the Ray executor, as --executor ray would.
     The local executor holds `described` (from `described_model`) where it was given: a
@@ -198,22 +222,27 @@ def build_executor(
 
     launch = launch_rank()
     if launch is None:
-        return LocalExecutor(model or _local_model(s, described, args))
+        return LocalExecutor(model or _local_model(s, described, args, spending))
     # Started by accelerate/torchrun: one model per rank, on the rank's own GPU when there are GPUs.
     from assay.execution.distributed import DataParallelExecutor
 
     if model is None and s.device is None and _has_cuda():
         # The rank's device joins the backend's arguments.
         s, args = replace(s, device=f"cuda:{launch.local_rank}"), None
-    return DataParallelExecutor(model or build_model(s, args), launch)
+    return DataParallelExecutor(model or build_model(s, args, spending), launch)
 
 
-def _local_model(settings: RunSettings, described: LM | None, args: Mapping[str, Any] | None) -> LM:
+def _local_model(
+    settings: RunSettings,
+    described: LM | None,
+    args: Mapping[str, Any] | None,
+    spending: SpendingLimit | None,
+) -> LM:
     """The model of a run in this process: `described` itself when it is the built backend, a
     deferred backend when it is a stand-in, the settings' backend built now without one."""
     if isinstance(described, Unloaded):
-        return DeferredBackend(described, lambda: build_model(settings, args))
-    return described or build_model(settings, args)
+        return DeferredBackend(described, lambda: build_model(settings, args, spending))
+    return described or build_model(settings, args, spending)
 
 
 def _has_cuda() -> bool:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from assay.models.api.budget import CostLimitReached, active_limit
+from assay.models.api.budget import CostLimitReached, SpendingLimit
 from assay.models.api.usage_totals import (
     PRICE_KEYS,
     UsageStats,
@@ -49,9 +49,9 @@ KILLED_NOTE = (
 )
 
 
-def stopped_by(exc: BaseException) -> str:
-    """What stopped an invocation that raised `exc`: budget, interrupt or error."""
-    limit = active_limit()
+def stopped_by(exc: BaseException, limit: SpendingLimit | None) -> str:
+    """What stopped an invocation that raised `exc` under the run's spending `limit`: budget,
+    interrupt or error."""
     if isinstance(exc, CostLimitReached) or (limit is not None and limit.reached):
         return "budget"
     if isinstance(exc, KeyboardInterrupt):

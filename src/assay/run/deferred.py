@@ -164,5 +164,9 @@ class DeferredBackend(LM):
     def live_status(self) -> str | None:
         return self.built.live_status() if self.built is not None else None
 
+    def close(self) -> None:
+        if self.built is not None:
+            self.built.close()
+
     def usage_stats(self) -> dict[str, int | float | str | None] | None:
         return self.built.usage_stats() if self.built is not None else None

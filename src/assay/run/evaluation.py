@@ -157,16 +157,20 @@ class Evaluation:
         date: float,
     ) -> dict[str, Any]:
         backend = self.plan.backend
+        # One limit for the run, held by every API backend it builds (the model and its judges).
+        self.spending = spending_limit(self.settings.max_cost)
         described = None
         if model is None and executor is None:
-            described = described_model(backend.settings, backend.args)
+            described = described_model(backend.settings, backend.args, self.spending)
         if writes is not None:
             # Before any weight loads, with the identity where the backend tells it unbuilt
             # (otherwise it is checked once the model is built).
             identity = described.identity() if described is not None else None
             replaces = check_place(writes, self.plan.run_key, identity, self.settings.overwrite)
             self._replaces = replaces if identity is not None else None
-        self.executor = executor or build_executor(backend.settings, model, described, backend.args)
+        self.executor = executor or build_executor(
+            backend.settings, model, described, backend.args, self.spending
+        )
         self.answering = Answering(self.executor, self.settings.unclosed_thinking)
         seed_torch(self.settings.seed)
         if isinstance(self.executor.model, DeferredBackend):
@@ -178,6 +182,8 @@ class Evaluation:
         finally:
             if executor is None:
                 self.executor.close()
+                if model is None and isinstance(self.settings.model, str):  # built by the run
+                    self.executor.model.close()
 
     def _say_if_not_loaded(self) -> None:
         """One line when the response cache answered every request, so no weights loaded."""
@@ -216,10 +222,9 @@ class Evaluation:
         if isinstance(model, DeferredBackend) and overlap_enabled() and fresh:
             model.prefetch()
         cache = self._cache(model, out)
-        judges = Judges(s, self._cache_path(out))
+        judges = Judges(s, self._cache_path(out), self.spending)
         try:
-            with spending_limit(s.max_cost):
-                return self._run_plans(model, started, date, out, cache, judges)
+            return self._run_plans(model, started, date, out, cache, judges)
         finally:
             judges.close()
 
@@ -270,7 +275,7 @@ class Evaluation:
                     out.write_results(results.results(self.executor.describe(), running))
         except BaseException as exc:
             # The bill of a stopped run: every answer paid for, and what stopped it.
-            stop = stopped_by(exc)
+            stop = stopped_by(exc, self.spending)
             self.bill = self._bill(bill, judges, stop)
             if out and (self.bill or results.tasks):  # a run that did or paid nothing: no file
                 stopped = results.results(self.executor.describe(), self.bill)
@@ -295,14 +300,14 @@ class Evaluation:
     def _bill(
         self, bill: Bill, judges: Judges, stop: str | None, running: bool = False
     ) -> dict[str, Any] | None:
-        """The run's API bill as it stands (None where requests are metered elsewhere)."""
-        model = self._usage_stats()
-        if model is None:
-            return None
-        readings: list[Reading] = [("model", model)]
+        """The run's API bill as it stands (None where no API use is metered here: a model
+        without an API and no API judge, or requests sent by Ray workers)."""
+        readings: list[Reading] = [("model", self._usage_stats())]
         for role in judges.roles.values():
             if role.meters_usage:
                 readings.append((f"judge {role.spec.model}", role.executor.model.usage_stats()))
+        if all(reading is None for _, reading in readings):
+            return None
         return bill.entry(readings, stop, running)
 
     def _run_task(

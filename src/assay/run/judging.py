@@ -30,6 +30,7 @@ from assay.metrics.base import judge_metric_names
 from assay.metrics.judges.grading import Judgement, JudgeMetric
 from assay.metrics.judges.stage import Verdict, judge_shard
 from assay.metrics.judges.tally import JudgeTally
+from assay.models.api.budget import SpendingLimit
 from assay.models.api.usage_totals import usage_delta
 from assay.models.base import MODELS
 from assay.requests.cache import ResponseCache
@@ -180,8 +181,15 @@ class JudgeRole:
         counters (`LM.usage_stats`) see them (not so on Ray workers)."""
 
     @classmethod
-    def build(cls, spec: JudgeSpec, settings: RunSettings, cache_path: Path | None) -> JudgeRole:
-        """The judge `spec` (its backend loaded now), caching into `cache_path`."""
+    def build(
+        cls,
+        spec: JudgeSpec,
+        settings: RunSettings,
+        cache_path: Path | None,
+        spending: SpendingLimit | None = None,
+    ) -> JudgeRole:
+        """The judge `spec` (its backend loaded now, under the run's `spending` limit where it
+        spends), caching into `cache_path`."""
         judge_settings = replace(
             settings,
             model=spec.model,
@@ -189,7 +197,7 @@ class JudgeRole:
             batch_size=None,  # --batch-size and --device are the evaluated model's
             device=None,
         )
-        executor = build_executor(judge_settings)
+        executor = build_executor(judge_settings, spending=spending)
         cache = ResponseCache(cache_path, executor.model.identity()) if cache_path else None
         return cls(spec, executor, cache, settings.seed.torch, settings.executor == "local")
 
@@ -228,8 +236,9 @@ class JudgeRole:
         return judge_shard(results, metrics, filters, ask, self.seed)
 
     def close(self) -> None:
-        """Release the judge's executor and cache."""
+        """Release the judge's executor, backend and cache."""
         self.executor.close()
+        self.executor.model.close()
         if self.cache is not None:
             self.cache.close()
 
@@ -237,15 +246,22 @@ class JudgeRole:
 class Judges:
     """The judges of a run, each built once however many tasks it grades."""
 
-    def __init__(self, settings: RunSettings, cache_path: Path | None) -> None:
+    def __init__(
+        self,
+        settings: RunSettings,
+        cache_path: Path | None,
+        spending: SpendingLimit | None = None,
+    ) -> None:
         self.settings, self.cache_path = settings, cache_path
+        self.spending = spending
+        """The run's spending limit, which every judge backend that spends is built with."""
         self.roles: dict[str, JudgeRole] = {}
 
     def role(self, spec: JudgeSpec) -> JudgeRole:
         """The judge of `spec`, built on first use."""
         key = spec.key()
         if key not in self.roles:
-            self.roles[key] = JudgeRole.build(spec, self.settings, self.cache_path)
+            self.roles[key] = JudgeRole.build(spec, self.settings, self.cache_path, self.spending)
         return self.roles[key]
 
     def identities(self, specs: Iterable[JudgeSpec]) -> list[tuple[JudgeSpec, dict[str, Any]]]:

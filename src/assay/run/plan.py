@@ -202,6 +202,12 @@ def _check_max_cost(settings: RunSettings) -> None:
     """--max-cost is counted where this process sends the requests, request by request."""
     if settings.max_cost is None:
         return
+    if not isinstance(settings.model, str) and getattr(settings.model, "spends", False):
+        raise ConfigError(
+            f"--max-cost applies to a backend named by --model; a model object given to "
+            f"evaluate() is built already: build it with spending=SpendingLimit"
+            f"({settings.max_cost:g}) (from assay.models.api.budget) to limit what it spends."
+        )
     if settings.executor != "local":
         raise ConfigError(
             f"--max-cost with --executor {settings.executor}: the spending is counted where "

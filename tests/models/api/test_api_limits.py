@@ -35,25 +35,25 @@ def unlimited_answers():
 
 
 def test_without_rpm_a_tight_limit_is_found_and_every_answer_arrives(unlimited_answers):
-    with LimitedServer(rpm=240, burst=2, max_seconds=30) as server:
+    with LimitedServer(rpm=240, burst=2) as server:
         answers, lm = _answers(server, num_concurrent=8)
     assert answers == unlimited_answers
     stats = lm.usage_stats()
     # The first burst met the limit; the headers then paced the rest.
     assert server.rate_limited >= 1 and stats["rate_limited"] == server.rate_limited
-    assert stats["requests"] == 20 and lm._pacer.learned_limits() == {"requests": 240}
+    assert stats["requests"] == 20 and lm._calls.pacer.learned_limits() == {"requests": 240}
     assert server.rate_limited < 20  # a few at the start, not one per request
 
 
 def test_without_any_header_the_window_shrinks_to_what_the_server_takes(unlimited_answers):
-    with LimitedServer(max_in_flight=2, latency=0.05, max_seconds=30) as server:
+    with LimitedServer(max_in_flight=2, latency=0.05) as server:
         answers, lm = _answers(server, num_concurrent=16)
     assert answers == unlimited_answers
-    assert server.rate_limited >= 1 and lm._pacer.allowed() < 16
+    assert server.rate_limited >= 1 and lm._calls.pacer.allowed() < 16
 
 
 def test_with_rpm_the_first_burst_and_the_rest_stay_under_the_limit(unlimited_answers):
-    with LimitedServer(rpm=240, burst=4, max_seconds=30) as server:
+    with LimitedServer(rpm=240, burst=4) as server:
         answers, lm = _answers(server, num_concurrent=8, rpm=240)
     assert answers == unlimited_answers
     assert server.rate_limited <= 1  # under 5 % of 20
@@ -62,14 +62,14 @@ def test_with_rpm_the_first_burst_and_the_rest_stay_under_the_limit(unlimited_an
 
 def test_a_429_storm_longer_than_the_retry_budget_no_longer_fails_the_run(unlimited_answers):
     # The first 15 requests are refused: more than max_retries + 1 = 3 attempts of any request.
-    with LimitedServer(storm=15, max_seconds=30) as server:
+    with LimitedServer(storm=15) as server:
         answers, lm = _answers(server, num_concurrent=2, max_retries=2)
     assert answers == unlimited_answers
     assert lm.usage_stats()["rate_limited"] == 15 == server.rate_limited
 
 
 def test_waiting_past_max_wait_fails_with_the_fix():
-    with LimitedServer(storm=10**9, max_seconds=30) as server:
+    with LimitedServer(storm=10**9) as server:
         lm = OpenAIChatLM(model="m", base_url=server.base_url, max_wait=0.3, num_concurrent=1)
         with pytest.raises(APIRequestError) as err:
             lm.generate_until(REQUESTS[:2])
@@ -123,7 +123,7 @@ def _run(server, tasks, out, model_args: str, *extra: str) -> int:
 
 def test_usage_and_cost_land_in_results_json(tasks, tmp_path):
     prices = "price_in=2,price_cached_in=0.5,price_out=10"
-    with LimitedServer(cached_tokens=3, reasoning_tokens=5, max_seconds=30) as server:
+    with LimitedServer(cached_tokens=3, reasoning_tokens=5) as server:
         assert _run(server, tasks, tmp_path / "out", prices) == 0
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     # The server counts words: each prompt's, and each answer's plus its reasoning tokens.
@@ -142,7 +142,7 @@ def test_usage_and_cost_land_in_results_json(tasks, tmp_path):
 
 
 def test_unknown_prices_give_a_null_cost_with_a_note(tasks, tmp_path):
-    with LimitedServer(max_seconds=30) as server:
+    with LimitedServer() as server:
         assert _run(server, tasks, tmp_path / "out", "seed=1") == 0
     run = json.loads((tmp_path / "out" / "results.json").read_text())["assay"]["api_usage"]
     assert run["cost_usd"] is None and "price_in= and price_out=" in run["cost_note"]
@@ -153,7 +153,7 @@ def test_max_cost_stops_the_run_and_a_larger_budget_resumes_from_the_cache(tasks
     # Each answer is 4 output tokens at 0.1 USD per token (prompts are free): 0.4 USD.
     prices = "price_in=0,price_out=100000"
     out = tmp_path / "out"
-    with LimitedServer(max_seconds=30) as server:
+    with LimitedServer() as server:
         assert _run(server, tasks, out, prices, "--max-cost", "1.3") == 2
         err = capsys.readouterr().err
         assert "--max-cost 1.3 USD reached" in err and "re-run with a larger --max-cost" in err
@@ -185,7 +185,7 @@ def test_max_cost_stops_the_run_and_a_larger_budget_resumes_from_the_cache(tasks
 
 
 def test_a_bundled_price_row_is_named_with_its_date(tasks, tmp_path):
-    with LimitedServer(max_seconds=30) as server:
+    with LimitedServer() as server:
         code = main(
             [
                 "run", "--model", "openai-chat",
@@ -205,7 +205,7 @@ def test_max_cost_with_answers_that_report_no_usage_stops_and_never_exits_0(
     tasks, tmp_path, capsys
 ):
     out = tmp_path / "out"
-    with LimitedServer(no_usage=True, max_seconds=30) as server:
+    with LimitedServer(no_usage=True) as server:
         code = _run(server, tasks, out, "price_in=1,price_out=1", "--max-cost", "100")
         sent = server.requests
     err = capsys.readouterr().err
@@ -219,7 +219,7 @@ def test_max_cost_with_answers_that_report_no_usage_stops_and_never_exits_0(
 
 
 def test_answers_without_usage_give_an_unknown_cost_never_zero(tasks, tmp_path, capsys):
-    with LimitedServer(no_usage=True, max_seconds=30) as server:
+    with LimitedServer(no_usage=True) as server:
         assert _run(server, tasks, tmp_path / "out", "price_in=1,price_out=1") == 0
     assert "cost unknown (6 answer(s) reported no token usage)" in capsys.readouterr().out
     run = json.loads((tmp_path / "out" / "results.json").read_text())["assay"]["api_usage"]
@@ -227,7 +227,7 @@ def test_answers_without_usage_give_an_unknown_cost_never_zero(tasks, tmp_path, 
 
 
 def test_max_cost_without_prices_is_refused_before_any_request(tasks, tmp_path, capsys):
-    with LimitedServer(max_seconds=30) as server:
+    with LimitedServer() as server:
         assert _run(server, tasks, tmp_path / "out", "seed=1", "--max-cost", "1") == 2
         assert server.requests == 0
     err = capsys.readouterr().err
@@ -235,7 +235,7 @@ def test_max_cost_without_prices_is_refused_before_any_request(tasks, tmp_path, 
 
 
 def test_compare_and_report_show_each_runs_requests_tokens_and_cost(tasks, tmp_path, capsys):
-    with LimitedServer(max_seconds=30) as server:
+    with LimitedServer() as server:
         for name, prices in (("cheap", "price_in=1,price_out=2"), ("unpriced", "seed=1")):
             assert _run(server, tasks, tmp_path / name, f"{prices}", "--log-samples") == 0
     capsys.readouterr()
@@ -258,7 +258,7 @@ def test_a_judges_usage_is_reported_with_its_task_and_counted_in_the_run(tasks, 
     (tasks / "limited_gen.yaml").write_text(
         yaml.replace("  - metric: exact_match", "  - metric: judge_correct")
     )
-    with LimitedServer(max_seconds=30) as server:
+    with LimitedServer() as server:
         code = main(
             [
                 "run", "--model", "dummy", "--tasks", "limited_gen", "--include-path", str(tasks),
@@ -277,13 +277,37 @@ def test_a_judges_usage_is_reported_with_its_task_and_counted_in_the_run(tasks, 
     assert results["api_usage"]["cost_usd"] == pytest.approx(judge["cost_usd"])
 
 
+def test_max_cost_holds_the_judges_the_run_builds(tasks, tmp_path, capsys):
+    yaml = (tasks / "limited_gen.yaml").read_text()
+    (tasks / "limited_gen.yaml").write_text(
+        yaml.replace("  - metric: exact_match", "  - metric: judge_correct")
+    )
+    out = tmp_path / "out"
+    # Prompt tokens at 0.01 USD each: a judge prompt costs a USD or two, so 5 USD pays for some.
+    with LimitedServer() as server:
+        code = main(
+            [
+                "run", "--model", "dummy", "--tasks", "limited_gen", "--include-path", str(tasks),
+                "--judge-model", "openai-chat",
+                "--judge-model-args", f"model=j,base_url={server.base_url},price_in=10000,price_out=0,num_concurrent=1",
+                "--output-dir", str(out), "--no-progress", "--max-cost", "5",
+            ]
+        )  # fmt: skip
+        judged = server.requests
+    assert code == 2 and "--max-cost 5 USD reached" in capsys.readouterr().err
+    assert 0 < judged < len(QUESTIONS)
+    stopped = json.loads((out / "results.json").read_text())["assay"]
+    assert stopped["stopped_by"] == "budget" and stopped["api_usage"]["requests"] == judged
+    assert stopped["api_usage"]["cost_usd"] <= 5
+
+
 def test_a_budget_stop_in_a_later_task_records_every_answer_paid_for(tasks, tmp_path):
     yaml = (tasks / "limited_gen.yaml").read_text()
     second = yaml.replace("task: limited_gen", "task: limited_gen2")
     # Other prompts, so that the cache answers none of them; the answers stay 4 tokens.
     (tasks / "limited_gen2.yaml").write_text(second.replace('"{{q}}"', '"again: {{q}}"'))
     out = tmp_path / "out"
-    with LimitedServer(max_seconds=30) as server:
+    with LimitedServer() as server:
         code = main(
             [
                 "run", "--model", "openai-chat",

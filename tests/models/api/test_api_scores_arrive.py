@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from fixtures.waiting import cached_when, wait_for
 
 from assay.execution.local import run_requests
 from assay.models.api.openai import OpenAICompletionsLM
@@ -105,16 +105,12 @@ def _cached_while_held(server, lm, requests, tmp_path, answered):
         target=lambda: out.update(answers=run_requests(lm, requests, cache=cache))
     )
     worker.start()
-    deadline = time.monotonic() + 60
-    while not (server.answered >= answered and server.held) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: server.answered >= answered and server.held)
     assert server.answered == answered and server.held == 1
-    time.sleep(1.0)  # twice the longest an arrived answer waits (Arrivals.window)
-    reader = ResponseCache(cache_path, lm.identity())
-    seen = reader.get_many([request_key(r) for r in requests])
+    # The answers enter the cache within Arrivals.window of arriving: wait for them (bounded).
+    seen = cached_when(cache_path, lm.identity(), [request_key(r) for r in requests], answered)
     server.release()
     worker.join(60)
-    reader.close()
     return seen, out["answers"]
 
 

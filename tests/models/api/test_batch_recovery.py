@@ -148,7 +148,7 @@ def _interrupted_submit(lm, journal_dir):
     def stop(_seconds):
         raise KeyboardInterrupt
 
-    provider = lm._batch_provider(lm._sync_client(), lm.endpoint)
+    provider = lm._batch.provider(lm.endpoint)
     run = BatchRun(provider, BatchJournal([journal_dir]), sleep=stop, report=lambda _: None)
     with pytest.raises(KeyboardInterrupt):
         run.run(
@@ -267,7 +267,7 @@ def test_a_run_with_nothing_to_submit_does_not_wait_for_a_batch_of_unknown_conte
         def stop(_seconds):
             raise KeyboardInterrupt
 
-        provider = lm._batch_provider(lm._sync_client(), lm.endpoint)
+        provider = lm._batch.provider(lm.endpoint)
         run = BatchRun(provider, BatchJournal([tmp_path / "batches"]), sleep=stop,
                        report=lambda _: None)  # fmt: skip
         with pytest.raises(KeyboardInterrupt):

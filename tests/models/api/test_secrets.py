@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -186,7 +185,6 @@ def test_planted_secrets_reach_no_file_and_no_line_online_and_batch(tasks, tmp_p
 
 
 def test_a_missing_key_is_refused_before_any_request(tasks, tmp_path):
-    started = time.monotonic()
     done = _assay(
         "run", "--model", "openai-chat",
         "--model-args", "model=gpt-test,base_url=http://192.0.2.1:9/v1,max_retries=0,timeout=2",
@@ -196,7 +194,6 @@ def test_a_missing_key_is_refused_before_any_request(tasks, tmp_path):
     assert done.returncode == 2, done.stderr[-2000:]
     assert "OPENAI_API_KEY is not set" in done.stderr and "api_key_env=" in done.stderr
     assert "connection" not in done.stderr.lower() and "Traceback" not in done.stderr
-    assert time.monotonic() - started < 60
 
 
 def test_a_short_secret_typed_in_a_dict_model_arg_is_hidden_from_the_command_line():

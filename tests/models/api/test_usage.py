@@ -9,7 +9,7 @@ from importlib import resources
 
 import pytest
 
-from assay.models.api.budget import SpendingLimit, active_limit, spending_limit
+from assay.models.api.budget import SpendingLimit, spending_limit
 from assay.models.api.usage import (
     Prices,
     Usage,
@@ -117,10 +117,9 @@ def test_spending_limit_holds_estimates_in_flight_and_refuses_what_would_pass_it
     assert not limit.admit(0.1)  # once reached, nothing more is sent in this run
 
 
-def test_spending_limit_is_active_only_inside_its_block():
-    assert active_limit() is None
-    with spending_limit(2.5) as limit:
-        assert active_limit() is limit and limit is not None and limit.max_usd == 2.5
-    assert active_limit() is None
-    with spending_limit(None) as nothing:
-        assert nothing is None and active_limit() is None
+def test_a_run_without_max_cost_makes_no_limit():
+    assert spending_limit(None) is None
+    limit = spending_limit(2.5)
+    assert limit is not None and limit.max_usd == 2.5 and limit.spent == 0
+    with pytest.raises(ValueError, match="positive"):
+        SpendingLimit(0)

@@ -26,6 +26,7 @@ from assay.models.api.anthropic_messages import (
 )
 from assay.models.api.anthropic_provider import AnthropicProvider
 from assay.models.api.backend import GenerationOnly, _APIBackend
+from assay.models.api.budget import SpendingLimit
 from assay.models.api.settings import SHARED_ARGS, APISettings
 from assay.models.api.tool_payloads import (
     anthropic_calls,
@@ -85,9 +86,9 @@ class AnthropicChatLM(GenerationOnly, _APIBackend):
         "backend that reads log-probabilities (hf, vllm, openai-completions)."
     )
 
-    def __init__(self, **model_args: Any) -> None:
+    def __init__(self, spending: SpendingLimit | None = None, **model_args: Any) -> None:
         args = typed_args(self.name, model_args, self.ARGS)
-        super().__init__(APISettings(seed=None, default_query=None, **args))
+        super().__init__(APISettings(seed=None, default_query=None, **args), spending)
         self._warned_thinking = False
 
     def _generation_defaults(self) -> dict[str, Any]:

@@ -21,15 +21,10 @@ from typing import Any
 
 from assay.errors import ModelError
 from assay.models.api.batches import BatchLimits, BatchStatus, ItemResult
+from assay.models.api.runner import retryable_status
 
 OPENAI_LIMITS = BatchLimits(max_requests=50_000, max_bytes=200 * 1024 * 1024)
 ANTHROPIC_LIMITS = BatchLimits(max_requests=100_000, max_bytes=256 * 1024 * 1024)
-
-_RETRYABLE_STATUS = frozenset({408, 409, 429})
-
-
-def _retryable(status: int) -> bool:
-    return status in _RETRYABLE_STATUS or status >= 500
 
 
 class _Provider:
@@ -203,7 +198,7 @@ def _openai_item(record: dict[str, Any], batch_state: str) -> ItemResult:
     inner = body.get("error", body) if isinstance(body, dict) else body
     message = inner.get("message") if isinstance(inner, dict) else inner
     status = int(status) if isinstance(status, int) else 0
-    return ItemResult(None, f"HTTP {status}: {message}", _retryable(status))
+    return ItemResult(None, f"HTTP {status}: {message}", retryable_status(status))
 
 
 class AnthropicBatches(_Provider):

@@ -1,9 +1,10 @@
 """`--max-cost`: the run stops sending API requests before it would spend more than it may.
 
-One `SpendingLimit` is active for a run (`spending_limit`), shared by every API backend it
-builds (the model and its judges). Before a request is first sent, its backend asks `admit`
-with an estimate of its cost: the dearest answer of that backend so far, or, before any answer,
-an upper bound from the request's prompt and its max new tokens at the model's prices. A refused
+A run makes one `SpendingLimit` and hands it to every API backend it builds (the model and its
+judges), each of which gives it to its `runner.CallRunner` (`spending=`): backends built with
+different limits each keep their own, and one without a limit spends freely. Before a request
+is first sent, its backend asks `admit` with an estimate of its cost: the dearest answer of
+that backend so far, or, before any answer, an upper bound from the request's prompt and its max new tokens at the model's prices. A refused
 request is never sent, nor is any after it; those under way finish and are paid for. The limit
 counts what this process spends: answers read from the response cache cost nothing, so a re-run
 with a larger budget pays only for the rest. An answer whose cost is unknown (the server
@@ -11,14 +12,12 @@ reported no token usage) leaves the budget unkeepable: nothing more is sent and 
 saying so (`unknown`), never counting it as free.
 
 It sits in the API client layer, which every API backend and judge shares, because the backends
-are what ask it; the run, above the models, only makes a limit active.
+are what ask it; the run, above the models, only makes the limit and passes it down.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from assay.errors import ModelError
 
@@ -61,26 +60,9 @@ class SpendingLimit:
             self.spent += cost
 
 
-_active: SpendingLimit | None = None
-
-
-def active_limit() -> SpendingLimit | None:
-    """The spending limit of the run under way, or None without --max-cost."""
-    return _active
-
-
-@contextmanager
-def spending_limit(max_usd: float | None) -> Iterator[SpendingLimit | None]:
-    """Make a limit of `max_usd` (None: no limit) the active one while the block runs."""
-    global _active
-    if max_usd is None:
-        yield None
-        return
-    previous, _active = _active, SpendingLimit(max_usd)
-    try:
-        yield _active
-    finally:
-        _active = previous
+def spending_limit(max_usd: float | None) -> SpendingLimit | None:
+    """The limit of a run's `--max-cost` (None: no limit)."""
+    return SpendingLimit(max_usd) if max_usd is not None else None
 
 
 class CostLimitReached(ModelError):

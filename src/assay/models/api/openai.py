@@ -22,6 +22,7 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from assay.errors import ModelError
 from assay.models.api.backend import GenerationOnly
+from assay.models.api.budget import SpendingLimit
 from assay.models.api.openai_base import OpenAIBackend
 from assay.models.api.payloads import as_messages, echo_score, with_image_urls
 from assay.models.api.runner import PermanentFailure
@@ -88,8 +89,8 @@ class OpenAICompletionsLM(OpenAIBackend):
         "add_bos_token": Arg(bool, None, nullable=True),
     }
 
-    def __init__(self, **model_args: Any) -> None:
-        super().__init__(APISettings(**typed_args(self.name, model_args, self.ARGS)))
+    def __init__(self, spending: SpendingLimit | None = None, **model_args: Any) -> None:
+        super().__init__(APISettings(**typed_args(self.name, model_args, self.ARGS)), spending)
         self._tokens: TokenizerView | None = None
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResult]:
@@ -232,7 +233,7 @@ class OpenAICompletionsLM(OpenAIBackend):
             return SpanScore(logprob, greedy, unique[j].n_scored)
 
         if self.settings.batch_api:
-            outcome = self._run_batch(len(unique), self.endpoint, args, read)
+            outcome = self._batch.run(len(unique), self.endpoint, args, read)
         else:
 
             def score(j: int, response: Any) -> SpanScore:
@@ -240,7 +241,7 @@ class OpenAICompletionsLM(OpenAIBackend):
                 arrived(j, result)
                 return result
 
-            outcome = self._run(
+            outcome = self._calls.run(
                 len(unique),
                 lambda client, j: client.completions.create(**args(j)),
                 score,
@@ -251,7 +252,7 @@ class OpenAICompletionsLM(OpenAIBackend):
             f"{what} needs a /v1/completions server that accepts token-id prompts and echoes their "
             "log-probabilities (echo=True, logprobs=1), such as vLLM; chat-only servers cannot score."
         )
-        return self._gather(outcome, owners, combine, what, hint)
+        return self._calls.gather(outcome, owners, combine, what, hint)
 
     def _view(self, what: str) -> TokenizerView:
         """lm-eval's tokenisation rules over the `tokenizer` arg, which `what` needs."""
@@ -311,8 +312,8 @@ class OpenAIChatLM(GenerationOnly, OpenAIBackend):
         "parallel_tool_calls",
     }
 
-    def __init__(self, **model_args: Any) -> None:
-        super().__init__(APISettings(**typed_args(self.name, model_args, self.ARGS)))
+    def __init__(self, spending: SpendingLimit | None = None, **model_args: Any) -> None:
+        super().__init__(APISettings(**typed_args(self.name, model_args, self.ARGS)), spending)
 
     no_scores_reason = (
         "chat completions endpoints return no log-probabilities of the prompt, so "

@@ -7,6 +7,7 @@ from typing import Any
 
 from assay.errors import ConfigError
 from assay.models.api.backend import _APIBackend
+from assay.models.api.budget import SpendingLimit
 from assay.models.api.openai_answers import AnswerReading, read_choice
 from assay.models.api.openai_provider import OpenAIProvider
 from assay.models.api.payloads import extra_fields, sampling_fields
@@ -21,8 +22,8 @@ class OpenAIBackend(_APIBackend):
 
     provider = OpenAIProvider()
 
-    def __init__(self, settings: APISettings) -> None:
-        super().__init__(settings)
+    def __init__(self, settings: APISettings, spending: SpendingLimit | None = None) -> None:
+        super().__init__(settings, spending)
         self._reading = AnswerReading(
             thinking_args(
                 self.name,

@@ -12,20 +12,26 @@ The API key is held by `Key`, which never shows itself in a repr or a message.
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 from urllib.parse import urlsplit
 
+from assay.errors import ModelError
 from assay.models.api.batches import BatchLimits, BatchProvider
-from assay.models.api.pacing import FailureKind, ProviderSignals
-from assay.models.api.runner import PermanentFailure, TransientFailure
+from assay.models.api.pacing import FailureKind, ProviderSignals, read_signals
+from assay.models.api.runner import (
+    PermanentFailure,
+    TransientFailure,
+    UnreadableAnswer,
+    retryable_status,
+)
 from assay.models.api.usage import Usage
 from assay.util.redact import clean_text, remember
 
 R = TypeVar("R")
 
-RETRYABLE_STATUS = frozenset({408, 409, 429})
 OVERLOAD_STATUS = frozenset({529})
 """Anthropic's "overloaded": waited out like a 429, without spending the retry budget."""
 
@@ -120,6 +126,61 @@ class Provider(Protocol):
         ...
 
 
+class SDKProvider:
+    """What a provider whose SDK is shaped like the official two shares: importing it, and
+    building its two clients (`<client_class>` for batch calls, `Async<client_class>` for online
+    calls) from the model args, with the standard rate-limit headers. A subclass names the
+    package and client class and adds the batch API, usage and answer readers."""
+
+    package: str
+    client_class: str
+    """The synchronous client's name in the SDK ("OpenAI"); the asynchronous one adds Async."""
+    backend: ClassVar[str]
+    """The backend named when the SDK is missing and no other is known ("openai-chat")."""
+    takes_default_query: ClassVar[bool] = True
+    """Whether the clients take `default_query` (Anthropic's take none: its API needs none)."""
+
+    def sdk(self, backend: str) -> Any:
+        """The imported SDK module; a ModelError naming `backend` and the extra to install."""
+        try:
+            return importlib.import_module(self.package)
+        except ImportError:
+            raise ModelError(
+                f"--model {backend} needs the {self.package} package; install assay[api]."
+            ) from None
+
+    def async_client(self, settings: ClientSettings, key: Key, on_response: OnResponse) -> Any:
+        """The asynchronous client: no retries of its own (the call runner retries), every
+        HTTP answer passed to `on_response`."""
+        sdk = self.sdk(self.backend)
+        return getattr(sdk, "Async" + self.client_class)(
+            **self._client_args(settings, key),
+            max_retries=0,
+            http_client=sdk.DefaultAsyncHttpxClient(event_hooks={"response": [on_response]}),
+        )
+
+    def sync_client(self, settings: ClientSettings, key: Key) -> Any:
+        """The synchronous client of batch calls, retrying with the SDK's own backoff."""
+        return getattr(self.sdk(self.backend), self.client_class)(
+            **self._client_args(settings, key), max_retries=settings.max_retries
+        )
+
+    def signals(self, headers: Mapping[str, str]) -> ProviderSignals:
+        """The standard rate-limit headers (retry-after, x-ratelimit-*, anthropic-ratelimit-*)."""
+        return read_signals(headers)
+
+    def _client_args(self, settings: ClientSettings, key: Key) -> dict[str, Any]:
+        args: dict[str, Any] = {
+            "api_key": key.reveal(),
+            "base_url": settings.base_url,
+            "default_headers": settings.default_headers,
+            "timeout": settings.timeout,
+        }
+        if self.takes_default_query:
+            args["default_query"] = settings.default_query
+        return args
+
+
 async def classified(
     provider: Provider, sdk: Any, pending: Awaitable[R], timeout: float, hint: Callable[[int], str]
 ) -> R:
@@ -127,9 +188,11 @@ async def classified(
 
     Both official SDKs raise the same three error classes (timeout, connection, status), so one
     classification serves every provider whose SDK follows them; `hint(status)` is added to a
-    permanent failure's reason."""
+    permanent failure's reason. A 200 whose body the SDK cannot parse (a ValueError: broken
+    JSON, a failed validation) or returns as plain text (a body that is not JSON) is an
+    `UnreadableAnswer`: paid for, its usage unknown."""
     try:
-        return await pending
+        answer = await pending
     except sdk.APITimeoutError:
         raise TransientFailure(f"no answer within {timeout:g} s", kind="timeout") from None
     except sdk.APIConnectionError as exc:
@@ -140,7 +203,7 @@ async def classified(
     except sdk.APIStatusError as exc:
         status = exc.status_code
         reason = clean_text(f"HTTP {status}: {server_message(exc)}")
-        if status in RETRYABLE_STATUS or status >= 500:
+        if retryable_status(status):
             signals = provider.signals(exc.response.headers)
             kind: FailureKind = "error"
             if status == 429:
@@ -151,6 +214,15 @@ async def classified(
                 reason, signals.retry_after, kind=kind, signals=signals
             ) from None
         raise PermanentFailure(reason + hint(status)) from None
+    except ValueError as exc:  # json.JSONDecodeError and pydantic's ValidationError included
+        raise UnreadableAnswer(
+            clean_text(f"the server's answer could not be parsed: {type(exc).__name__}: {exc}")
+        ) from None
+    if isinstance(answer, str | bytes):
+        text = answer if isinstance(answer, str) else answer.decode("utf-8", "replace")
+        shown = text if len(text) <= 100 else text[:97] + "..."
+        raise UnreadableAnswer(clean_text(f"the server's answer is not JSON: {shown!r}"))
+    return answer
 
 
 def credentials_hint(status: int, api_key_env: str) -> str:

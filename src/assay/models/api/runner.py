@@ -4,8 +4,7 @@ Backends describe one call (`attempt(i)`) and how to classify its failures; `run
 rest (pacing by `pacing.Pacer`: adaptive concurrency, the provider's holds, rate limits) and
 reports, per call, either an answer or why there is none. `CallRunner` is what a backend holds:
 its pacer, retry policy and usage meter, and `--max-cost` admission against the spending limit
-it is given for each run of calls. None of it knows HTTP clients, so its behaviour is tested
-without a server.
+it is built with. None of it knows HTTP clients, so its behaviour is tested without a server.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from assay.errors import ConfigError, ModelError
 from assay.models.api.budget import SpendingLimit
 from assay.models.api.pacing import FailureKind, Pacer, ProviderSignals, Ticket
 from assay.models.api.usage import Usage, UsageMeter
+from assay.util.redact import clean_text
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -52,12 +52,28 @@ class TransientFailure(Exception):
         """The answer's rate-limit headers, when there was an answer."""
 
 
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+"""HTTP statuses worth repeating a request after, besides every 5xx (timeout, conflict, rate
+limit); the online calls and the batch items alike."""
+
+
+def retryable_status(status: int) -> bool:
+    """Whether a request answered HTTP `status` may succeed if sent again."""
+    return status in RETRYABLE_STATUS or status >= 500
+
+
 class PermanentFailure(Exception):
     """A failure that repeating the call cannot fix: a rejected request, a missing capability."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class UnreadableAnswer(PermanentFailure):
+    """A 200 answer whose body could not be read (not JSON, or not what the SDK expects): it
+    was paid for, so it counts as an answer whose usage is unknown; repeating it could pay
+    again for the same unreadable answer, so it is not repeated."""
 
 
 DEFAULT_MAX_WAIT = 1800.0
@@ -267,21 +283,31 @@ class CallRunner:
     while the limit allows (estimated at the dearest answer so far, or before any at its prompt
     and max new tokens at the model's prices)."""
 
-    def __init__(self, name: str, pacer: Pacer, retry: RetryPolicy, meter: UsageMeter) -> None:
+    def __init__(
+        self,
+        name: str,
+        pacer: Pacer,
+        retry: RetryPolicy,
+        meter: UsageMeter,
+        *,
+        spending: SpendingLimit | None = None,
+        model: str = "",
+    ) -> None:
+        """A limit needs the prices of `model` (the served model, named in the refusal): a
+        spending limit for a model whose prices are unknown could not be kept."""
+        if spending is not None and meter.prices is None:
+            raise ConfigError(
+                f"--max-cost needs the prices of --model {name} model={model!r}, which "
+                "the bundled price table does not list: give price_in= and price_out= (USD per "
+                "million tokens) in --model-args."
+            )
         self.name = name
         """The backend's name, in messages."""
         self.pacer = pacer
         self.retry = retry
         self.meter = meter
-
-    def check(self, spending: SpendingLimit | None, model: str) -> None:
-        """Refuse a spending limit for a model whose prices are unknown (it could not be kept)."""
-        if spending is not None and self.meter.prices is None:
-            raise ConfigError(
-                f"--max-cost needs the prices of --model {self.name} model={model!r}, which "
-                "the bundled price table does not list: give price_in= and price_out= (USD per "
-                "million tokens) in --model-args."
-            )
+        self.spending = spending
+        """The spending limit every call is admitted under (None: no limit)."""
 
     async def run(
         self,
@@ -291,7 +317,6 @@ class CallRunner:
         *,
         usage: Callable[[Any], Usage],
         tokens: Callable[[int], tuple[float, float]],
-        spending: SpendingLimit | None,
     ) -> CallOutcome[R]:
         """`read(j, await send(j))` for every call j; `usage(response)` is what the answer used.
 
@@ -300,20 +325,37 @@ class CallRunner:
         answered are settled at no cost, whatever ends the run.
         """
         estimates: dict[int, float] = {}
+        spending = self.spending
+
+        def paid(j: int, answered: Usage, unknown: str) -> None:
+            """Count an answer that arrived; under a limit, settle its estimate at its cost."""
+            cost = self.meter.record(answered)
+            if spending is not None and j in estimates:
+                spending.settle(estimates.pop(j), cost, unknown)
 
         async def attempt(j: int) -> R:
-            response = await send(j)
-            read_usage = usage(getattr(response, "usage", None))
-            cost = self.meter.record(read_usage)
-            if spending is not None and j in estimates:
-                unknown = (
-                    "the server's answers report no token usage"
-                    if read_usage.input_tokens is None or read_usage.output_tokens is None
-                    else "the price of some of the tokens an answer used is unknown (cached "
-                    "input tokens without price_cached_in=)"
-                )
-                spending.settle(estimates.pop(j), cost, unknown)
-            return read(j, response)
+            try:
+                response = await send(j)
+            except UnreadableAnswer as exc:
+                paid(j, Usage(None, None), f"an answer could not be read ({exc.reason})")
+                raise
+            answered = usage(getattr(response, "usage", None))
+            paid(
+                j,
+                answered,
+                "the server's answers report no token usage"
+                if answered.input_tokens is None or answered.output_tokens is None
+                else "the price of some of the tokens an answer used is unknown (cached "
+                "input tokens without price_cached_in=)",
+            )
+            try:
+                return read(j, response)
+            except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+                # A body of the wrong shape (a field missing or of another type): the server's
+                # answer is unusable, which repeating the paid call would not change.
+                raise PermanentFailure(
+                    clean_text(f"the server's answer is malformed: {type(exc).__name__}: {exc}")
+                ) from None
 
         try:
             outcome = await run_calls(

@@ -5,6 +5,10 @@ them, so reusing it across calls needs one loop that outlives them: `Session` ke
 loop on a daemon thread and runs every batch of calls there. The client, its TLS context and
 its open connections are made once per backend, not once per `generate_until` (an agent's
 rounds, a judge's tasks, an executor's chunks each called it anew).
+
+`close` (the backend's `LM.close`, which the run calls on the backends it built) closes the
+clients and ends the thread. The thread is a daemon all the same, so that a backend nobody
+closes (a user's own object) never keeps the interpreter from exiting.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class Session:
         self._client: Any = None
         self._sync_client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def client(self) -> Any:
@@ -74,18 +79,25 @@ class Session:
             raise
 
     def close(self) -> None:
-        """Close the clients and stop the loop (a later `run` starts a new one)."""
+        """Close the clients, stop the loop and wait for its thread to end (a later `run`
+        starts a new one)."""
         with self._lock:
             loop, self._loop = self._loop, None
+            thread, self._thread = self._thread, None
             client, self._client = self._client, None
             sync_client, self._sync_client = self._sync_client, None
         if sync_client is not None:
             sync_client.close()
-        if loop is None:
+        if loop is None or thread is None:
             return
-        if client is not None:
-            asyncio.run_coroutine_threadsafe(client.close(), loop).result(_CANCEL_WAIT)
-        loop.call_soon_threadsafe(loop.stop)
+        try:
+            if client is not None:
+                asyncio.run_coroutine_threadsafe(client.close(), loop).result(_CANCEL_WAIT)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(_CANCEL_WAIT)
+            if not thread.is_alive():
+                loop.close()
 
     def _started_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -95,7 +107,7 @@ class Session:
                     target=loop.run_forever, name="assay-api-calls", daemon=True
                 )
                 thread.start()
-                self._loop = loop
+                self._loop, self._thread = loop, thread
             return self._loop
 
     def __getstate__(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from assay.errors import ConfigError
 from assay.models.api.batches import FAILED_CHOICES
 from assay.models.api.runner import DEFAULT_MAX_WAIT
 from assay.models.args import REQUIRED, Arg, AutoOrCount, BatchSize
@@ -161,3 +162,40 @@ class APISettings:
     """OpenAI: sent as the `reasoning_effort` request field (low, medium, high...)."""
     default_headers: dict[str, Any] | None = None
     """HTTP headers added to every request (a gateway's own key header, ...)."""
+
+
+BATCH_API_CHUNK = 50_000
+"""Requests per executor chunk with batch_api=true (when batch_size is "auto"): OpenAI's
+per-batch limit, so a task of that size is submitted at once."""
+
+
+def check_settings(backend: str, settings: APISettings, per_request_fields: frozenset[str]) -> None:
+    """Refuse model args that contradict each other or what every request sets itself
+    (`per_request_fields`), naming `backend`."""
+    overridden = sorted(per_request_fields & set(settings.extra_body or {}))
+    if overridden:
+        raise ConfigError(
+            f"--model {backend}: extra_body sets {', '.join(overridden)}, which every request "
+            "sets itself; put sampling settings in --gen-kwargs or the task's "
+            "generation_kwargs instead."
+        )
+    if settings.batch_discount is not None and settings.batch_discount > 1:
+        raise ConfigError(
+            f"--model {backend}: batch_discount={settings.batch_discount:g} is the fraction "
+            "of the price taken off through a batch API, between 0 and 1 (0.5: half price)."
+        )
+    if settings.batch_api and not (settings.batch_dir or settings.batch_cache):
+        raise ConfigError(
+            f"--model {backend}: batch_api=true needs a folder to record submitted "
+            "batches in, so that a re-run never pays for them twice: give --output-dir or "
+            "--cache to assay run, or batch_dir=<folder> in the model args."
+        )
+
+
+def chunk_size(settings: APISettings) -> BatchSize:
+    """Requests per executor chunk: the batch_size arg, or with batch_api=true and no whole
+    number given, a provider batch's worth (one chunk, hence one set of batches submitted
+    together: chunks of the online default would wait in turn)."""
+    if settings.batch_api and not isinstance(settings.batch_size, int):
+        return BATCH_API_CHUNK
+    return settings.batch_size
