@@ -151,6 +151,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "assay.doc",
             "assay.errors",
             "assay.registry",
+            "assay.peers",  # names compat modules as strings only: registrations, not imports
             "assay.util",
             "assay.images",
             "assay.hub",

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from assay import peers
 from assay.doc import Doc, OutputType
 from assay.registry import ComponentRegistry
 from assay.requests.tools import ToolCall
@@ -179,11 +180,18 @@ AGGREGATIONS.lazy("inst_level_acc", "assay.metrics.ifeval")
 
 
 def get_metric(name: str, **kwargs: Any) -> Metric:
-    """Build the registered metric `name` with `kwargs` (lighteval's metric names too)."""
+    """Build the registered metric `name` with `kwargs` (another harness's name for one of
+    assay's metrics too: `peers.METRIC_NAMES`)."""
     if name not in METRICS:
-        from assay.metrics.lighteval_names import lighteval_metric
-
-        mapped = lighteval_metric(name, kwargs)
-        if mapped is not None:
-            name, kwargs = mapped
+        for source in peers.load(peers.METRIC_NAMES):
+            mapped = source.translate(name, kwargs)
+            if mapped is not None:
+                name, kwargs = mapped
+                break
     return METRICS.get(name)(**kwargs)
+
+
+def is_peer_metric_name(name: str) -> bool:
+    """Whether `name` is another harness's metric name (served by assay, or refused with the
+    closest of assay's): such names are never looked up elsewhere."""
+    return any(source.knows(name) for source in peers.load(peers.METRIC_NAMES))

@@ -22,6 +22,7 @@ from assay.metrics.base import (
     SampleInput,
     ScoredMetric,
     get_metric,
+    is_peer_metric_name,
 )
 from assay.requests.doc_result import DocResult
 from assay.requests.types import RollingResult
@@ -95,10 +96,8 @@ def build_metrics(config: TaskConfig) -> list[ScoredMetric]:
 def evaluate_fallback(spec: MetricSpec, config: TaskConfig) -> bool:
     """lm-eval's rule (api/registry.get_metric): a metric_list name its registry lacks is
     `evaluate.load(name)`. Taken for lm-eval YAMLs of generated answers (the only output type
-    whose metrics lm-eval calls by function); assay's own and lighteval's names, and Python
-    task configs, keep their refusal of unknown names."""
-    from assay.metrics.lighteval_names import is_lighteval_name
-
+    whose metrics lm-eval calls by function); assay's own and other harnesses' names, and
+    Python task configs, keep their refusal of unknown names."""
     return (
         not spec.hf_evaluate
         and spec.function is None
@@ -106,7 +105,7 @@ def evaluate_fallback(spec: MetricSpec, config: TaskConfig) -> bool:
         and config.raw_config is not None
         and config.resolved_output_type == OutputType.GENERATE_UNTIL
         and spec.name not in METRICS
-        and not is_lighteval_name(spec.name)
+        and not is_peer_metric_name(spec.name)
     )
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from assay.compat.lighteval.code import sandboxed_sample_function
+from assay.compat.lighteval.names import SAME_COMPUTATION
 from assay.doc import OutputType
 from assay.errors import ConfigError
 from assay.metrics.base import (
@@ -40,7 +41,6 @@ from assay.metrics.base import (
     StderrRule,
     get_metric,
 )
-from assay.metrics.lighteval_names import SAME_COMPUTATION
 from assay.requests.types import LoglikelihoodResult, RollingResult
 from assay.tasks.config import LightevalMetricRef, TaskConfig
 from assay.tasks.lighteval_files import doc_to_lighteval
@@ -66,7 +66,7 @@ def build(
     """The assay Metric and Aggregation of one reported name of a lighteval metric."""
     metric = ref.group.metric
     where = config.where()
-    same = SAME_COMPUTATION.get(_signature(metric))  # lighteval_names: the identical ones
+    same = SAME_COMPUTATION.get(_signature(metric))  # names.py: the identical ones
     if same is not None and ref.name == metric.metric_name:
         log.info("%s: lighteval's %r is computed by assay's %s.", where, ref.name, same)
         built = replace(get_metric(same), name=spec_name)

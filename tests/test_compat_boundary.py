@@ -1,0 +1,100 @@
+"""Other harnesses live in `assay.compat.<peer>`: the core names them only in `assay.peers`'
+registry entries (docs/architecture.md, "Layers"). A new mention of lighteval anywhere else in
+src/assay fails here, so its compatibility cannot leak back into the core.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import assay
+from assay import peers
+
+ROOT = Path(assay.__file__).parent
+PEER = "lighteval"
+
+DATASET_ID = re.compile(r"[\w.-]+/[\w.-]*lighteval[\w.-]*|lighteval/[\w.-]+", re.IGNORECASE)
+"""A Hub dataset id that carries the name (`lighteval/siqa`, `...MATH-lighteval`): data, not a
+dependency on the harness."""
+
+LEFT: dict[str, int] = {
+    "catalog/minerva_math.py": 1,
+    "cli/task_listing.py": 2,
+    "doc.py": 1,
+    "images.py": 1,
+    "metrics/base.py": 7,
+    "metrics/stderr.py": 17,
+    "models/hf/model.py": 1,
+    "models/hf/multimodal.py": 1,
+    "models/vllm/model.py": 1,
+    "prompts/manager.py": 24,
+    "requests/instances.py": 1,
+    "requests/plan.py": 2,
+    "requests/types.py": 2,
+    "results/schema.py": 4,
+    "results/stderr_notes.py": 2,
+    "results/summary.py": 3,
+    "results/task_config.py": 1,
+    "run/evaluation.py": 1,
+    "run/plan.py": 9,
+    "run/scoring.py": 3,
+    "sandbox/_io_grader.py": 1,
+    "sandbox/io_tests.py": 1,
+    "tasks/code_routes.py": 8,
+    "tasks/config.py": 30,
+    "tasks/fewshot.py": 28,
+    "tasks/lighteval_files.py": 114,
+    "tasks/lighteval_suites.py": 41,
+    "tasks/registry/__init__.py": 2,
+    "tasks/registry/custom_files.py": 6,
+    "tasks/registry/lighteval.py": 36,
+    "tasks/registry/python_tasks.py": 10,
+    "tasks/registry/resolver.py": 22,
+    "tasks/task.py": 22,
+}
+"""Mentions not yet moved into compat/lighteval, by file: this table only shrinks."""
+
+
+def _mentions() -> dict[str, int]:
+    """Per source file outside compat/ and the registry entries, its mentions of the peer."""
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if name.startswith("compat/") or name == "peers.py":
+            continue
+        text = DATASET_ID.sub("", path.read_text(encoding="utf-8"))
+        count = len(re.findall(PEER, text, re.IGNORECASE))
+        if count:
+            out[name] = count
+    return out
+
+
+def test_the_core_mentions_lighteval_only_where_it_did():
+    assert _mentions() == LEFT
+
+
+def test_the_registry_entries_name_compat_modules_that_import():
+    entries = [
+        value
+        for value in vars(peers).values()
+        if isinstance(value, tuple) and value and all(isinstance(v, str) for v in value)
+    ]
+    assert entries, "assay.peers declares no entries"
+    for modules in entries:
+        for module in modules:
+            assert module.startswith("assay.compat."), module
+            importlib.import_module(module)
+
+
+def test_the_registry_entries_are_the_only_lines_of_peers_naming_a_peer():
+    lines = (ROOT / "peers.py").read_text(encoding="utf-8").splitlines()
+    named = [line for line in lines if PEER in line]
+    assert named and all('"assay.compat.' in line for line in named)
+
+
+def test_a_dataset_id_is_not_a_mention_but_the_harness_is():
+    assert DATASET_ID.sub("", 'hf_repo="lighteval/siqa"') == 'hf_repo=""'
+    assert DATASET_ID.sub("", "DigitalLearningGmbH/MATH-lighteval") == ""
+    assert re.findall(PEER, DATASET_ID.sub("", "lighteval's PromptManager"))
