@@ -16,6 +16,13 @@ from types import ModuleType
 METRIC_NAMES: tuple[str, ...] = ("assay.compat.lighteval.names",)
 """Modules serving other harnesses' metric names, each with `knows(name) -> bool` and
 `translate(name, kwargs) -> (assay name, kwargs) | None` (a ConfigError for a name it refuses)."""
+PROMPT_LAYOUTS: dict[str, str] = {"lighteval": "assay.compat.lighteval.prompts"}
+"""Other harnesses' prompt layouts by name (`TaskConfig.prompt_layout`), each module a
+`prompts.manager.PeerLayout`."""
+
+TASK_SOURCE: str = "assay.compat.lighteval.source"
+"""The module that reads task strings (their grammar is a peer's) and serves that peer's tasks
+and --custom-tasks configs (`tasks.registry.task_source.TaskSource`)."""
 
 
 def load(modules: tuple[str, ...]) -> list[ModuleType]:

@@ -40,9 +40,11 @@ class SampleInput:
     (`choice.choice_outcome`), by name."""
 
 
-StderrRule = Literal[
-    "mean", "nan_mean", "flat_mean", "bootstrap", "none", "lighteval_mean", "lighteval_bootstrap"
-]
+StderrRule = Literal["mean", "nan_mean", "flat_mean", "bootstrap", "none", "peer_mean", "peer"]
+
+PeerStderr = Callable[[Sequence[Any], int], tuple[Any, Any]]
+"""(values, bootstrap_iters) -> (the standard error, a corrected one reported beside it or None
+for none): another harness's formula, as that harness reports it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +57,13 @@ class Aggregation:
     """"mean": sample stddev / sqrt(n); "nan_mean": the same over the values that are not NaN
     (judge metrics: an unparseable verdict is no value); "flat_mean": the same over the
     flattened per-sample lists (IFEval instruction level); "bootstrap": seeded bootstrap;
-    "none": "N/A"; "lighteval_mean" / "lighteval_bootstrap": as lighteval computes them
-    (metrics from lighteval; `stderr.lighteval_stderrs`)."""
+    "none": "N/A"; "peer_mean" / "peer": `peer_stderr` computes it (another harness's metric,
+    scored as that harness scores it; "peer_mean" when its formula is a mean's, sample stddev /
+    sqrt(n))."""
     bootstrap_cap: int | None = None
     """Upper bound on bootstrap iterations (lm-eval caps bleu/chrf/ter at 100)."""
+    peer_stderr: PeerStderr | None = None
+    """The "peer_mean" and "peer" rules' formula."""
 
 
 @dataclass(frozen=True, slots=True)

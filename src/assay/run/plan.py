@@ -17,7 +17,7 @@ from assay.doc import Doc
 from assay.errors import ConfigError, DataError
 from assay.filters.base import FilterEnsemble
 from assay.metrics.base import ScoredMetric
-from assay.prompts.manager import PromptManager
+from assay.prompts.manager import PromptManager, fits_context
 from assay.requests.plan import Capabilities, GenerationPolicy, PromptSettings, RequestPlan
 from assay.results.schema import cluster_label
 from assay.run.scoring import build_filters, build_metrics
@@ -156,8 +156,8 @@ def generation_policy(
         dict(overrides or {}),
         seed,
         f"{config.where()}: gen_kwargs",
-        # lighteval's backends keep the prompt whole and shrink the generation to fit.
-        fit_context=config.prompt_layout == "lighteval",
+        # Some harnesses' backends keep the prompt whole and shrink the generation to fit.
+        fit_context=fits_context(config.prompt_layout),
     )
 
 

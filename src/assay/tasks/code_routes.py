@@ -76,18 +76,10 @@ def _filter_functions(config: TaskConfig) -> Iterator[Callable[..., Any]]:
 def _lighteval_code_metric(config: TaskConfig) -> bool:
     """A lighteval metric that runs programs (LiveCodeBench's): assay scores it sandboxed
     (`compat.lighteval.code`)."""
-    from assay.tasks.lighteval_files import EXECUTES_MODEL_CODE
-
     return any(
-        isinstance(s, MetricSpec)
-        and s.lighteval is not None
-        and _qualified(s.lighteval.group.metric.sample_level_fn) in EXECUTES_MODEL_CODE
+        isinstance(s, MetricSpec) and s.lighteval is not None and s.lighteval.runs_model_code
         for s in config.metrics
     )
-
-
-def _qualified(obj: Any) -> str:
-    return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
 def _names_code_eval(config: TaskConfig) -> bool:

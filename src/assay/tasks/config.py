@@ -53,6 +53,9 @@ class LightevalMetricRef:
     group: LightevalMetricGroup
     name: str
     """The name lighteval reports (`Metric.metric_name`, or one of a grouping's names)."""
+    runs_model_code: bool = False
+    """The metric runs the model's programs: its task needs --confirm-run-unsafe-code and assay
+    scores it in its sandbox."""
 
 
 @dataclass
@@ -124,8 +127,8 @@ class TaskConfig:
     """Add lighteval's `__few_shots` (the row is a few-shot example) and `__index` (its index)
     to each row the prompt function receives, as lighteval does (tasks converted from it)."""
     prompt_layout: PromptLayout = "lm_eval"
-    """How prompts are assembled: "lm_eval" (the delimiters below) or "lighteval" (exactly as
-    lighteval's PromptManager: blank-line joins, choices scored as written, multi-turn chat)."""
+    """How prompts are assembled: "lm_eval" (the delimiters below) or another harness's layout,
+    by its name in `peers.PROMPT_LAYOUTS` (that of the harness a task was converted from)."""
     target_delimiter: str = " "
     fewshot_delimiter: str = "\n\n"
     fewshot_prompt_function: PromptFunction | None = None
@@ -217,13 +220,13 @@ class TaskConfig:
                 f"{self.where()}: 'prompt_layout' is {self.prompt_layout!r}; use one of "
                 f"{', '.join(PROMPT_LAYOUTS)}."
             )
-        if self.prompt_layout == "lighteval" and (
+        if self.prompt_layout != "lm_eval" and (
             self.target_delimiter != " "
             or self.fewshot_target_delimiter is not None
             or self.fewshot_fewshot_delimiter is not None
         ):
             raise TaskConfigError(
-                f"{self.where()}: prompt_layout='lighteval' uses no target delimiters; remove "
+                f"{self.where()}: prompt_layout={self.prompt_layout!r} uses no target delimiters; remove "
                 "'target_delimiter', 'fewshot_target_delimiter' and 'fewshot_fewshot_delimiter'."
             )
         if self.num_fewshots < 0:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from assay.tasks.lighteval_files import EXECUTES_MODEL_CODE
+from assay.compat.lighteval.files import EXECUTES_MODEL_CODE
 
 
 def sandboxed_sample_function(metric: Any) -> Callable[..., dict[str, Any]] | None:

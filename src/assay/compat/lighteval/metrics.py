@@ -1,6 +1,6 @@
 """lighteval's metrics in assay's metric stage.
 
-A task converted from lighteval (`tasks.lighteval_files`) lists lighteval `Metric` objects. Each
+A task converted from lighteval (`files`) lists lighteval `Metric` objects. Each
 reported name becomes one column, under lighteval's name:
 
 - where assay computes exactly what lighteval computes (`SAME_COMPUTATION`), assay's metric
@@ -16,7 +16,7 @@ Standard errors are lighteval's: its `mean_stderr` when the corpus function's na
 "mean", else its bootstrap over 1000 resamples, which divides the standard deviation of the
 replicates by sqrt(1000) (about 31.6 times too small). For those, assay also reports the
 standard deviation of the same replicates, the bootstrap standard error, as
-`<metric>_stderr_corrected` (see `metrics.stderr.lighteval_stderrs`).
+`<metric>_stderr_corrected` (see `stderr.lighteval_stderr`).
 
 Metrics lighteval computes through a judge model (`batched_compute`) and those normalising by
 token counts (assay's loglikelihood results carry none) are refused before any model loads.
@@ -30,7 +30,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from assay.compat.lighteval.code import sandboxed_sample_function
+from assay.compat.lighteval.files import doc_to_lighteval
 from assay.compat.lighteval.names import SAME_COMPUTATION
+from assay.compat.lighteval.stderr import lighteval_stderr
 from assay.doc import OutputType
 from assay.errors import ConfigError
 from assay.metrics.base import (
@@ -43,7 +45,6 @@ from assay.metrics.base import (
 )
 from assay.requests.types import LoglikelihoodResult, RollingResult
 from assay.tasks.config import LightevalMetricRef, TaskConfig
-from assay.tasks.lighteval_files import doc_to_lighteval
 
 log = logging.getLogger(__name__)
 
@@ -85,10 +86,11 @@ def build(
         needs_unconditioned=_needs_unconditioned(metric),
     )
     # lighteval's own rule, by the corpus function's name (see the module doc).
-    rule: StderrRule = (
-        "lighteval_mean" if "mean" in getattr(corpus, "__name__", "") else "lighteval_bootstrap"
+    mean = "mean" in getattr(corpus, "__name__", "")
+    rule: StderrRule = "peer_mean" if mean else "peer"
+    return built, Aggregation(
+        built.aggregation, corpus, rule, peer_stderr=lighteval_stderr(corpus, mean)
     )
-    return built, Aggregation(built.aggregation, corpus, rule)
 
 
 def _refuse_unsupported(metric: Any, name: str, where: str) -> None:

@@ -14,16 +14,16 @@ from lighteval.tasks.prompt_manager import PromptManager as LightevalPromptManag
 from lighteval.tasks.requests import Doc as LightevalDoc
 from lighteval.tasks.requests import SamplingMethod as LightevalSampling
 
-from assay.doc import Doc, OutputType, SamplingMethod
-from assay.errors import TaskConfigError
-from assay.prompts.chat import TokenizerChatTemplate
-from assay.prompts.manager import PromptManager
-from assay.tasks.lighteval_files import (
+from assay.compat.lighteval.files import (
     config_from_lighteval,
     doc_from_lighteval,
     doc_to_lighteval,
     lighteval_fewshot_split,
 )
+from assay.doc import Doc, OutputType, SamplingMethod
+from assay.errors import TaskConfigError
+from assay.prompts.chat import TokenizerChatTemplate
+from assay.prompts.manager import PromptManager
 from assay.tasks.task import Task
 
 

@@ -292,9 +292,10 @@ def metric_specs(metrics: Sequence[Any], where: str) -> list[MetricSpec]:
     specs: list[MetricSpec] = []
     for metric in metrics:
         group = LightevalMetricGroup(metric)
+        code = _qualified(metric.sample_level_fn) in EXECUTES_MODEL_CODE
         names = metric.metric_name if isinstance(metric.metric_name, list) else [metric.metric_name]
         specs += [
-            MetricSpec(_ADDRESS.sub(">", name), lighteval=LightevalMetricRef(group, name))
+            MetricSpec(_ADDRESS.sub(">", name), lighteval=LightevalMetricRef(group, name, code))
             for name in names
         ]
     seen: set[str] = set()
