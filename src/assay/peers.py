@@ -19,6 +19,9 @@ METRIC_NAMES: tuple[str, ...] = ("assay.compat.lighteval.names",)
 PROMPT_LAYOUTS: dict[str, str] = {"lighteval": "assay.compat.lighteval.prompts"}
 """Other harnesses' prompt layouts by name (`TaskConfig.prompt_layout`), each module a
 `prompts.manager.PeerLayout`."""
+FEWSHOT_SELECTORS: dict[str, str] = {"lighteval": "assay.compat.lighteval.fewshot"}
+"""Other harnesses' few-shot selections by prefix (`few_shots_select="<prefix>:<name>"`), each
+module a `tasks.fewshot.PeerSelection`."""
 
 TASK_SOURCE: str = "assay.compat.lighteval.source"
 """The module that reads task strings (their grammar is a peer's) and serves that peer's tasks

@@ -15,7 +15,7 @@ from assay.errors import TaskConfigError
 from assay.metrics.base import metric_role
 from assay.prompts.manager import PROMPT_LAYOUTS, PromptLayout
 from assay.requests.types import lm_eval_gen_kwargs, normalize_gen_kwargs
-from assay.tasks.fewshot import LIGHTEVAL_SELECTORS
+from assay.tasks.fewshot import fewshot_selectors
 
 PromptFunction = Callable[[dict[str, Any], str], Doc | None]
 """lighteval's prompt function: (dataset row, task name) -> Doc, or None to skip the row."""
@@ -23,7 +23,6 @@ PromptFunction = Callable[[dict[str, Any], str], Doc | None]
 FilterSpec = tuple[str, list[tuple[Any, dict[str, Any]]]]
 """(ensemble name, [(filter name or factory, kwargs), ...])."""
 
-FEWSHOT_SELECTORS = ("lm_eval", "first_n", "sequential", "random", "balanced", *LIGHTEVAL_SELECTORS)
 
 SAMPLING_OF_OUTPUT = {
     OutputType.MULTIPLE_CHOICE: SamplingMethod.LOGPROBS,
@@ -100,8 +99,9 @@ class TaskConfig:
     evaluation_splits: Sequence[str] = ("validation",)
     few_shots_split: str | None = None
     few_shots_select: str | None = None
-    """One of FEWSHOT_SELECTORS; None means "lm_eval" (lm-eval's seeded stream). The
-    `lighteval:` ones reproduce lighteval's selections (tasks converted from lighteval)."""
+    """One of `tasks.fewshot.fewshot_selectors()`; None means "lm_eval" (lm-eval's seeded
+    stream). Another harness's (`<prefix>:<name>`, `peers.FEWSHOT_SELECTORS`) reproduce its
+    selections (tasks converted from it)."""
     generation_size: int | None = None
     generation_grammar: Any = None
     stop_sequence: Sequence[str] | None = None
@@ -210,10 +210,10 @@ class TaskConfig:
                 "no assay backend can honour it. Remove the field."
             )
         selector = self.few_shots_select or "lm_eval"
-        if selector not in FEWSHOT_SELECTORS:
+        if selector not in fewshot_selectors():
             raise TaskConfigError(
                 f"{self.where()}: 'few_shots_select' is {selector!r}; use one of "
-                f"{', '.join(FEWSHOT_SELECTORS)}."
+                f"{', '.join(fewshot_selectors())}."
             )
         if self.prompt_layout not in PROMPT_LAYOUTS:
             raise TaskConfigError(
