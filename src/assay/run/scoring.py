@@ -43,10 +43,8 @@ def build_metrics(config: TaskConfig) -> list[ScoredMetric]:
     out = []
     for spec in config.metrics:
         assert isinstance(spec, MetricSpec)
-        if spec.lighteval is not None:
-            from assay.compat.lighteval.metrics import build
-
-            metric, aggregation = build(spec.name, spec.lighteval, config)
+        if spec.peer is not None:
+            metric, aggregation = spec.peer.build(spec.name, config)
             out.append(ScoredMetric(metric, aggregation, metric.higher_is_better))
             continue
         try:

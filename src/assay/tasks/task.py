@@ -227,7 +227,7 @@ class Task:
             else cfg.prompt_function
         )
         try:
-            if cfg.lighteval_row_keys:
+            if cfg.row_extras:
                 doc = fn({**row, "__few_shots": fewshot, "__index": index}, cfg.name)
             else:
                 doc = fn(row, cfg.name)

@@ -27,10 +27,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.compat.lighteval.code import sandboxed_sample_function
-from assay.compat.lighteval.files import doc_to_lighteval
+from assay.compat.lighteval.docs import doc_to_lighteval
 from assay.compat.lighteval.names import SAME_COMPUTATION
 from assay.compat.lighteval.stderr import lighteval_stderr
 from assay.doc import OutputType
@@ -44,7 +44,10 @@ from assay.metrics.base import (
     get_metric,
 )
 from assay.requests.types import LoglikelihoodResult, RollingResult
-from assay.tasks.config import LightevalMetricRef, TaskConfig
+from assay.tasks.config import TaskConfig
+
+if TYPE_CHECKING:
+    from assay.compat.lighteval.files import LightevalMetricRef
 
 log = logging.getLogger(__name__)
 
