@@ -31,13 +31,13 @@ def fewshot_count(
     In order, the first that applies:
     1. an lm-eval YAML that writes `num_fewshot: 0` keeps 0, whatever is asked (lm-eval's rule;
        `TaskConfig.num_fewshots_fixed`);
-    2. the count of the task string that named the task (`gsm8k|5`, `lighteval|arc:easy|3`):
+    2. the count of the task string that named the task (`gsm8k|5`, `suite|task|3`):
        it names this one task, so it wins over the run-wide value;
     3. the run's value: `assay run --num-fewshot`, `evaluate(num_fewshot=...)`, `assay tasks
        show --num-fewshot`;
     4. the task's own default, `TaskConfig.num_fewshots` (a Python config's field; an lm-eval
-       YAML's `num_fewshot`, lm-eval's 0 where it writes none; lighteval's 0 for a task string
-       without a count).
+       YAML's `num_fewshot`, lm-eval's 0 where it writes none; a converted task's 0 for a task
+       string without a count).
     """
     if config.num_fewshots_fixed:
         return config.num_fewshots
@@ -424,7 +424,7 @@ class _BlockReader(Sequence[dict[str, Any]]):
 
 
 class _Concat(Sequence[dict[str, Any]]):
-    """Several splits evaluated as one sequence (lighteval's evaluation_splits)."""
+    """Several splits evaluated as one sequence (`TaskConfig.evaluation_splits`)."""
 
     def __init__(self, parts: list[Sequence[dict[str, Any]]]) -> None:
         self.parts = [_BlockReader.wrap(p) for p in parts]
