@@ -151,6 +151,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "assay.doc",
             "assay.errors",
             "assay.registry",
+            "assay.peers",  # names compat modules as strings only: registrations, not imports
             "assay.util",
             "assay.images",
             "assay.hub",
@@ -182,7 +183,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Every task a run can name: the catalog (imported by module name), plugins, YAML folders
     # and custom files, so it sits above the catalog.
     ("task registry", ("assay.tasks.registry",)),
-    # Other harnesses' formats and names, adapted to the core (lighteval's metrics).
+    # Other harnesses' formats and names, adapted to the core: they serve the core's hooks,
+    # named by `assay.peers`' registry entries (strings, loaded on first use), and import it.
     ("compatibility", ("assay.compat",)),
     ("results", ("assay.results",)),
     ("run", ("assay.run",)),

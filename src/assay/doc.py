@@ -1,4 +1,5 @@
-"""The Doc: one evaluation sample, as lighteval defines it, plus the raw row lm-eval tasks need."""
+"""The Doc: one evaluation sample, with the fields Python task formats give it, plus the raw row
+lm-eval tasks need."""
 
 from __future__ import annotations
 

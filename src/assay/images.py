@@ -262,7 +262,8 @@ def message_parts(
     appearance across the messages (the order of `Request.images`).
 
     A chat whose text has no `<image>` at all while the request has `n_images` images gets them
-    after the text of its last user message, as lighteval's multimodal prompts put them
+    after the text of its last user message, as multimodal prompts built without placeholders
+    put them
     (`[text, image, image, ...]`), at most `max_images`.
     """
     if n_images and not any(IMAGE_PLACEHOLDER in text for _, text in messages):

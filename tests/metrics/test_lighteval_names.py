@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from assay.compat.lighteval.names import CLOSEST, SAME
 from assay.doc import Doc
 from assay.errors import ConfigError
 from assay.metrics.base import get_metric
-from assay.metrics.lighteval_names import CLOSEST, SAME
 from assay.run.evaluation import Evaluation
 from assay.run.settings import RunSettings
 from assay.tasks.config import TaskConfig

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from assay.compat.lighteval.fewshot import get_docs
 from assay.doc import Doc
 from assay.errors import TaskConfigError
 from assay.tasks.config import TaskConfig
@@ -118,7 +119,7 @@ def test_fewshot_assignment_does_not_depend_on_limit():
     )
     everything = [[s.query for s in d.fewshot_samples] for d in Task(cfg).eval_docs()]
     # lighteval's get_docs shuffles the docs: each keeps its own examples.
-    shuffled = Task(cfg).get_docs(None)
+    shuffled = get_docs(Task(cfg), None)
     assert [d.id for d in shuffled] != [str(i) for i in range(len(everything))]
     assert {d.id: [s.query for s in d.fewshot_samples] for d in shuffled} == {
         str(i): shots for i, shots in enumerate(everything)

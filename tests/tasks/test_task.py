@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from assay.compat.lighteval.fewshot import get_docs
 from assay.doc import Doc, SamplingMethod
 from assay.errors import DataError, TaskConfigError
 from assay.tasks.config import TaskConfig
@@ -222,20 +223,20 @@ def lighteval_order(n, seed=42):
 def test_get_docs_shuffles_as_lighteval_and_takes_max_samples(tmp_path):
     task = local_task(tmp_path)
     expected = [str(i) for i in lighteval_order(len(ROWS))]
-    assert [d.id for d in task.get_docs(5)] == expected[:5]
-    assert [d.id for d in task.get_docs()] == expected
-    assert [d.id for d in task.get_docs(5)] == expected[:5]  # the same subset every call
-    assert [d.id for d in task.get_docs(5, seed=7)] == [str(i) for i in lighteval_order(12, 7)][:5]
-    assert len(task.get_docs(0.5)) == 6
+    assert [d.id for d in get_docs(task, 5)] == expected[:5]
+    assert [d.id for d in get_docs(task)] == expected
+    assert [d.id for d in get_docs(task, 5)] == expected[:5]  # the same subset every call
+    assert [d.id for d in get_docs(task, 5, seed=7)] == [str(i) for i in lighteval_order(12, 7)][:5]
+    assert len(get_docs(task, 0.5)) == 6
     # seed=None: the first docs, as lm-eval's --limit.
-    assert [d.id for d in task.get_docs(3, seed=None)] == ["0", "1", "2"]
+    assert [d.id for d in get_docs(task, 3, seed=None)] == ["0", "1", "2"]
 
 
 def test_get_docs_shuffles_the_docs_the_prompt_function_kept(tmp_path):
     skip_odd = lambda row, name: prompt(row, name) if row["label"] != 1 else None  # noqa: E731
     kept = [str(i) for i in range(len(ROWS)) if ROWS[i]["label"] != 1]
     task = local_task(tmp_path, prompt_function=skip_odd)
-    assert [d.id for d in task.get_docs(3)] == [kept[i] for i in lighteval_order(len(kept))][:3]
+    assert [d.id for d in get_docs(task, 3)] == [kept[i] for i in lighteval_order(len(kept))][:3]
 
 
 def test_effective_num_docs_is_the_default_limit(tmp_path):

@@ -17,8 +17,8 @@ the LaTeX parser Math-Verify ships (latex2sympy2_extended), since the two ANTLR 
 be installed together. The frozen parity rows score the same with both.
 
 Datasets: `EleutherAI/hendrycks_math` (one subset per subject, test split) and
-`HuggingFaceH4/MATH-500` (test split); lm-eval pins no revision. lighteval's `math_500` task
-prompts differently (zero-shot, boxed answers); assay follows lm-eval's `minerva_math500`.
+`HuggingFaceH4/MATH-500` (test split); lm-eval pins no revision. Other harnesses' `math_500` tasks
+prompt differently (zero-shot, boxed answers); assay follows lm-eval's `minerva_math500`.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ class ShowSettings:
 
 def _named(registry: Registry, name: str) -> tuple[TaskConfig | GroupConfig, int | None]:
     """The task or group `name` means, and the shots its task string gives: a task string
-    (`gsm8k|5`, `lighteval|arc:easy|3`) or a lighteval-only name resolves as `assay run
+    (`gsm8k|5`, `suite|task|3`) or a name only another harness defines resolves as `assay run
     --tasks` resolves it, to one task."""
     if "|" not in name and registry.kind(name) is not None:
         return registry.get(name), None

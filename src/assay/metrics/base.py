@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from assay import peers
 from assay.doc import Doc, OutputType
 from assay.registry import ComponentRegistry
 from assay.requests.tools import ToolCall
@@ -39,9 +40,11 @@ class SampleInput:
     (`choice.choice_outcome`), by name."""
 
 
-StderrRule = Literal[
-    "mean", "nan_mean", "flat_mean", "bootstrap", "none", "lighteval_mean", "lighteval_bootstrap"
-]
+StderrRule = Literal["mean", "nan_mean", "flat_mean", "bootstrap", "none", "peer_mean", "peer"]
+
+PeerStderr = Callable[[Sequence[Any], int], tuple[Any, Any]]
+"""(values, bootstrap_iters) -> (the standard error, a corrected one reported beside it or None
+for none): another harness's formula, as that harness reports it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +57,13 @@ class Aggregation:
     """"mean": sample stddev / sqrt(n); "nan_mean": the same over the values that are not NaN
     (judge metrics: an unparseable verdict is no value); "flat_mean": the same over the
     flattened per-sample lists (IFEval instruction level); "bootstrap": seeded bootstrap;
-    "none": "N/A"; "lighteval_mean" / "lighteval_bootstrap": as lighteval computes them
-    (metrics from lighteval; `stderr.lighteval_stderrs`)."""
+    "none": "N/A"; "peer_mean" / "peer": `peer_stderr` computes it (another harness's metric,
+    scored as that harness scores it; "peer_mean" when its formula is a mean's, sample stddev /
+    sqrt(n))."""
     bootstrap_cap: int | None = None
     """Upper bound on bootstrap iterations (lm-eval caps bleu/chrf/ter at 100)."""
+    peer_stderr: PeerStderr | None = None
+    """The "peer_mean" and "peer" rules' formula."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,11 +185,18 @@ AGGREGATIONS.lazy("inst_level_acc", "assay.metrics.ifeval")
 
 
 def get_metric(name: str, **kwargs: Any) -> Metric:
-    """Build the registered metric `name` with `kwargs` (lighteval's metric names too)."""
+    """Build the registered metric `name` with `kwargs` (another harness's name for one of
+    assay's metrics too: `peers.METRIC_NAMES`)."""
     if name not in METRICS:
-        from assay.metrics.lighteval_names import lighteval_metric
-
-        mapped = lighteval_metric(name, kwargs)
-        if mapped is not None:
-            name, kwargs = mapped
+        for source in peers.load(peers.METRIC_NAMES):
+            mapped = source.translate(name, kwargs)
+            if mapped is not None:
+                name, kwargs = mapped
+                break
     return METRICS.get(name)(**kwargs)
+
+
+def is_peer_metric_name(name: str) -> bool:
+    """Whether `name` is another harness's metric name (served by assay, or refused with the
+    closest of assay's): such names are never looked up elsewhere."""
+    return any(source.knows(name) for source in peers.load(peers.METRIC_NAMES))

@@ -55,8 +55,8 @@ def stderr_of(aggregation: Aggregation, values: Sequence[Any], bootstrap_iters: 
         return NA
     if bootstrap_iters <= 0 or aggregation.stderr == "none" or len(values) <= 1:
         return NA
-    if aggregation.stderr in ("lighteval_mean", "lighteval_bootstrap"):
-        return lighteval_stderrs(aggregation, values, bootstrap_iters)[0]
+    if aggregation.peer_stderr is not None:
+        return aggregation.peer_stderr(values, bootstrap_iters)[0]
     if aggregation.stderr == "mean":
         return mean_stderr(values)
     if aggregation.stderr == "nan_mean":
@@ -69,34 +69,6 @@ def stderr_of(aggregation: Aggregation, values: Sequence[Any], bootstrap_iters: 
     if aggregation.bootstrap_cap is not None:
         iters = min(iters, aggregation.bootstrap_cap)
     return sample_stddev(bootstrap_replicates(aggregation.fn, values, iters))
-
-
-LIGHTEVAL_BOOTSTRAP_DRAWS = 1000
-"""lighteval's bootstrap_iters (its default; its CLI does not expose it)."""
-
-
-def lighteval_stderrs(
-    aggregation: Aggregation, values: Sequence[Any], bootstrap_iters: int
-) -> tuple[Stderr, Stderr]:
-    """lighteval's standard error of `aggregation(values)`, and assay's where lighteval's is
-    known wrong ("N/A" where it is not).
-
-    lighteval picks the formula by the aggregation function's name: one containing "mean" gets
-    its `mean_stderr` (sample stddev / sqrt(n)); any other is bootstrapped, 1000 resamples
-    drawn as `random.Random(0).choices(values, k=n)` draws them (the draws of
-    `bootstrap_replicates`), and lighteval returns `mean_stderr` of the replicates: their
-    standard deviation divided by sqrt(1000). The standard error is that standard deviation
-    itself, returned second. Like lighteval: "N/A" for at most one value or with
-    --bootstrap-iters 0.
-    """
-    from lighteval.metrics.utils.stderr import mean_stderr as lighteval_mean_stderr
-
-    if bootstrap_iters <= 0 or len(values) <= 1:
-        return NA, NA
-    if aggregation.stderr == "lighteval_mean":
-        return float(lighteval_mean_stderr(values)), NA
-    replicates = bootstrap_replicates(aggregation.fn, values, LIGHTEVAL_BOOTSTRAP_DRAWS)
-    return float(lighteval_mean_stderr(replicates)), sample_stddev(replicates)
 
 
 def bootstrap_replicates(

@@ -5,23 +5,56 @@ the delimiter it gets in plain text. This reproduces lm-eval's prompts byte for 
 turns are `query + target_delimiter` then `answer + fewshot_delimiter`; the final query has no
 delimiter (the target delimiter goes on the continuation instead).
 
-`layout="lighteval"` reproduces lighteval's PromptManager instead: plain text is the system
-prompt, the instruction, each few-shot `query + " " + gold` and the query, joined by blank lines;
-chat and API prompts are always multi-turn, with the instruction opening the first user turn;
-scored continuations are the choices as written, with no delimiter.
+Another harness's layout (`layout=NAME`, a registry entry of `peers.PROMPT_LAYOUTS`) assembles
+plain text and chat messages its own way (`PeerLayout`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Protocol
 
+from assay import peers
 from assay.doc import Doc
 from assay.prompts.chat import ChatTemplate, render_chat
 
-PromptLayout = Literal["lm_eval", "lighteval"]
-PROMPT_LAYOUTS: tuple[PromptLayout, ...] = ("lm_eval", "lighteval")
+PromptLayout = str
+"""Whose prompt layout: "lm_eval" (assay's own, lm-eval's) or a name of `peers.PROMPT_LAYOUTS`."""
+PROMPT_LAYOUTS: tuple[PromptLayout, ...] = ("lm_eval", *peers.PROMPT_LAYOUTS)
+
+
+class PeerLayout(Protocol):
+    """Another harness's prompt layout: a module named in `peers.PROMPT_LAYOUTS`."""
+
+    FIT_CONTEXT: bool
+    """Its tasks' generations shrink to the room the prompt leaves (the prompt stays whole)."""
+    CONTINUATION_DELIMITER: str
+    """What goes between the prompt and a scored continuation."""
+
+    def messages(
+        self, manager: PromptManager, doc: Doc, fewshots: Sequence[Doc], query: str | None
+    ) -> list[Turn]: ...
+
+    def text(
+        self, manager: PromptManager, doc: Doc, fewshots: Sequence[Doc], query: str | None
+    ) -> str: ...
+
+
+def peer_layout(layout: PromptLayout) -> PeerLayout | None:
+    """The module of another harness's layout; None for assay's own ("lm_eval")."""
+    module = peers.PROMPT_LAYOUTS.get(layout)
+    if module is None:
+        return None
+    [found] = peers.load((module,))
+    peer: PeerLayout = found  # a module implements the Protocol with its names
+    return peer
+
+
+def fits_context(layout: PromptLayout) -> bool:
+    """Whether a task in `layout` has its generations shrink to the room the prompt leaves."""
+    peer = peer_layout(layout)
+    return peer is not None and peer.FIT_CONTEXT
 
 
 @dataclass
@@ -68,10 +101,10 @@ class PromptManager:
     api_messages: bool = False
     """Return chat messages (for chat APIs) instead of a rendered string."""
     strip_instruction: bool = True
-    """Remove a leading `instruction` from queries (lighteval docs repeat it there)."""
+    """Remove a leading `instruction` from queries (docs may repeat it there)."""
     layout: PromptLayout = "lm_eval"
-    """Whose prompt layout to reproduce: lm-eval's (delimiters) or lighteval's (see module doc).
-    The lighteval layout ignores the delimiters and `fewshot_as_multiturn`."""
+    """Whose prompt layout to reproduce: lm-eval's (delimiters) or another harness's (see the
+    module doc; such a layout may ignore the delimiters and `fewshot_as_multiturn`)."""
 
     def turns(self, doc: Doc, fewshots: Sequence[Doc], query: str | None = None) -> list[Turn]:
         """The conversation for `doc`: system, few-shot Q/A turns, final query (and prefill)."""
@@ -83,13 +116,13 @@ class PromptManager:
         shot_few = self.fewshot_fewshot_delimiter
         for shot in fewshots:
             out += self._qa_turns(
-                _query_of(shot, self.strip_instruction),
-                _answer_of(shot),
+                query_of(shot, self.strip_instruction),
+                answer_of(shot),
                 shot_tgt if shot_tgt is not None else self.target_delimiter,
                 shot_few if shot_few is not None else self.fewshot_delimiter,
                 _prefix_of(shot),
             )
-        final = _query_of(doc, self.strip_instruction) if query is None else query
+        final = query_of(doc, self.strip_instruction) if query is None else query
         prefix = _prefix_of(doc)
         delim = self.target_delimiter if prefix and _needs_delimiter(final, prefix) else ""
         out.append(Turn("user", final, delim))
@@ -107,41 +140,11 @@ class PromptManager:
         user = Turn("user", q, "" if prefix and not _needs_delimiter(q, prefix) else tgt_delim)
         return [user, Turn("assistant", maybe_delimit(prefix, answer, " "), few_delim)]
 
-    def _lighteval_messages(
-        self, doc: Doc, fewshots: Sequence[Doc], query: str | None = None
-    ) -> list[Turn]:
-        """lighteval's chat conversation: [system prompt], a user turn (query without
-        instruction) and an assistant turn (the first gold, unstripped) per few-shot, then the
-        final user turn. The doc's instruction opens the first user turn; never the system."""
-        out = (
-            [Turn("system", self.system_instruction)] if self.system_instruction is not None else []
-        )
-        for shot in fewshots:
-            q = _query_of(shot, self.strip_instruction, trim=True)
-            out += [Turn("user", q), Turn("assistant", _answer_of(shot))]
-        out.append(Turn("user", self._lighteval_query(doc, query)))
-        first_user = next(t for t in out if t.role == "user")
-        first_user.content = (doc.instruction or "") + first_user.content
-        return out
-
-    def _lighteval_text(self, doc: Doc, fewshots: Sequence[Doc], query: str | None = None) -> str:
-        """lighteval's plain-text prompt: system prompt and instruction when not None (so ""
-        still adds a blank line), each few-shot `query + " " + gold.strip()`, then the query,
-        joined by blank lines."""
-        parts = [p for p in (self.system_instruction, doc.instruction) if p is not None]
-        parts += [
-            _query_of(shot, self.strip_instruction, trim=True) + " " + _answer_of(shot).strip()
-            for shot in fewshots
-        ]
-        return "\n\n".join([*parts, self._lighteval_query(doc, query)])
-
-    def _lighteval_query(self, doc: Doc, query: str | None) -> str:
-        return _query_of(doc, self.strip_instruction, trim=True) if query is None else query
-
     def messages(self, doc: Doc, fewshots: Sequence[Doc], query: str | None = None) -> list[Turn]:
         """The prompt as chat messages (for a chat template or a chat API), in this layout."""
-        if self.layout == "lighteval":
-            return self._lighteval_messages(doc, fewshots, query)
+        peer = peer_layout(self.layout)
+        if peer is not None:
+            return peer.messages(self, doc, fewshots, query)
         return self._chat_turns(self.turns(doc, fewshots, query))
 
     def render_follow_up(
@@ -165,8 +168,9 @@ class PromptManager:
 
     def text(self, doc: Doc, fewshots: Sequence[Doc], query: str | None = None) -> str:
         """The prompt as plain text (no chat template), in this layout."""
-        if self.layout == "lighteval":
-            return self._lighteval_text(doc, fewshots, query)
+        peer = peer_layout(self.layout)
+        if peer is not None:
+            return peer.text(self, doc, fewshots, query)
         return "".join(t.text() for t in self.turns(doc, fewshots, query))
 
     def render(self, doc: Doc, fewshots: Sequence[Doc], query: str | None = None):
@@ -181,12 +185,14 @@ class PromptManager:
         )
 
     def prepare_prompt(self, doc: Doc) -> str:
-        """lighteval's name: the prompt of a doc with its own few-shot examples, as a string."""
+        """The prompt of a doc with its own few-shot examples, as a string (the name another
+        harness's prompt manager gives it)."""
         rendered = self.render(doc, doc.fewshot_samples)
         return rendered if isinstance(rendered, str) else "".join(c for _, c in rendered)
 
     def prepare_prompt_api(self, doc: Doc) -> list[dict[str, str]]:
-        """lighteval's name: the prompt as chat messages for an API (nothing tokenised)."""
+        """The prompt as chat messages for an API, nothing tokenised (the name another
+        harness's prompt manager gives it)."""
         turns = self.messages(doc, doc.fewshot_samples)
         return [{"role": t.role, "content": t.content} for t in turns]
 
@@ -195,10 +201,11 @@ class PromptManager:
         return [self.render(doc, fewshots, query=choice) for choice in doc.choices]
 
     def continuation_delimiter(self, doc: Doc) -> str:
-        """What goes between the prompt and a scored continuation ("" in the lighteval layout:
-        its choices carry their own leading space)."""
-        if self.layout == "lighteval":
-            return ""
+        """What goes between the prompt and a scored continuation (another harness's layout
+        says its own)."""
+        peer = peer_layout(self.layout)
+        if peer is not None:
+            return peer.CONTINUATION_DELIMITER
         if self.chat_template is None and not self.api_messages:
             return self.target_delimiter
         prefix = _prefix_of(doc)
@@ -218,11 +225,11 @@ class PromptManager:
         return [*system, Turn("user", text), *tail]
 
 
-def _query_of(doc: Doc, strip_instruction: bool, trim: bool = False) -> str:
-    """The query without a leading instruction (lighteval queries may start with it).
+def query_of(doc: Doc, strip_instruction: bool, trim: bool = False) -> str:
+    """The query without a leading instruction (queries may start with it).
 
-    With `trim` (lighteval's `_extract_query`), what follows a stripped instruction is also
-    `.strip()`ped; an instruction of "" counts as present.
+    With `trim`, what follows a stripped instruction is also `.strip()`ped; an instruction of ""
+    counts as present.
     """
     if doc.shared_continuation is not None:
         gold = doc.gold_indices[0]
@@ -233,7 +240,7 @@ def _query_of(doc: Doc, strip_instruction: bool, trim: bool = False) -> str:
     return doc.query
 
 
-def _answer_of(shot: Doc) -> str:
+def answer_of(shot: Doc) -> str:
     """A few-shot example's answer: its first gold ("" when it has none)."""
     return shot.get_golds()[0] if shot.choices or shot.shared_continuation else ""
 

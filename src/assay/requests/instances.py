@@ -87,7 +87,7 @@ def doc_instances(
             ]
         if with_unconditioned:
             conts = [r.request.continuation for r in out]  # type: ignore[union-attr]
-            # lighteval's context for PMI is the doc's unconditioned query; lm-eval's is empty.
+            # The context for PMI is the doc's unconditioned query, if it has one; lm-eval's is empty.
             context = doc.unconditioned_query or ""
             out += [
                 Instance(len(out) + i, LoglikelihoodRequest(context, c, images), True)

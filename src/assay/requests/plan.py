@@ -98,7 +98,7 @@ class GenerationPolicy:
     source: str = "gen_kwargs"
     """Where the settings come from, named in errors."""
     fit_context: bool = False
-    """lighteval's generation length (GenParams.fit_context): tasks in lighteval's layout."""
+    """The generation shrinks to the room the prompt leaves (`prompts.manager.fits_context`)."""
 
     def gen_kwargs(self, doc: Doc) -> dict[str, Any]:
         """The doc's generation settings as samples files record them (lm-eval's dict)."""

@@ -64,7 +64,7 @@ class GenParams:
     ``response_format``), which is why the hash below does not hash the fields themselves."""
 
     fit_context: bool = False
-    """lighteval's generation length: `max_gen_toks` is a ceiling that shrinks to the room the
+    """The generation length of prompts kept whole: `max_gen_toks` is a ceiling that shrinks to the room the
     prompt leaves in the context window (the prompt is kept whole when it fits), instead of
     lm-eval's, where the prompt is left-truncated to make room for all of `max_gen_toks`."""
     as_given: bool = False
@@ -275,7 +275,7 @@ def normalize_gen_kwargs(
     max_new_tokens / max_tokens / max_completion_tokens are other names of max_gen_toks
     (default 256; two of them with different values are refused); with do_sample unset, temperature > 0 means sampling; do_sample=False forces
     temperature 0; `until` may be a string; a missing `until` means the few-shot delimiter;
-    `fit_context` (assay's) asks for lighteval's generation length (GenParams.fit_context).
+    `fit_context` (assay's) asks for a generation that shrinks to fit (`GenParams.fit_context`).
     A value of the wrong type or range raises a ConfigError naming the key and `source` (the
     flag or task field the kwargs came from).
     """

@@ -34,9 +34,9 @@ class TaskEntry(TypedDict):
     - `"m_stderr,f"`: its standard error (float) or "N/A";
     - `"m_stderr_clustered,f"` (assay only, when the task has a cluster key): the standard
       error clustered by that key (Miller 2024), float or "N/A".
-    - `"m_stderr_corrected,f"` (assay only, metrics run by lighteval's own functions whose
-      stderr lighteval bootstraps): the bootstrap standard error, where `"m_stderr,f"` is
-      lighteval's value, sqrt(1000) times too small.
+    - `"m_stderr_corrected,f"` (assay only, metrics another harness scores whose standard
+      error that harness gets wrong, `Aggregation.peer_stderr`): the right one, where
+      `"m_stderr,f"` is that harness's value (assay.compat.<peer> says how it is wrong).
     """
 
     name: str
@@ -305,7 +305,7 @@ def stderr_key(metric: str, flt: str) -> str:
 
 
 def corrected_stderr_key(metric: str, flt: str) -> str:
-    """The key of assay's standard error beside lighteval's wrong one:
+    """The key of assay's standard error beside another harness's wrong one:
     "metric_stderr_corrected,filter"."""
     return f"{metric}{CORRECTED_SUFFIX},{flt}"
 

@@ -42,7 +42,7 @@ def stderr_notes(results: Mapping[str, Any]) -> dict[str, dict[str, str]]:
         for key, value in entry.items():
             metric = key.partition(",")[0]
             if not (metric.endswith("_stderr") or metric.endswith(CLUSTERED_SUFFIX)):
-                continue  # lighteval's corrected stderr is N/A where lighteval's is right
+                continue  # a corrected stderr is N/A where the peer's own is right
             why = _why(key, value, entry, docs, iters, name in subtasks)
             if why is not None:
                 notes.setdefault(name, {})[key] = why

@@ -47,7 +47,7 @@ def task_entry(
     "<metric>_stderr_clustered,<filter>": Miller's clustered standard error over the columns'
     cluster values for metrics aggregated by mean, "N/A" for other aggregations (and whenever
     the plain stderr is "N/A")."""
-    from assay.metrics.stderr import lighteval_stderrs, stderr_of
+    from assay.metrics.stderr import stderr_of
 
     entry: dict[str, Any] = {"name": name, "alias": alias or name, "sample_len": sample_len}
     for col in columns:
@@ -55,8 +55,8 @@ def task_entry(
         corrected = None
         with _aggregating(name, col):
             value = col.aggregation.fn(col.values) if col.values else float("nan")
-            if col.aggregation.stderr == "lighteval_bootstrap":
-                stderr, corrected = lighteval_stderrs(col.aggregation, col.values, bootstrap_iters)
+            if col.aggregation.peer_stderr is not None:
+                stderr, corrected = col.aggregation.peer_stderr(col.values, bootstrap_iters)
             else:
                 stderr = stderr_of(col.aggregation, col.values, bootstrap_iters)
         entry[key] = _plain(value)

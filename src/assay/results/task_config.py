@@ -130,7 +130,7 @@ def _from_python(task: Task) -> dict[str, Any]:
 
 
 def _python_gen_kwargs(task: Task) -> dict[str, Any] | None:
-    """A Python task's generation settings as a run applies them: lighteval's generation_size
+    """A Python task's generation settings as a run applies them: its generation_size
     and stop_sequence (every doc's defaults) over lm-eval's generation_kwargs."""
     cfg = task.config
     if cfg.resolved_output_type != OutputType.GENERATE_UNTIL:

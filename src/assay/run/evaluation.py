@@ -464,7 +464,7 @@ def _live_metric(metrics: Sequence[ScoredMetric]) -> str | None:
     return metrics[0].metric.name
 
 
-_MEAN_STDERRS = frozenset({"mean", "nan_mean", "lighteval_mean"})
+_MEAN_STDERRS = frozenset({"mean", "nan_mean", "peer_mean"})
 
 
 def _first_metric(

@@ -17,7 +17,7 @@ from assay.doc import Doc
 from assay.errors import ConfigError, DataError
 from assay.filters.base import FilterEnsemble
 from assay.metrics.base import ScoredMetric
-from assay.prompts.manager import PromptManager
+from assay.prompts.manager import PromptManager, fits_context
 from assay.requests.plan import Capabilities, GenerationPolicy, PromptSettings, RequestPlan
 from assay.results.schema import cluster_label
 from assay.run.scoring import build_filters, build_metrics
@@ -157,8 +157,8 @@ def generation_policy(
         dict(overrides or {}),
         seed,
         f"{config.where()}: gen_kwargs",
-        # lighteval's backends keep the prompt whole and shrink the generation to fit.
-        fit_context=config.prompt_layout == "lighteval",
+        # Some harnesses' backends keep the prompt whole and shrink the generation to fit.
+        fit_context=fits_context(config.prompt_layout),
     )
 
 
@@ -244,24 +244,17 @@ def check_tasks(settings: RunSettings, tasks: Sequence[Task]) -> None:
         _check_samples(settings.samples, tasks)
     _check_cluster_by(settings.cluster_by, tasks)
     for task in tasks:
-        _check_lighteval_sampling(task.config, settings)
+        _check_peer_decoding(task.config, settings)
 
 
-def _check_lighteval_sampling(config: TaskConfig, settings: RunSettings) -> None:
-    """A task from lighteval whose metrics need several generations per doc (pass@k, maj@n,
-    avg@n with n > 1) is refused with greedy decoding, as lighteval's backends refuse it: n
-    greedy generations are one generation n times."""
-    if not config.lighteval_row_keys or (config.num_samples or 1) <= 1:
+def _check_peer_decoding(config: TaskConfig, settings: RunSettings) -> None:
+    """A task converted from another harness whose metrics need several generations per doc:
+    its metrics refuse the decoding that harness refuses (`PeerMetric.check_decoding`)."""
+    found = [s.peer for s in config.metrics if isinstance(s, MetricSpec) and s.peer is not None]
+    if not found or (config.num_samples or 1) <= 1:
         return
     policy = generation_policy(config, settings.gen_kwargs, settings.seed.torch)
-    params = policy.params(policy.gen_kwargs(Doc(query="")))
-    if not params.do_sample:
-        raise ConfigError(
-            f"{config.where()}: its metrics need {config.num_samples} generations per doc, but "
-            "decoding is greedy (lighteval refuses this too: the generations would be "
-            "identical). Sample: --gen-kwargs do_sample=true,temperature=0.6 (or name n=1 in "
-            "the task string, e.g. 'lighteval|aime24@n=1|0')."
-        )
+    found[0].check_decoding(config, policy.params(policy.gen_kwargs(Doc(query=""))).do_sample)
 
 
 def _check_samples(samples: dict[str, list[int]], tasks: Sequence[Task]) -> None:

@@ -23,6 +23,7 @@ from assay.metrics.base import (
     SampleInput,
     ScoredMetric,
     get_metric,
+    is_peer_metric_name,
 )
 from assay.requests.doc_result import DocResult
 from assay.requests.types import RollingResult
@@ -43,10 +44,8 @@ def build_metrics(config: TaskConfig) -> list[ScoredMetric]:
     out = []
     for spec in config.metrics:
         assert isinstance(spec, MetricSpec)
-        if spec.lighteval is not None:
-            from assay.compat.lighteval.metrics import build
-
-            metric, aggregation = build(spec.name, spec.lighteval, config)
+        if spec.peer is not None:
+            metric, aggregation = spec.peer.build(spec.name, config)
             out.append(ScoredMetric(metric, aggregation, metric.higher_is_better))
             continue
         try:
@@ -96,10 +95,8 @@ def build_metrics(config: TaskConfig) -> list[ScoredMetric]:
 def evaluate_fallback(spec: MetricSpec, config: TaskConfig) -> bool:
     """lm-eval's rule (api/registry.get_metric): a metric_list name its registry lacks is
     `evaluate.load(name)`. Taken for lm-eval YAMLs of generated answers (the only output type
-    whose metrics lm-eval calls by function); assay's own and lighteval's names, and Python
-    task configs, keep their refusal of unknown names."""
-    from assay.metrics.lighteval_names import is_lighteval_name
-
+    whose metrics lm-eval calls by function); assay's own and other harnesses' names, and
+    Python task configs, keep their refusal of unknown names."""
     return (
         not spec.hf_evaluate
         and spec.function is None
@@ -107,7 +104,7 @@ def evaluate_fallback(spec: MetricSpec, config: TaskConfig) -> bool:
         and config.raw_config is not None
         and config.resolved_output_type == OutputType.GENERATE_UNTIL
         and spec.name not in METRICS
-        and not is_lighteval_name(spec.name)
+        and not is_peer_metric_name(spec.name)
     )
 
 

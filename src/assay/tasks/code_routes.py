@@ -73,21 +73,13 @@ def _filter_functions(config: TaskConfig) -> Iterator[Callable[..., Any]]:
             yield from (v for v in (kwargs or {}).values() if callable(v))
 
 
-def _lighteval_code_metric(config: TaskConfig) -> bool:
-    """A lighteval metric that runs programs (LiveCodeBench's): assay scores it sandboxed
-    (`compat.lighteval.code`)."""
-    from assay.tasks.lighteval_files import EXECUTES_MODEL_CODE
-
+def _peer_code_metric(config: TaskConfig) -> bool:
+    """Another harness's metric that runs programs (LiveCodeBench's): assay scores it sandboxed
+    (`assay.compat`)."""
     return any(
-        isinstance(s, MetricSpec)
-        and s.lighteval is not None
-        and _qualified(s.lighteval.group.metric.sample_level_fn) in EXECUTES_MODEL_CODE
+        isinstance(s, MetricSpec) and s.peer is not None and s.peer.runs_model_code
         for s in config.metrics
     )
-
-
-def _qualified(obj: Any) -> str:
-    return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
 def _names_code_eval(config: TaskConfig) -> bool:
@@ -108,7 +100,7 @@ def code_route(config: TaskConfig) -> CodeRoute:
             code.co_filename for f in own if (code := getattr(f, "__code__", None)) is not None
         )
     )
-    if not own and (scorers or _lighteval_code_metric(config)):
+    if not own and (scorers or _peer_code_metric(config)):
         return CodeRoute("assay", ())
     runs_code = tuple(found for file in files for found in code_runners(file))
     if runs_code:

@@ -1,4 +1,4 @@
-"""TaskConfig: every lighteval field, plus the lm-eval ones YAML tasks need.
+"""TaskConfig: a task's fields as Python task files name them, plus the lm-eval ones YAML tasks need.
 
 Both ways of writing a task (a Python TaskConfig, an lm-eval YAML file) end as one of these.
 Fields assay cannot honour are rejected in `validate()`, never silently ignored.
@@ -8,22 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.doc import Doc, OutputType, SamplingMethod
 from assay.errors import TaskConfigError
 from assay.metrics.base import metric_role
 from assay.prompts.manager import PROMPT_LAYOUTS, PromptLayout
 from assay.requests.types import lm_eval_gen_kwargs, normalize_gen_kwargs
-from assay.tasks.fewshot import LIGHTEVAL_SELECTORS
+from assay.tasks.fewshot import fewshot_selectors
+
+if TYPE_CHECKING:
+    from assay.metrics.base import Aggregation, Metric
 
 PromptFunction = Callable[[dict[str, Any], str], Doc | None]
-"""lighteval's prompt function: (dataset row, task name) -> Doc, or None to skip the row."""
+"""A prompt function: (dataset row, task name) -> Doc, or None to skip the row."""
 
 FilterSpec = tuple[str, list[tuple[Any, dict[str, Any]]]]
 """(ensemble name, [(filter name or factory, kwargs), ...])."""
 
-FEWSHOT_SELECTORS = ("lm_eval", "first_n", "sequential", "random", "balanced", *LIGHTEVAL_SELECTORS)
 
 SAMPLING_OF_OUTPUT = {
     OutputType.MULTIPLE_CHOICE: SamplingMethod.LOGPROBS,
@@ -33,26 +35,21 @@ SAMPLING_OF_OUTPUT = {
 }
 
 
-@dataclass(eq=False)
-class LightevalMetricGroup:
-    """One lighteval `Metric` object of a converted task (a grouping reports several names).
+class PeerMetric(Protocol):
+    """Another harness's metric, named by a task converted from that harness: it builds its own
+    scorer, and says what the run must know of it beforehand."""
 
-    Its names share it so lighteval's sample function runs once per sample: the last sample
-    scored and its result are kept here."""
+    runs_model_code: bool
+    """It runs the model's programs: its task needs --confirm-run-unsafe-code and assay scores
+    it in its sandbox."""
 
-    metric: Any
-    """lighteval's Metric (SampleLevelMetric, CorpusLevelMetric, ...Grouping)."""
-    last_sample: Any = None
-    last_result: dict[str, Any] = field(default_factory=dict)
+    def build(self, name: str, config: TaskConfig) -> tuple[Metric, Aggregation]:
+        """The metric reported as `name` in `config`, with its aggregation."""
+        ...
 
-
-@dataclass
-class LightevalMetricRef:
-    """Which reported name of a lighteval metric a MetricSpec stands for."""
-
-    group: LightevalMetricGroup
-    name: str
-    """The name lighteval reports (`Metric.metric_name`, or one of a grouping's names)."""
+    def check_decoding(self, config: TaskConfig, do_sample: bool) -> None:
+        """Refuse decoding the harness refuses for this task (a ConfigError)."""
+        ...
 
 
 @dataclass
@@ -69,16 +66,16 @@ class MetricSpec:
     """A user metric function (lm-eval `!function`): fn(references, predictions, **kwargs)."""
     hf_evaluate: bool = False
     """The metric is `evaluate.load(name)` (lm-eval's `hf_evaluate: true`), called per doc."""
-    lighteval: LightevalMetricRef | None = None
-    """The metric is lighteval's (a task converted from lighteval): scored by assay's metric
-    where the computation is identical, else by lighteval's own functions."""
+    peer: PeerMetric | None = None
+    """The metric is another harness's (a task converted from it): it builds its scorer
+    (`assay.compat`), assay's metric where the computation is identical."""
 
 
 @dataclass
 class TaskConfig:
     """A task definition.
 
-    lighteval fields come first; the fields after `effective_num_docs` carry lm-eval semantics
+    The Python task format's fields come first; the fields after `effective_num_docs` carry lm-eval semantics
     (delimiters, filters, repeats, generation_kwargs) so that YAML tasks render byte-identical
     prompts.
     """
@@ -97,8 +94,9 @@ class TaskConfig:
     evaluation_splits: Sequence[str] = ("validation",)
     few_shots_split: str | None = None
     few_shots_select: str | None = None
-    """One of FEWSHOT_SELECTORS; None means "lm_eval" (lm-eval's seeded stream). The
-    `lighteval:` ones reproduce lighteval's selections (tasks converted from lighteval)."""
+    """One of `tasks.fewshot.fewshot_selectors()`; None means "lm_eval" (lm-eval's seeded
+    stream). Another harness's (`<prefix>:<name>`, `peers.FEWSHOT_SELECTORS`) reproduce its
+    selections (tasks converted from it)."""
     generation_size: int | None = None
     generation_grammar: Any = None
     stop_sequence: Sequence[str] | None = None
@@ -117,15 +115,17 @@ class TaskConfig:
     num_fewshots_fixed: bool = False
     """An lm-eval YAML that sets num_fewshot: 0 keeps it whatever --num-fewshot says."""
     instruction_in_query: bool = True
-    """lighteval queries start with the instruction (stripped when prompting); lm-eval's don't."""
+    """Queries start with the instruction (stripped when prompting), as those of tasks converted
+    from other harnesses do; lm-eval's don't."""
     output_type: OutputType | None = None
     """None: derived from the metrics (generation metrics -> generate_until, else multiple_choice)."""
-    lighteval_row_keys: bool = False
-    """Add lighteval's `__few_shots` (the row is a few-shot example) and `__index` (its index)
-    to each row the prompt function receives, as lighteval does (tasks converted from it)."""
+    row_extras: bool = False
+    """Add `__few_shots` (the row is a few-shot example) and `__index` (its index) to each row
+    the prompt function receives (tasks converted from a harness whose prompt functions read
+    them)."""
     prompt_layout: PromptLayout = "lm_eval"
-    """How prompts are assembled: "lm_eval" (the delimiters below) or "lighteval" (exactly as
-    lighteval's PromptManager: blank-line joins, choices scored as written, multi-turn chat)."""
+    """How prompts are assembled: "lm_eval" (the delimiters below) or another harness's layout,
+    by its name in `peers.PROMPT_LAYOUTS` (that of the harness a task was converted from)."""
     target_delimiter: str = " "
     fewshot_delimiter: str = "\n\n"
     fewshot_prompt_function: PromptFunction | None = None
@@ -207,23 +207,23 @@ class TaskConfig:
                 "no assay backend can honour it. Remove the field."
             )
         selector = self.few_shots_select or "lm_eval"
-        if selector not in FEWSHOT_SELECTORS:
+        if selector not in fewshot_selectors():
             raise TaskConfigError(
                 f"{self.where()}: 'few_shots_select' is {selector!r}; use one of "
-                f"{', '.join(FEWSHOT_SELECTORS)}."
+                f"{', '.join(fewshot_selectors())}."
             )
         if self.prompt_layout not in PROMPT_LAYOUTS:
             raise TaskConfigError(
                 f"{self.where()}: 'prompt_layout' is {self.prompt_layout!r}; use one of "
                 f"{', '.join(PROMPT_LAYOUTS)}."
             )
-        if self.prompt_layout == "lighteval" and (
+        if self.prompt_layout != "lm_eval" and (
             self.target_delimiter != " "
             or self.fewshot_target_delimiter is not None
             or self.fewshot_fewshot_delimiter is not None
         ):
             raise TaskConfigError(
-                f"{self.where()}: prompt_layout='lighteval' uses no target delimiters; remove "
+                f"{self.where()}: prompt_layout={self.prompt_layout!r} uses no target delimiters; remove "
                 "'target_delimiter', 'fewshot_target_delimiter' and 'fewshot_fewshot_delimiter'."
             )
         if self.num_fewshots < 0:
@@ -294,5 +294,5 @@ class TaskConfig:
 
     @property
     def sampling_method(self) -> SamplingMethod:
-        """lighteval's name for how docs of this task query the model."""
+        """How docs of this task query the model (the Doc's `sampling_methods`)."""
         return SAMPLING_OF_OUTPUT[self.resolved_output_type]

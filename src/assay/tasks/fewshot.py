@@ -16,9 +16,17 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from assay import peers
 from assay.errors import TaskConfigError
+
+if TYPE_CHECKING:
+    from assay.doc import Doc
+    from assay.tasks.task import Task
+
+SELECTORS = ("lm_eval", "first_n", "sequential", "random", "balanced")
+"""assay's own few-shot selectors (`TaskConfig.few_shots_select`)."""
 
 
 def _stable_rng(seed: int | None, task: str, doc_index: int) -> random.Random:
@@ -178,93 +186,40 @@ def _balanced(
     return picks
 
 
-LIGHTEVAL_SELECTORS = (
-    "lighteval:balanced",
-    "lighteval:random",
-    "lighteval:sequential",
-    "lighteval:random_sampling_from_train",
-    "lighteval:random_sampling",
-)
-"""lighteval's few-shot selections (its `few_shots_select`), as lighteval 0.13 makes them."""
+class PeerSelection(Protocol):
+    """Another harness's few-shot selections: a module named in `peers.FEWSHOT_SELECTORS`,
+    serving the selectors `<prefix>:<name>`."""
 
-LIGHTEVAL_SHUFFLE_SEED = 42
-"""lighteval's get_docs shuffles the eval docs with random.Random(42), and the sampling
-selections keep drawing from that same generator."""
+    SELECTORS: tuple[str, ...]
+    """Its selectors' full names."""
 
-
-def lighteval_fewshots(
-    selector: str,
-    pool_labels: Sequence[str],
-    eval_count: int,
-    n: int,
-    *,
-    task: str,
-) -> list[list[int]]:
-    """For each of the `eval_count` eval docs the prompt function kept (in split order), the
-    positions in the few-shot pool (the pool docs the prompt function kept, in split order) of
-    its examples, exactly as lighteval 0.13's FewShotSampler picks them with variance seed 0:
-
-    - balanced: one draw for the whole task, `_balanced_lighteval`; every doc gets its first n;
-    - random, sequential: the first n pool docs (lighteval shuffles only for seeds other than 0);
-    - random_sampling_from_train / random_sampling: `rnd.sample(pool, n)` (n + 1 for
-      random_sampling, then the first n) from lighteval's Random(42), after that generator
-      shuffled the eval docs, doc after doc in the shuffled order.
-
-    lighteval's rule meant to keep a doc out of its own examples compares whole Docs that never
-    match (their task names differ), so it never removes one; neither does this.
-    """
-    if n == 0:
-        return [[] for _ in range(eval_count)]
-    size = len(pool_labels)
-    need = n + 1 if selector == "lighteval:random_sampling" else n
-    if size < need and selector in LIGHTEVAL_SELECTORS[3:]:
-        raise TaskConfigError(
-            f"task {task!r}: {selector} draws {need} examples from a few-shot pool of {size} "
-            "docs. Lower --num-fewshot or choose a larger few-shot split."
-        )
-    if selector == "lighteval:balanced":
-        same = _balanced_lighteval(pool_labels, n)
-        return [same[:n] for _ in range(eval_count)]
-    if selector in ("lighteval:random", "lighteval:sequential"):
-        return [list(range(min(n, size))) for _ in range(eval_count)]
-    if selector not in LIGHTEVAL_SELECTORS:
-        raise TaskConfigError(f"task {task!r}: unknown few-shot selector {selector!r}.")
-    rnd = random.Random(LIGHTEVAL_SHUFFLE_SEED)
-    order = list(range(eval_count))
-    rnd.shuffle(order)
-    out: list[list[int]] = [[] for _ in range(eval_count)]
-    for position in order:
-        out[position] = rnd.sample(range(size), need)[:n]
-    return out
+    def plan(
+        self,
+        task: Task,
+        selector: str,
+        shots: int,
+        rows: Sequence[dict[str, Any]],
+        cache: dict[int, Doc],
+    ) -> list[list[int]]:
+        """Per eval row, the positions in the few-shot pool of its examples (the pool docs it
+        builds go into `cache`)."""
+        ...
 
 
-def _balanced_lighteval(labels: Sequence[str], n: int) -> list[int]:
-    """lighteval's balanced pool: labels ordered by how many pool docs carry them (ties in a
-    shuffled order, from a generator seeded with 0), then round-robin over the labels, popping a
-    random doc of each, until n + 1 docs are drawn."""
-    rng = random.Random(0)  # lighteval reseeds the global generator with the variance seed, 0
-    by_label: dict[str, list[int]] = {}
-    for j, label in enumerate(labels):
-        by_label.setdefault(label, []).append(j)
-    by_count: dict[int, list[str]] = {}
-    for label, members in sorted(by_label.items()):
-        by_count.setdefault(len(members), []).append(label)
-    order: list[str] = []
-    for count in sorted(by_count, reverse=True):
-        tied = by_count[count]
-        rng.shuffle(tied)
-        order.extend(tied)
-    picks: list[int] = []
-    left = min(len(labels), n + 1)
-    position = 0
-    while left > 0 and order:
-        label = order[position % len(order)]
-        position += 1
-        if not label:  # lighteval stops at a falsy label ("")
-            break
-        members = by_label[label]
-        if not members:
-            continue
-        picks.append(members.pop(rng.randrange(len(members))))
-        left -= 1
-    return picks
+def peer_selection(selector: str) -> PeerSelection | None:
+    """The module serving `selector` (`<prefix>:<name>`); None for assay's own selectors."""
+    prefix, sep, _ = selector.partition(":")
+    module = peers.FEWSHOT_SELECTORS.get(prefix) if sep else None
+    if module is None:
+        return None
+    [found] = peers.load((module,))
+    selection: PeerSelection = found  # a module implements the Protocol with its names
+    return selection
+
+
+def fewshot_selectors() -> tuple[str, ...]:
+    """Every selector a task may name: assay's own, then other harnesses'."""
+    out = list(SELECTORS)
+    for module in peers.load(tuple(peers.FEWSHOT_SELECTORS.values())):
+        out += module.SELECTORS
+    return tuple(out)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,7 +16,7 @@ from assay.images import as_doc_images
 from assay.seeds import DEFAULT_FEWSHOT_SEED
 from assay.tasks._lazy_docs import LazyMapped, processed
 from assay.tasks.config import TaskConfig
-from assay.tasks.fewshot import LIGHTEVAL_SHUFFLE_SEED, lighteval_fewshots, select_fewshots
+from assay.tasks.fewshot import peer_selection, select_fewshots
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +31,13 @@ def fewshot_count(
     In order, the first that applies:
     1. an lm-eval YAML that writes `num_fewshot: 0` keeps 0, whatever is asked (lm-eval's rule;
        `TaskConfig.num_fewshots_fixed`);
-    2. the count of the task string that named the task (`gsm8k|5`, `lighteval|arc:easy|3`):
+    2. the count of the task string that named the task (`gsm8k|5`, `suite|task|3`):
        it names this one task, so it wins over the run-wide value;
     3. the run's value: `assay run --num-fewshot`, `evaluate(num_fewshot=...)`, `assay tasks
        show --num-fewshot`;
     4. the task's own default, `TaskConfig.num_fewshots` (a Python config's field; an lm-eval
-       YAML's `num_fewshot`, lm-eval's 0 where it writes none; lighteval's 0 for a task string
-       without a count).
+       YAML's `num_fewshot`, lm-eval's 0 where it writes none; a converted task's 0 for a task
+       string without a count).
     """
     if config.num_fewshots_fixed:
         return config.num_fewshots
@@ -228,7 +227,7 @@ class Task:
             else cfg.prompt_function
         )
         try:
-            if cfg.lighteval_row_keys:
+            if cfg.row_extras:
                 doc = fn({**row, "__few_shots": fewshot, "__index": index}, cfg.name)
             else:
                 doc = fn(row, cfg.name)
@@ -302,8 +301,9 @@ class Task:
         cfg = self.config
         fewshot_cache: dict[int, Doc] = {}
         selector = cfg.few_shots_select or "lm_eval"
-        if shots and selector.startswith("lighteval:"):
-            plan = iter(self._lighteval_plan(selector, shots, rows, fewshot_cache))
+        peer = peer_selection(selector)
+        if shots and peer is not None:
+            plan = iter(peer.plan(self, selector, shots, rows, fewshot_cache))
         elif shots:
             pool = self.fewshot_rows()
             exclude_self = self.fewshot_split() in cfg.evaluation_splits and not self.keep_self
@@ -342,37 +342,9 @@ class Task:
                 doc.fewshot_samples = [self._pool_doc(j, fewshot_cache) for j in picks]
             yield i, doc
 
-    def _lighteval_plan(
-        self, selector: str, shots: int, rows: Sequence[dict[str, Any]], cache: dict[int, Doc]
-    ) -> list[list[int]]:
-        """Per eval row, the pool rows of its few-shot examples, as lighteval picks them: over
-        the docs the prompt function keeps (in both the pool and the eval split), so every row
-        is built first, as lighteval builds them."""
-        pool = self.fewshot_rows()
-        if self.fewshot_split() in self.config.evaluation_splits:
-            log.warning(
-                "%s: few-shot examples come from the evaluation split %r, as lighteval takes "
-                "them when a task has no other split; as in lighteval, a doc may be shown as "
-                "its own example.",
-                self.config.where(),
-                self.fewshot_split(),
-            )
-        kept_pool = [j for j in range(len(pool)) if self._maybe_pool_doc(j, cache) is not None]
-        labels = [
-            cache[j].fewshot_sorting_class or (cache[j].get_golds() or [""])[0] for j in kept_pool
-        ]
-        if selector in ("lighteval:random_sampling_from_train", "lighteval:random_sampling"):
-            # The draws follow lighteval's shuffled order of the kept eval docs.
-            kept = [i for i in range(len(rows)) if self.make_doc(rows[i], i) is not None]
-        else:
-            kept = list(range(len(rows)))
-        picks = lighteval_fewshots(selector, labels, len(kept), shots, task=self.config.name)
-        plan: list[list[int]] = [[] for _ in range(len(rows))]
-        for i, positions in zip(kept, picks, strict=True):
-            plan[i] = [kept_pool[p] for p in positions]
-        return plan
-
-    def _maybe_pool_doc(self, j: int, cache: dict[int, Doc]) -> Doc | None:
+    def kept_pool_doc(self, j: int, cache: dict[int, Doc]) -> Doc | None:
+        """Few-shot pool row `j` as a Doc (kept in `cache`), None when the prompt function skips
+        it."""
         if j not in cache:
             doc = self.make_doc(self.fewshot_rows()[j], j, fewshot=True)
             if doc is None:
@@ -388,24 +360,6 @@ class Task:
         """The few-shot pool as Docs."""
         cache: dict[int, Doc] = {}
         return [self._pool_doc(j, cache) for j in range(len(self.fewshot_rows()))]
-
-    def get_docs(
-        self, max_samples: int | float | None = None, seed: int | None = LIGHTEVAL_SHUFFLE_SEED
-    ) -> list[Doc]:
-        """lighteval's get_docs: every eval doc shuffled with `random.Random(seed)`, then the
-        first `max_samples` (a float < 1 is a fraction of the rows; None means all).
-
-        As in lighteval, the shuffle runs over the docs the prompt function kept (after duplicate
-        removal), so the subset and its order are lighteval's. It builds every doc, as lighteval
-        does; runs stream through `docs()` instead. `seed=None` keeps doc order: the first
-        `max_samples` rows, as lm-eval's --limit.
-        """
-        count = len(self.doc_indices(max_samples))
-        if seed is None:
-            return [doc for _, doc in self.docs(range(count))]
-        docs = [doc for _, doc in self.docs(range(len(self.eval_rows())))]
-        random.Random(seed).shuffle(docs)
-        return docs[:count]
 
     def first_doc(self) -> Doc | None:
         """The first eval doc with its few-shot examples (None if the prompt function skips it).
@@ -470,7 +424,7 @@ class _BlockReader(Sequence[dict[str, Any]]):
 
 
 class _Concat(Sequence[dict[str, Any]]):
-    """Several splits evaluated as one sequence (lighteval's evaluation_splits)."""
+    """Several splits evaluated as one sequence (`TaskConfig.evaluation_splits`)."""
 
     def __init__(self, parts: list[Sequence[dict[str, Any]]]) -> None:
         self.parts = [_BlockReader.wrap(p) for p in parts]

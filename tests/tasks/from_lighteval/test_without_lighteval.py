@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from assay.compat.lighteval import suites as lighteval_suites
 from assay.errors import TaskConfigError
-from assay.tasks import lighteval_suites
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -16,7 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from assay.tasks.lighteval_files import EXECUTES_MODEL_CODE
+EXECUTES_MODEL_CODE = frozenset({"lighteval.tasks.tasks.lcb.main.CodegenMetric"})
+"""lighteval's sample functions that run the model's code (LiveCodeBench's tests): their tasks
+need --confirm-run-unsafe-code, as assay's own code tasks do, and assay scores them itself,
+each program in its sandbox (this module)."""
 
 
 def sandboxed_sample_function(metric: Any) -> Callable[..., dict[str, Any]] | None:

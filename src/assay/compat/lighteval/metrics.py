@@ -1,6 +1,6 @@
 """lighteval's metrics in assay's metric stage.
 
-A task converted from lighteval (`tasks.lighteval_files`) lists lighteval `Metric` objects. Each
+A task converted from lighteval (`files`) lists lighteval `Metric` objects. Each
 reported name becomes one column, under lighteval's name:
 
 - where assay computes exactly what lighteval computes (`SAME_COMPUTATION`), assay's metric
@@ -16,7 +16,7 @@ Standard errors are lighteval's: its `mean_stderr` when the corpus function's na
 "mean", else its bootstrap over 1000 resamples, which divides the standard deviation of the
 replicates by sqrt(1000) (about 31.6 times too small). For those, assay also reports the
 standard deviation of the same replicates, the bootstrap standard error, as
-`<metric>_stderr_corrected` (see `metrics.stderr.lighteval_stderrs`).
+`<metric>_stderr_corrected` (see `stderr.lighteval_stderr`).
 
 Metrics lighteval computes through a judge model (`batched_compute`) and those normalising by
 token counts (assay's loglikelihood results carry none) are refused before any model loads.
@@ -27,9 +27,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.compat.lighteval.code import sandboxed_sample_function
+from assay.compat.lighteval.docs import doc_to_lighteval
+from assay.compat.lighteval.names import SAME_COMPUTATION
+from assay.compat.lighteval.stderr import lighteval_stderr
 from assay.doc import OutputType
 from assay.errors import ConfigError
 from assay.metrics.base import (
@@ -40,10 +43,11 @@ from assay.metrics.base import (
     StderrRule,
     get_metric,
 )
-from assay.metrics.lighteval_names import SAME_COMPUTATION
 from assay.requests.types import LoglikelihoodResult, RollingResult
-from assay.tasks.config import LightevalMetricRef, TaskConfig
-from assay.tasks.lighteval_files import doc_to_lighteval
+from assay.tasks.config import TaskConfig
+
+if TYPE_CHECKING:
+    from assay.compat.lighteval.files import LightevalMetricRef
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +70,7 @@ def build(
     """The assay Metric and Aggregation of one reported name of a lighteval metric."""
     metric = ref.group.metric
     where = config.where()
-    same = SAME_COMPUTATION.get(_signature(metric))  # lighteval_names: the identical ones
+    same = SAME_COMPUTATION.get(_signature(metric))  # names.py: the identical ones
     if same is not None and ref.name == metric.metric_name:
         log.info("%s: lighteval's %r is computed by assay's %s.", where, ref.name, same)
         built = replace(get_metric(same), name=spec_name)
@@ -85,10 +89,11 @@ def build(
         needs_unconditioned=_needs_unconditioned(metric),
     )
     # lighteval's own rule, by the corpus function's name (see the module doc).
-    rule: StderrRule = (
-        "lighteval_mean" if "mean" in getattr(corpus, "__name__", "") else "lighteval_bootstrap"
+    mean = "mean" in getattr(corpus, "__name__", "")
+    rule: StderrRule = "peer_mean" if mean else "peer"
+    return built, Aggregation(
+        built.aggregation, corpus, rule, peer_stderr=lighteval_stderr(corpus, mean)
     )
-    return built, Aggregation(built.aggregation, corpus, rule)
 
 
 def _refuse_unsupported(metric: Any, name: str, where: str) -> None:

@@ -1,9 +1,9 @@
 """Finding tasks by name: the built-in catalog, task plugins, custom task files, YAML include
-paths (lm-eval's installed tree among them) and lighteval's suites, behind one resolver.
+paths (lm-eval's installed tree among them) and another harness's tasks, behind one resolver.
 
 `Registry` (resolver.py) holds the precedence rules; each source has a module of its own:
-python_tasks.py (catalog, plugins, --custom-tasks), include_paths.py, lm_eval_tree.py and
-lighteval.py. Log lines of every module go to the `assay.tasks.registry` logger's children.
+python_tasks.py (catalog, plugins, --custom-tasks), include_paths.py, lm_eval_tree.py and the
+task source that reads task strings (task_source.py, served from `assay.compat`). Log lines of every module go to the `assay.tasks.registry` logger's children.
 """
 
 from assay.tasks.registry.custom_files import import_task_file as _import_file

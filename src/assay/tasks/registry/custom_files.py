@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import TaskConfigError
-from assay.tasks.lighteval_files import missing_lighteval
+from assay.tasks.registry.task_source import task_source
 
 
 def import_task_file(path: Path) -> Any:
@@ -28,10 +28,9 @@ def import_task_file(path: Path) -> Any:
     try:
         spec.loader.exec_module(module)
     except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] == "lighteval":
-            raise missing_lighteval(
-                f"--custom-tasks {path} imports {_failed_import(exc, path)}"
-            ) from None
+        refused = task_source().missing_import(exc, path)
+        if refused is not None:
+            raise refused from None
         raise TaskConfigError(
             f"{path}: importing the custom task file failed: {type(exc).__name__}: {exc}"
         ) from None
@@ -41,17 +40,3 @@ def import_task_file(path: Path) -> Any:
         ) from None
     sys.modules[key] = module
     return module
-
-
-def _failed_import(exc: ModuleNotFoundError, path: Path) -> str:
-    """The import statement of `path` that raised `exc` (its line), else the missing module."""
-    tb = exc.__traceback__
-    line = None
-    while tb is not None:
-        if Path(tb.tb_frame.f_code.co_filename) == path:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    if line is None:
-        return exc.name or "lighteval"
-    text = path.read_text(encoding="utf-8").splitlines()[line - 1].strip()
-    return f"lighteval (line {line}: `{text}`)"

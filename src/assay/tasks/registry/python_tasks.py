@@ -1,6 +1,7 @@
 """Tasks defined in Python: assay's built-in catalog, installed task plugins, --custom-tasks files.
 
-Each module defines TASKS_TABLE (TaskConfigs; a custom file's lighteval configs are converted)
+Each module defines TASKS_TABLE (TaskConfigs; a custom file's configs in another harness's format
+are converted by the task source)
 and optionally GROUPS. They are read in that order, so a name a plugin shares with a built-in is
 the plugin's, and a custom file's is the custom file's (said in a log line).
 """
@@ -15,9 +16,9 @@ from typing import Any
 
 from assay.errors import TaskConfigError
 from assay.tasks.config import TaskConfig
-from assay.tasks.lighteval_files import convert_table, is_lighteval_config
 from assay.tasks.lm_eval_yaml import GroupConfig, resolve_data_files
 from assay.tasks.registry.custom_files import import_task_file
+from assay.tasks.registry.task_source import task_source
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +32,8 @@ class PythonTasks:
         self._tasks: dict[str, TaskConfig] | None = None
         self._groups: dict[str, GroupConfig] = {}
         self._tags: dict[str, list[str]] = {}
-        self._custom_lighteval: dict[str, Any] = {}
-        """The custom files' LightevalTaskConfigs by name (before conversion)."""
+        self._custom_originals: dict[str, Any] = {}
+        """The custom files' configs in another harness's format, by name (before conversion)."""
 
     def tasks(self) -> dict[str, TaskConfig]:
         """Every task by name (the modules imported on the first call)."""
@@ -54,10 +55,9 @@ class PythonTasks:
                         f"{module.__file__}: a task module must define TASKS_TABLE, a list of TaskConfig."
                     )
                 if module in custom:
-                    self._custom_lighteval.update(
-                        (c.name, c) for c in table if is_lighteval_config(c)
-                    )
-                    table = convert_table(table, module.__file__ or module.__name__)
+                    source = task_source()
+                    self._custom_originals.update(source.originals(table))
+                    table = source.convert_table(table, module.__file__ or module.__name__)
                 for config in table:
                     if not isinstance(config, TaskConfig):
                         raise TaskConfigError(
@@ -96,10 +96,11 @@ class PythonTasks:
         self.tasks()
         return self._tags
 
-    def custom_lighteval(self) -> dict[str, Any]:
-        """The custom files' lighteval task configs by name, as written (before conversion)."""
+    def custom_originals(self) -> dict[str, Any]:
+        """The custom files' configs in another harness's format, by name, as written (before
+        conversion)."""
         self.tasks()
-        return self._custom_lighteval
+        return self._custom_originals
 
     def kind(self, name: str) -> str | None:
         """'task', 'group' or 'tag' for a name these modules define, else None."""

@@ -2,11 +2,11 @@
 
 Sources (each in its own module): assay's built-in catalog, installed task plugins and
 --custom-tasks files (`python_tasks`), YAML include paths (`include_paths`), among them lm-eval's
-installed task tree (`lm_eval_tree`), and lighteval's suites (`lighteval`). The rules:
+installed task tree (`lm_eval_tree`), and the task source that reads task strings
+(`task_source`: another harness's tasks). The rules:
 - a name defined both by an include path and by a Python task module is served by the include
   path, and a log line says which file;
-- a task string with a lighteval suite (`lighteval|gsm8k|5`) means lighteval's task; one without
-  means assay's, and lighteval's built-in only when assay has no task, group or tag of that name;
+- the task source decides which task strings name its tasks; the others name assay's;
 - a group pushes its settings down to its members, a caller's settings win (as lm-eval).
 """
 
@@ -19,15 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import TaskConfigError, UnknownNameError
-from assay.tasks import lighteval_suites
 from assay.tasks.config import TaskConfig
 from assay.tasks.index import FolderIndex, IndexEntry
 from assay.tasks.lm_eval_yaml import GroupConfig, group_config_from_yaml, task_config_from_yaml
 from assay.tasks.registry.include_paths import IncludePaths
-from assay.tasks.registry.lighteval import LightevalTasks
 from assay.tasks.registry.lm_eval_tree import include_folder
 from assay.tasks.registry.python_tasks import PythonTasks
 from assay.tasks.registry.resolved import GroupNode, Resolved, TaskRequest
+from assay.tasks.registry.task_source import task_source
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,7 @@ class Registry:
         custom_files = [Path(p) for p in custom_tasks]
         self._python = PythonTasks(custom_files, builtins=builtins)
         self._yaml = IncludePaths(self.include_paths, custom_files)
-        self._lighteval = LightevalTasks(self._python)
+        self._strings = task_source().task_strings(self._python)
         self._announced: set[str] = set()
 
     # --------------------------------------------------------------- lookup
@@ -182,26 +181,16 @@ class Registry:
         out = Resolved()
         seen: set[str] = set()
         for text in expand_task_files(task_strings):
-            spec = lighteval_suites.parse(text)
-            if spec.suite is not None or self._lighteval_only(spec.name):
-                out.tasks += self._lighteval.requests(spec, seen, self.kind)
-                continue
-            if spec.metric_params or spec.truncate:
-                raise TaskConfigError(
-                    f"task string {text!r}: metric parameters and truncation apply to lighteval's "
-                    f"tasks; {spec.name!r} is assay's. Name lighteval's with its suite, e.g. "
-                    f"'lighteval|{spec.name}|0'."
-                )
-            self._add(spec.name, spec.num_fewshot, out, seen, overrides={})
+            named = self._strings.resolve(text, seen, self.kind)
+            if isinstance(named, list):
+                out.tasks += named
+            else:
+                self._add(named.name, named.num_fewshot, out, seen, overrides={})
         if not out.tasks:
             raise TaskConfigError(
                 "no tasks selected: pass --tasks NAME[,NAME...] (see `assay tasks list`)."
             )
         return out
-
-    def _lighteval_only(self, name: str) -> bool:
-        """A name assay does not know that the installed lighteval defines."""
-        return self.kind(name) is None and self._lighteval.has_builtin(name)
 
     def _add(
         self,
@@ -316,13 +305,13 @@ def _with_overrides(config: TaskConfig, overrides: dict[str, Any]) -> TaskConfig
 
 
 def expand_task_files(task_strings: Iterable[str]) -> list[str]:
-    """Task strings, with a file of task strings (one per line, as lighteval's --tasks FILE)
-    replaced by its lines; YAML task files stay as they are."""
+    """Task strings, with a file of task strings replaced by its lines (`TaskSource.
+    read_task_file`); YAML task files stay as they are."""
     out: list[str] = []
     for text in task_strings:
         path = Path(text.strip())
         if path.suffix not in (".yaml", ".yml") and path.is_file():
-            out += lighteval_suites.read_task_file(path)
+            out += task_source().read_task_file(path)
         else:
             out.append(text)
     return out

@@ -14,13 +14,13 @@ from lighteval.tasks.tasks.lcb.main import CodegenMetric, lcb_codegen_metric
 from sandbox.hostile_programs import HOSTILE as HOSTILE_FAMILIES
 
 from assay.compat.lighteval.code import codegen_pass_at_1
+from assay.compat.lighteval.files import config_from_lighteval
 from assay.doc import Doc, OutputType
 from assay.metrics.base import SampleInput
 from assay.run.scoring import build_metrics
 from assay.sandbox import SandboxPolicy
 from assay.sandbox.policy import using
 from assay.tasks.code_routes import code_route
-from assay.tasks.lighteval_files import config_from_lighteval
 
 
 def fenced(code: str) -> str:

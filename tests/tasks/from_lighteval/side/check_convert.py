@@ -14,16 +14,12 @@ from lighteval.tasks.prompt_manager import PromptManager as LightevalPromptManag
 from lighteval.tasks.requests import Doc as LightevalDoc
 from lighteval.tasks.requests import SamplingMethod as LightevalSampling
 
+from assay.compat.lighteval.docs import doc_from_lighteval, doc_to_lighteval
+from assay.compat.lighteval.files import config_from_lighteval, lighteval_fewshot_split
 from assay.doc import Doc, OutputType, SamplingMethod
 from assay.errors import TaskConfigError
 from assay.prompts.chat import TokenizerChatTemplate
 from assay.prompts.manager import PromptManager
-from assay.tasks.lighteval_files import (
-    config_from_lighteval,
-    doc_from_lighteval,
-    doc_to_lighteval,
-    lighteval_fewshot_split,
-)
 from assay.tasks.task import Task
 
 
@@ -71,9 +67,9 @@ def test_config_fields_convert_one_by_one():
     assert converted.few_shots_split == LightevalTask(source).fewshot_split == "train"
     assert converted.resolved_output_type == OutputType.MULTIPLE_CHOICE
     assert converted.num_samples is None
-    assert converted.prompt_layout == "lighteval" and converted.lighteval_row_keys
+    assert converted.prompt_layout == "lighteval" and converted.row_extras
     assert [m.name for m in converted.metrics] == ["acc", "mrr"]
-    assert [m.lighteval.group.metric for m in converted.metrics] == list(source.metrics)
+    assert [m.peer.group.metric for m in converted.metrics] == list(source.metrics)
     converted.validate()
 
 

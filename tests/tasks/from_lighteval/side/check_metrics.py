@@ -15,13 +15,13 @@ from lighteval.models.model_output import ModelResponse
 from lighteval.tasks.lighteval_task import LightevalTask, LightevalTaskConfig
 from lighteval.tasks.requests import Doc as LightevalDoc
 
+from assay.compat.lighteval.files import config_from_lighteval
 from assay.doc import Doc, OutputType
 from assay.errors import ConfigError
 from assay.metrics.base import SampleInput
 from assay.requests.types import LoglikelihoodResult
 from assay.results.summary import MetricValues, task_entry
 from assay.run.scoring import build_metrics
-from assay.tasks.lighteval_files import config_from_lighteval
 
 
 def noop_prompt(line: dict, task_name: str):

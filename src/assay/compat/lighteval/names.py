@@ -4,7 +4,7 @@ In an assay TaskConfig or YAML, a lighteval metric name whose metric computes wh
 metric computes is served by that metric (with one log line saying so); a name with no exact
 counterpart is refused with the closest assay metric and what differs, so a ported task never
 reports a number under a metric that is not the one its author chose. In a task converted from
-lighteval (`compat.lighteval.metrics`), the metric objects of `SAME_COMPUTATION` are assay's and
+lighteval (`metrics.py` here), the metric objects of `SAME_COMPUTATION` are assay's and
 every other runs lighteval's own functions.
 """
 
@@ -72,12 +72,12 @@ identically: the argmax of the choices' log-probabilities (divided by each choic
 characters for acc_norm; the first maximum wins; any gold counts), 1 or 0 per doc, averaged."""
 
 
-def is_lighteval_name(name: str) -> bool:
+def knows(name: str) -> bool:
     """Whether `name` is one of lighteval's metric names (served by assay, or refused)."""
     return name in SAME or name in CLOSEST
 
 
-def lighteval_metric(name: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+def translate(name: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """assay's metric for lighteval's metric `name`, None when `name` is not lighteval's;
     a ConfigError naming the closest assay metric when no assay metric is the same."""
     same = SAME.get(name)

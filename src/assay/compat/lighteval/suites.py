@@ -166,7 +166,7 @@ class Builtins:
     def _modules() -> dict[str, Path]:
         spec = importlib.util.find_spec("lighteval.tasks.tasks")
         if spec is None or not spec.submodule_search_locations:
-            from assay.tasks.lighteval_files import missing_lighteval
+            from assay.compat.lighteval.files import missing_lighteval
 
             raise missing_lighteval("lighteval's built-in tasks need lighteval.tasks.tasks")
         root = Path(next(iter(spec.submodule_search_locations)))

@@ -30,12 +30,17 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from assay.doc import Doc, OutputType, SamplingMethod
-from assay.errors import TaskConfigError
-from assay.tasks.config import LightevalMetricGroup, LightevalMetricRef, MetricSpec, TaskConfig
+from assay.compat.lighteval.code import EXECUTES_MODEL_CODE
+from assay.compat.lighteval.docs import doc_from_lighteval
+from assay.doc import Doc, OutputType
+from assay.errors import ConfigError, TaskConfigError
+from assay.tasks.config import MetricSpec, TaskConfig
+
+if TYPE_CHECKING:
+    from assay.metrics.base import Aggregation, Metric
 
 log = logging.getLogger(__name__)
 
@@ -84,69 +89,13 @@ def is_lighteval_config(obj: Any) -> bool:
     )
 
 
-# ------------------------------------------------------------------ docs
-_DOC_FIELDS = (
-    "query",
-    "choices",
-    "gold_index",
-    "instruction",
-    "images",
-    "specific",
-    "unconditioned_query",
-    "original_query",
-    "id",
-    "fewshot_sorting_class",
-    "use_logits",
-)
-"""lighteval Doc fields copied as they are onto assay's Doc."""
-
-
-def doc_from_lighteval(doc: Any, where: str) -> Doc:
-    """An assay Doc with the fields of lighteval's Doc `doc`.
-
-    `task_name`, `generation_size`, `stop_sequences` and `num_samples` are left unset: lighteval
-    overwrites them from the task config after the prompt function, and so do assay's task
-    defaults. `fewshot_samples` are converted too; `sampling_methods` map by value.
-    """
-    if getattr(doc, "generation_grammar", None) is not None:
-        raise TaskConfigError(
-            f"{where}: the prompt function's Doc sets generation_grammar, which needs a "
-            "grammar-constrained server (TGI); no assay backend can honour it."
-        )
-    fields = {name: getattr(doc, name) for name in _DOC_FIELDS}
-    fields["choices"] = list(fields["choices"] or [])
-    fields["id"] = str(fields["id"] or "")
-    return Doc(
-        **fields,
-        sampling_methods=[SamplingMethod(str(m.value)) for m in doc.sampling_methods],
-        fewshot_samples=[doc_from_lighteval(d, where) for d in doc.fewshot_samples],
-    )
-
-
-def doc_to_lighteval(doc: Doc, task_name: str) -> Any:
-    """lighteval's Doc for assay's `doc`, as lighteval's metrics receive it (`task_name` is
-    lighteval's full name, `name|k`)."""
-    from lighteval.tasks.requests import Doc as LightevalDoc
-    from lighteval.tasks.requests import SamplingMethod as LightevalSampling
-
-    return LightevalDoc(
-        **{name: getattr(doc, name) for name in _DOC_FIELDS},
-        task_name=task_name,
-        fewshot_samples=[doc_to_lighteval(d, task_name) for d in doc.fewshot_samples],
-        sampling_methods=[LightevalSampling(str(m)) for m in doc.sampling_methods],
-        generation_size=doc.generation_size,
-        stop_sequences=doc.stop_sequences,
-        num_samples=doc.num_samples or 1,
-    )
-
-
 @dataclass(frozen=True)
 class LightevalPrompt:
     """A lighteval prompt function as assay calls prompt functions: (row, task name) -> Doc.
 
     lighteval adds `__few_shots` (the row is a few-shot example) and `__index` (its index in
     the split) to each row before calling the function; assay's Task passes them in `row`
-    (TaskConfig.lighteval_row_keys), and this converts the Doc the function returns.
+    (TaskConfig.row_extras), and this converts the Doc the function returns.
     """
 
     function: Callable[[dict[str, Any], str], Any]
@@ -230,7 +179,7 @@ def config_from_lighteval(config: Any, source: str) -> TaskConfig:
         version=config.version,
         output_type=output_type(metrics, where),
         prompt_layout="lighteval",
-        lighteval_row_keys=True,
+        row_extras=True,
         unsafe_code=any(_qualified(m.sample_level_fn) in EXECUTES_MODEL_CODE for m in metrics),
         source=source,
     )
@@ -276,10 +225,47 @@ def num_samples(metrics: Sequence[Any]) -> int:
     return max([1, *counts])
 
 
-EXECUTES_MODEL_CODE = frozenset({"lighteval.tasks.tasks.lcb.main.CodegenMetric"})
-"""lighteval's sample functions that run the model's code (LiveCodeBench's tests): their tasks
-need --confirm-run-unsafe-code, as assay's own code tasks do, and assay scores them itself,
-each program in its sandbox (`compat.lighteval.code`)."""
+@dataclass(eq=False)
+class LightevalMetricGroup:
+    """One lighteval `Metric` object of a converted task (a grouping reports several names).
+
+    Its names share it so lighteval's sample function runs once per sample: the last sample
+    scored and its result are kept here."""
+
+    metric: Any
+    """lighteval's Metric (SampleLevelMetric, CorpusLevelMetric, ...Grouping)."""
+    last_sample: Any = None
+    last_result: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LightevalMetricRef:
+    """Which reported name of a lighteval metric a MetricSpec stands for."""
+
+    group: LightevalMetricGroup
+    name: str
+    """The name lighteval reports (`Metric.metric_name`, or one of a grouping's names)."""
+    runs_model_code: bool = False
+    """The metric runs the model's programs (`EXECUTES_MODEL_CODE`)."""
+
+    def build(self, name: str, config: TaskConfig) -> tuple[Metric, Aggregation]:
+        """The metric and its aggregation, scored as `compat.lighteval.metrics` says."""
+        from assay.compat.lighteval.metrics import build
+
+        return build(name, self, config)
+
+    def check_decoding(self, config: TaskConfig, do_sample: bool) -> None:
+        """A task whose metrics need several generations per doc (pass@k, maj@n, avg@n with
+        n > 1) is refused with greedy decoding, as lighteval's backends refuse it: n greedy
+        generations are one generation n times."""
+        if (config.num_samples or 1) > 1 and not do_sample:
+            raise ConfigError(
+                f"{config.where()}: its metrics need {config.num_samples} generations per doc, "
+                "but decoding is greedy (lighteval refuses this too: the generations would be "
+                "identical). Sample: --gen-kwargs do_sample=true,temperature=0.6 (or name n=1 "
+                "in the task string, e.g. 'lighteval|aime24@n=1|0')."
+            )
+
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
@@ -292,9 +278,10 @@ def metric_specs(metrics: Sequence[Any], where: str) -> list[MetricSpec]:
     specs: list[MetricSpec] = []
     for metric in metrics:
         group = LightevalMetricGroup(metric)
+        code = _qualified(metric.sample_level_fn) in EXECUTES_MODEL_CODE
         names = metric.metric_name if isinstance(metric.metric_name, list) else [metric.metric_name]
         specs += [
-            MetricSpec(_ADDRESS.sub(">", name), lighteval=LightevalMetricRef(group, name))
+            MetricSpec(_ADDRESS.sub(">", name), peer=LightevalMetricRef(group, name, code))
             for name in names
         ]
     seen: set[str] = set()
