@@ -76,7 +76,7 @@ class Comparison:
     """Why a statistic is null, or which conservative substitute stands in for it (the
     interval, the MDE); None (and absent from `--json`) when every statistic was estimated."""
     test: str = "normal"
-    """The test p_value (and so `*`) comes from: normal, t(G-1) CR2, McNemar exact,
+    """The test p_value (and so `*`) comes from: normal, t(Bell-McCaffrey) CR2, McNemar exact,
     sign-flip exact, exact sign test, bootstrap, or none."""
 
     def significant(self) -> bool:

@@ -34,6 +34,7 @@ from assay.stats.clustered import cluster_count, cluster_degrees_of_freedom, cr2
 from assay.stats.exact import constant_sample_bound, paired_binary_exact
 from assay.stats.normal import check_confidence, two_sided_p, two_sided_z
 from assay.stats.power import mde
+from assay.stats.thresholds import SMALL_NORMAL, SPARSE_DISCORDANT
 
 METHOD_PAIRED = "paired"
 METHOD_CLUSTERED = "paired-clustered"
@@ -78,7 +79,7 @@ class PairedResult:
     """Where `stderr` cannot be estimated but bounded: the upper bound the MDE was computed
     from (a group that combines tasks uses it in place of the missing stderr)."""
     test: str = "normal"
-    """The test `p_value` comes from (and so the row's `*`): normal, t(G-1) CR2,
+    """The test `p_value` comes from (and so the row's `*`): normal, t(Bell-McCaffrey) CR2,
     McNemar exact, sign-flip exact, exact sign test, bootstrap, or none."""
 
 
@@ -97,7 +98,8 @@ def paired_mean(
     McNemar's exact (sign test) p-value when they are all +1 or all -1, NaN otherwise.
     0/1 values with fewer than `SPARSE_DISCORDANT` differing docs (unclustered) get the exact
     interval and McNemar's exact p-value (`paired_binary_exact`, method paired-exact). With
-    clusters the stderr is CR2's, read against t(G - 1). A value that is not finite leaves
+    clusters the stderr is CR2's, read against t with
+    Bell-McCaffrey degrees of freedom (G - 1 for equal clusters). A value that is not finite leaves
     every statistic NaN, with a note counting the docs that hold one. For 0/1 values the MDE
     respects the variance floor δ(1 - δ) and is NaN (with a note) beyond 1.
     """
@@ -109,8 +111,14 @@ def paired_mean(
     unfinite = int((~(np.isfinite(x) & np.isfinite(y))).sum())
     if unfinite:
         return _not_finite(n, x, y, unfinite, confidence, count, method)
-    d = y - x
-    mean_a, mean_b = (float(x.mean()), float(y.mean())) if n else (math.nan, math.nan)
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = y - x
+        mean_a, mean_b = (float(x.mean()), float(y.mean())) if n else (math.nan, math.nan)
+        spread = float(np.square(d - d.mean()).sum()) if n else 0.0
+    if n and not (
+        np.isfinite(d).all() and math.isfinite(mean_a + mean_b) and math.isfinite(spread)
+    ):
+        return _overflowed(n, (mean_a, mean_b), x, y, confidence, count, method)
     # McNemar's test assumes independent docs: a clustered row is read against CR2's t alone.
     mcnemar_p = mcnemar_exact(a, b) if clusters is None else None
     binary = _binary(a) and _binary(b)
@@ -137,7 +145,7 @@ def paired_mean(
     note = None
     if clusters is not None:
         stderr = math.sqrt(cr2_variance_of_mean(d, clusters))
-        df = None if count is None or count < 2 else cluster_degrees_of_freedom(count)
+        df = None if count is None or count < 2 else cluster_degrees_of_freedom(clusters)
         if stderr <= rounding_tolerance(x, y):
             # Every cluster has the same mean difference (up to rounding): no spread between
             # the independent units, so no clustered variance (0 would claim it is known).
@@ -165,6 +173,8 @@ def paired_mean(
         note=note,
         df=df,
     )
+    if clusters is not None and result.note is None:
+        result = _few_docs_outside_one_cluster(result, clusters)
     if clusters is None and result.note is None and n < SMALL_NORMAL:
         result = replace(
             result,
@@ -176,15 +186,6 @@ def paired_mean(
         result = _clipped(result)
     return _within_range(result, binary)
 
-
-SMALL_NORMAL = 30
-"""Docs below which the normal interval of a mean of values that are not 0/1 is marked."""
-
-
-SPARSE_DISCORDANT = 25
-"""Unclustered comparisons of values that are not 0/1 with fewer differing docs than this are
-decided by the exact sign-flip test, with no normal interval: it covers 80-93 % there
-(benchmarks/coverage_atlas.py). 0/1 values are always decided by McNemar's exact test."""
 
 SIGN_FLIP_DRAWS = 1 << 16
 """Seeded random sign flips of the sign-flip test above `SIGN_FLIP_ENUMERATED` differing docs."""
@@ -224,7 +225,7 @@ def _exact_binary(
 
 
 TEST_NORMAL = "normal"
-TEST_CLUSTERED = "t(G-1) CR2"
+TEST_CLUSTERED = "t(Bell-McCaffrey) CR2"
 TEST_MCNEMAR = "McNemar exact"
 TEST_SIGN_FLIP = "sign-flip exact"
 TEST_SIGN = "exact sign test"
@@ -337,6 +338,66 @@ def _not_finite(
         note=f"{docs} of the {n} docs hold a value that is not a finite number "
         f"({', '.join(kinds)}) in one run or both: no difference, stderr, interval, p-value "
         "or MDE; a mean that is not finite is shown as null",
+    )
+
+
+MAX_CLUSTER_SHARE = 0.93
+"""Share of the docs above which one cluster makes the clustered interval unreliable."""
+
+
+def _few_docs_outside_one_cluster(
+    result: PairedResult, clusters: Sequence[Hashable]
+) -> PairedResult:
+    """When one cluster holds more than `MAX_CLUSTER_SHARE` of the docs, the CR2 variance
+    leans on the few docs outside it and Bell-McCaffrey's degrees of freedom cannot fall
+    below about 1: the interval covers 0.44-0.89 (sizes 1000,1,1,1 to 200,5,5; the atlas), so
+    it is marked, with the reason."""
+    sizes: dict[str, int] = {}
+    for c in clusters:
+        sizes[str(c)] = sizes.get(str(c), 0) + 1
+    largest = max(sizes.values())
+    if largest <= MAX_CLUSTER_SHARE * result.n:
+        return result
+    return replace(
+        result,
+        note=f"one cluster holds {largest} of the {result.n} docs (more than "
+        f"{MAX_CLUSTER_SHARE:.0%}): the clustered interval leans on the {result.n - largest} "
+        "docs outside it and covers less than it claims (0.44-0.89 in "
+        "benchmarks/coverage_atlas.py), so the interval, p-value and MDE are unreliable",
+    )
+
+
+def _overflowed(
+    n: int,
+    means: tuple[float, float],
+    x: np.ndarray,
+    y: np.ndarray,
+    confidence: float,
+    clusters: int | None,
+    method: str,
+) -> PairedResult:
+    """Finite values too large for floating point: their difference, mean or variance
+    overflows, so no statistic of the difference is a number."""
+    largest = float(np.abs(np.concatenate([x, y])).max())
+    mean_a, mean_b = (m if math.isfinite(m) else math.nan for m in means)
+    return PairedResult(
+        n=n,
+        mean_a=mean_a,
+        mean_b=mean_b,
+        diff=math.nan,
+        stderr=math.nan,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        confidence=confidence,
+        p_value=math.nan,
+        mcnemar_p=None,
+        mde=math.nan,
+        clusters=clusters,
+        method=method,
+        test=TEST_NONE,
+        note=f"values up to {largest:.3g} in magnitude are too large for floating point: "
+        "their means, difference or variance overflow, so there is no difference, stderr, "
+        "interval, p-value or MDE (rescale the metric)",
     )
 
 
@@ -457,18 +518,22 @@ def _constant_difference(
     bound = constant_sample_bound(value, units, confidence)
     stderr_bound = math.sqrt(bound.variance / units)
     test = "" if value == 0 else f"; p-value: exact sign test over the {units} {what}"
+    smallest = exact_mde(units, bound.variance, confidence)
+    # Where the bound gives no MDE within 1, `_within_range` says so: one statement, not two.
+    basis = f"; variance bound {bound.variance:.4g}" + (
+        ", the MDE's basis" if smallest <= 1 else ""
+    )
     return replace(
         missing,
         ci_low=min(bound.low, diff),
         ci_high=max(bound.high, diff),
-        mde=exact_mde(units, bound.variance, confidence),
+        mde=smallest,
         method=method + EXACT_BOUND,
         stderr_bound=stderr_bound,
         note=f"{seen}: with no spread their variance cannot be estimated (no stderr). "
         f"Interval: exact bound from the Clopper-Pearson {confidence:.0%} upper bound on the "
         f"share of {what} whose difference is not {value:g} ({bound.other_share:.4g} of "
-        f"{units}, rule of three ≈ 3/n); MDE from the variance bound {bound.variance:.4g} "
-        f"it gives{test}",
+        f"{units}, rule of three ≈ 3/n){basis}{test}",
     )
 
 
@@ -532,7 +597,7 @@ def _normal_result(
     clusters: int | None,
     method: str,
     note: str | None = None,
-    df: int | None = None,
+    df: float | None = None,
 ) -> PairedResult:
     """The normal-approximation statistics of a difference with this standard error; with
     `df`, Student's t with df degrees of freedom in place of the normal (CR2 clusters)."""
@@ -557,7 +622,7 @@ def _normal_result(
     )
 
 
-def _normal_p(no_difference: bool, diff: float, stderr: float, df: int | None = None) -> float:
+def _normal_p(no_difference: bool, diff: float, stderr: float, df: float | None = None) -> float:
     if no_difference:
         return 1.0
     if math.isnan(stderr) or stderr <= 0:
@@ -569,7 +634,7 @@ def _normal_p(no_difference: bool, diff: float, stderr: float, df: int | None = 
     return float(2 * t.sf(abs(diff / stderr), df))
 
 
-def _t_quantile(confidence: float, df: int) -> float:
+def _t_quantile(confidence: float, df: float) -> float:
     from scipy.stats import t
 
     return float(t.ppf(1 - (1 - confidence) / 2, df))

@@ -27,7 +27,7 @@ import math
 from assay.stats.normal import check_confidence, two_sided_z, z_quantile
 
 
-def _z_sum(confidence: float, power: float, df: int | None = None) -> float:
+def _z_sum(confidence: float, power: float, df: float | None = None) -> float:
     check_confidence(confidence)
     if not 0 < power < 1:
         raise ValueError(f"power must be between 0 and 1 (exclusive), got {power!r}")
@@ -39,12 +39,12 @@ def _z_sum(confidence: float, power: float, df: int | None = None) -> float:
 
 
 def mde(
-    stderr: float, confidence: float = 0.95, power: float = 0.8, df: int | None = None
+    stderr: float, confidence: float = 0.95, power: float = 0.8, df: float | None = None
 ) -> float:
     """The smallest true difference detected with probability `power` by a two-sided test at
     level 1 - confidence, for an estimate with this standard error (NaN for a NaN one: a
     standard error that could not be estimated gives no MDE); with `df`, read against
-    Student's t with df degrees of freedom (a clustered comparison: G - 1)."""
+    Student's t with df degrees of freedom (a clustered comparison: Bell-McCaffrey's)."""
     if stderr < 0:
         raise ValueError(f"a standard error must be >= 0, got {stderr!r}")
     return _z_sum(confidence, power, df) * stderr
