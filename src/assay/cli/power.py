@@ -84,21 +84,17 @@ SMALL_PLAN = 30
 """Docs below which a variance measured on runs is too uncertain to plan on (caveat)."""
 
 
-def _least_normal_docs(variance: _Variance) -> int:
-    """The fewest docs a plan for values that are not 0/1 may give: assay compare reads them
-    against the normal (the formula's test) only from `SMALL_NORMAL` docs with
-    `SPARSE_DISCORDANT` differing; with runs where few docs differ, that many differing docs
-    takes SPARSE_DISCORDANT / (their share) docs."""
+def _differing_share(variance: _Variance) -> float:
+    """The share of docs that differ between the runs (1 where they do not say)."""
     if not variance.differing or not variance.docs:
-        return max(SMALL_NORMAL, SPARSE_DISCORDANT)
-    share = variance.differing / variance.docs
-    return max(SMALL_NORMAL, math.ceil(SPARSE_DISCORDANT / share - 1e-9))
+        return 1.0
+    return variance.differing / variance.docs
 
 
 def main(args: argparse.Namespace) -> int:
     """Print the docs needed per repeats, and the current MDE."""
     from assay.stats.binary_power import binary_docs_needed, exact_mde
-    from assay.stats.power import docs_needed, mde, with_repeats
+    from assay.stats.power import least_normal_docs, mde, other_docs_needed, with_repeats
 
     repeats = _repeats(args.repeats)
     variance = _diff_variance(args)
@@ -156,16 +152,17 @@ def main(args: argparse.Namespace) -> int:
             needed = binary_docs_needed(variance_k, args.difference, args.confidence, args.power)
             print(f"  {k:<15}  {'at least ' if least else ''}{needed}")
         else:
-            needed = docs_needed(variance_k, args.difference, args.confidence, args.power)
-            least_n = _least_normal_docs(variance)
-            print(f"  {k:<15}  {max(needed, least_n)}{' (raised)' if needed < least_n else ''}")
-            raised = raised or needed < least_n
+            needed, lifted = other_docs_needed(
+                variance_k, args.difference, args.confidence, args.power, _differing_share(variance)
+            )
+            print(f"  {k:<15}  {needed}{' (raised)' if lifted else ''}")
+            raised = raised or lifted
     if raised:
         print(
             f"  (raised: assay compare reads values that are not 0/1 against the normal only "
             f"from {SMALL_NORMAL} docs with {SPARSE_DISCORDANT} or more differing; below that "
             "it decides by the exact sign-flip test, whose power the formula does not give, "
-            f"so the plan is at least {_least_normal_docs(variance)} docs"
+            f"so the plan is at least {least_normal_docs(_differing_share(variance))} docs"
             + (
                 f"; {variance.differing} of the runs' {variance.docs} docs differ, a share "
                 f"that reaches {SPARSE_DISCORDANT} differing docs at that many)"

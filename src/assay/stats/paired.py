@@ -670,8 +670,11 @@ def mcnemar_exact(a: Sequence[Any], b: Sequence[Any]) -> float | None:
     None unless every value of both runs is 0 or 1."""
     if not _binary(a) or not _binary(b):
         return None
-    only_a = sum(1 for x, y in zip(a, b) if x == 1 and y == 0)
-    only_b = sum(1 for x, y in zip(a, b) if x == 0 and y == 1)
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        only_a, only_b = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
+    else:
+        only_a = sum(1 for x, y in zip(a, b) if x == 1 and y == 0)
+        only_b = sum(1 for x, y in zip(a, b) if x == 0 and y == 1)
     discordant = only_a + only_b
     if discordant == 0:
         return 1.0
@@ -683,6 +686,8 @@ def mcnemar_exact(a: Sequence[Any], b: Sequence[Any]) -> float | None:
 
 
 def _binary(values: Sequence[Any]) -> bool:
+    if isinstance(values, np.ndarray):  # numbers already: one pass in numpy
+        return bool(values.size and values.dtype.kind in "biuf" and np.isin(values, (0, 1)).all())
     # bool is an int: True and False count as 1 and 0.
     return bool(values) and all(isinstance(v, int | float) and v in (0, 1) for v in values)
 
@@ -735,9 +740,7 @@ def paired_bootstrap(
         for r in range(iters):
             drawn = rng.integers(0, units, units)
             rows = np.concatenate([members[u] for u in drawn]) if units else np.asarray([], int)
-            replicates[r] = float(aggregate([b[i] for i in rows])) - float(
-                aggregate([a[i] for i in rows])
-            )
+            replicates[r] = float(aggregate(_take(b, rows))) - float(aggregate(_take(a, rows)))
         mean_a = float(aggregate(a)) if n else math.nan
         mean_b = float(aggregate(b)) if n else math.nan
     notes = []
@@ -813,6 +816,13 @@ def _warnings_summary(raised: list[warnings.WarningMessage]) -> str:
         kinds[key] = kinds.get(key, 0) + 1
     shown = "; ".join(f"{text} (×{count})" for text, count in kinds.items())
     return f"the aggregation warned {len(raised)} time(s) over the resamples: {shown}"
+
+
+def _take(values: Sequence[Any], rows: np.ndarray) -> Any:
+    """The values at `rows`: an array indexed at once, any other sequence as a list."""
+    if isinstance(values, np.ndarray):
+        return values[rows]
+    return [values[i] for i in rows]
 
 
 def _cluster_members(clusters: Sequence[Hashable]) -> list[np.ndarray]:
