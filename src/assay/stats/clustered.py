@@ -57,7 +57,9 @@ def clustered_stderr(values: Sequence[float], clusters: Sequence[Hashable]) -> f
     return math.sqrt(clustered_variance_of_mean(values, clusters))
 
 
-def cr2_variance_of_mean(values: Sequence[float], clusters: Sequence[Hashable]) -> float:
+def cr2_variance_of_mean(
+    values: Sequence[float] | np.ndarray, clusters: Sequence[Hashable]
+) -> float:
     """The CR2 (Bell-McCaffrey 2002) cluster-robust variance of mean(values). For a mean the
     hat matrix of cluster g is J/n, and (I - J/n)^(-1/2) scales the sum of g's residuals by
     1/sqrt(1 - n_g/n), so
