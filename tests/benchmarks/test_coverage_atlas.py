@@ -24,19 +24,43 @@ def atlas():
     return module
 
 
-def _shipped_hold(cells):
+def _shipped_hold(cells, few=50):
     for cell in cells:
-        if "replaced" in cell.shipped or "marked" in cell.shipped:
+        if "replaced" in cell.shipped or "marked" in cell.shipped or cell.reps < few:
             continue
         assert cell.holds(), cell
 
 
-def test_clustered_intervals_hold_with_two_clusters_and_miller_did_not(atlas):
-    cells = atlas.cluster_cells(300, 0, [2, 5])
+def test_clustered_intervals_hold_with_two_clusters_and_unequal_sizes(atlas):
+    layouts = [[20, 20], [20] * 5, [200, 5, 5, 5, 5], [100, 100, 2, 2], [1000, 1, 1, 1]]
+    cells = atlas.cluster_cells(300, 0, layouts)
     _shipped_hold(cells)
     replaced = {c.setting: c.measured for c in cells if "replaced" in c.shipped}
     assert replaced["2 clusters of 20 docs"] < 0.75  # the 0.62
     assert replaced["5 clusters of 20 docs"] < 0.90
+    # t(G - 1) covered 0.48-0.81 on one large cluster among small ones; Bell-McCaffrey holds.
+    unequal = next(
+        c for c in cells if c.setting.startswith("5 clusters of 200, 5") and "CR2" in c.shipped
+    )
+    assert "marked" not in unequal.shipped and unequal.measured >= 0.90
+    # One cluster with nearly every doc: no degrees of freedom hold it, and it is marked.
+    [dominant] = [
+        c for c in cells if c.setting.startswith("4 clusters of 1000") and "CR2" in c.shipped
+    ]
+    assert "marked" in dominant.shipped and dominant.measured < 0.90
+
+
+def test_skewed_differences_on_few_differing_docs_are_marked(atlas):
+    cells = atlas.continuous_cells(150, 0, [1000])
+    _shipped_hold(cells)
+    [skewed] = [c for c in cells if c.setting.startswith("skewed: 5 %")]
+    assert "marked" in skewed.shipped and skewed.measured < 0.92
+
+
+def test_power_for_other_metrics_reaches_its_plan_with_compares_own_test(atlas):
+    cells = atlas.other_power_cells(150, 0)
+    _shipped_hold(cells)
+    assert "planned n=30" in cells[0].setting  # the normal formula alone planned 2 docs
 
 
 def test_sparse_0_1_differences_hold_where_the_normal_interval_fails(atlas):

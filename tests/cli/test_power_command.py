@@ -203,3 +203,62 @@ def test_a_plan_from_few_docs_carries_a_caveat(tmp_path, capsys):
     b = str(_run(tmp_path / "b", [1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0]))
     assert main(["power", a, b, "--difference", "0.1"]) == 0
     assert "caveat: the variance comes from 10 docs; below 30" in capsys.readouterr().out
+
+
+def _sign_flip_power(n: int, shift: float, sd: float, reps: int, seed: int) -> float:
+    """Achieved power of assay compare's own test (paired_mean) at n docs of values that are
+    not 0/1, differences normal(shift, sd): the share of draws it finds the shift."""
+    rng = np.random.default_rng(seed)
+    found = 0
+    for _ in range(reps):
+        a = rng.uniform(0, 100, n)
+        r = paired_mean(a.tolist(), (a + rng.normal(shift, sd, n)).tolist())
+        found += r.p_value < 0.05 and r.diff > 0
+    return found / reps
+
+
+def test_a_plan_for_values_that_are_not_0_1_is_made_with_the_test_compare_runs(tmp_path, capsys):
+    # A 0-100 metric and a difference of 20 against sd 9.7: the normal formula plans 2 docs,
+    # where compare's sign-flip test cannot reach p < 0.05 at all (power 0 at 2 docs).
+    rng = np.random.default_rng(3)
+    a = rng.uniform(0, 100, 60)
+    b = np.clip(a + rng.normal(3.6, 9.7, 60), 0, 100)
+    paths = [str(_run(tmp_path / n, v.tolist())) for n, v in (("a", a), ("b", b))]
+    assert main(["power", *paths, "--difference", "20"]) == 0
+    out = capsys.readouterr().out
+    planned = int(re.search(r"^  1 +(\d+) \(raised\)$", out, re.M).group(1))
+    assert planned == 30 and "sign-flip test" in out
+    assert _sign_flip_power(2, 20, 9.7, reps=50, seed=1) == 0.0
+    assert _sign_flip_power(planned, 20, float(np.std(b - a, ddof=1)), reps=100, seed=1) >= 0.8
+    # A difference beyond the range the scores span is refused, naming the flag and value.
+    assert main(["power", *paths, "--difference", "500"]) == 2
+    err = capsys.readouterr().err
+    assert "--difference 500: the runs' scores span" in err and "Traceback" not in err
+
+
+def test_few_differing_docs_of_other_values_give_no_mde_as_in_compare(tmp_path, capsys):
+    # 4 of 1000 docs differ, by values that are not 0/1: compare shows no MDE (n/a†).
+    a = np.zeros(1000)
+    b = a.copy()
+    b[:4] = [0.9, 0.95, 0.97, 0.99]
+    paths = [str(_run(tmp_path / n, v.tolist())) for n, v in (("a", a), ("b", b))]
+    assert math.isnan(paired_mean(a.tolist(), b.tolist()).mde)
+    assert main(["power", *paths, "--difference", "0.01"]) == 0
+    out = capsys.readouterr().out
+    assert "MDE with the current 1000 docs (1 sample each): none: only 4 of the 1000" in out
+    # The plan reaches 25 differing docs at the runs' share of 4 in 1000.
+    assert re.search(r"^  1 +6250 \(raised\)$", out, re.M)
+
+
+def test_values_that_overflow_and_impossible_correlations_are_refused(tmp_path, capsys):
+    a = str(_run(tmp_path / "a", [1e300 * i for i in range(40)]))
+    b = str(_run(tmp_path / "b", [-1e300 * (i % 7) for i in range(40)]))
+    assert main(["power", a, b, "--difference", "0.1"]) == 2
+    assert "too large for floating point" in capsys.readouterr().err
+    # Two models of accuracy 0.7 cannot correlate below -0.3/0.7 on 0/1 scores.
+    argv = ["power", "--accuracy", "0.7", "--difference", "0.05", "--correlation"]
+    assert main([*argv, "-1"]) == 2
+    assert "--correlation -1: two models of the same accuracy 0.7" in capsys.readouterr().err
+    assert main([*argv, "-0.4"]) == 0
+    capsys.readouterr()
+    assert main(["power", "--accuracy", "0.5", "--difference", "0.05", "--correlation", "-1"]) == 0

@@ -11,6 +11,7 @@ from scipy import stats
 
 from assay.stats.clustered import (
     cluster_count,
+    cluster_degrees_of_freedom,
     clustered_stderr,
     clustered_variance_of_mean,
     cr2_variance_of_mean,
@@ -79,3 +80,33 @@ def test_cr2_is_the_plain_variance_for_singletons_and_scales_cr0_for_equal_clust
     cr0 = float(sums @ sums) / 24**2
     assert cr2_variance_of_mean(values, groups) == pytest.approx(cr0 * 4 / 3, rel=1e-12)
     assert math.isnan(cr2_variance_of_mean(values, [0] * 24))
+
+
+def _brute_force_bell_mccaffrey(sizes: list[int]) -> float:
+    """Bell-McCaffrey's degrees of freedom from the matrices themselves (Imbens-Kolesár eq. 11):
+    the columns (I - H)_g A_g 1_g / n with A_g = (I - H_gg)^(-1/2), λ the eigenvalues of GᵀG."""
+    labels = np.repeat(np.arange(len(sizes)), sizes)
+    n = labels.size
+    hat = np.full((n, n), 1.0 / n)
+    columns = []
+    for g in range(len(sizes)):
+        rows = labels == g
+        w, v = np.linalg.eigh(np.eye(rows.sum()) - hat[np.ix_(rows, rows)])
+        adjust = v @ np.diag(w**-0.5) @ v.T
+        columns.append((np.eye(n) - hat)[:, rows] @ adjust @ np.ones(rows.sum()) / n)
+    matrix = np.asarray(columns).T
+    eigenvalues = np.linalg.eigvalsh(matrix.T @ matrix)
+    return float(eigenvalues.sum() ** 2 / (eigenvalues**2).sum())
+
+
+@pytest.mark.parametrize(
+    "sizes", [[5, 5, 5], [20, 20], [200, 5, 5, 5, 5], [100, 100, 2, 2], [50, 10, 10, 10, 10]]
+)
+def test_bell_mccaffrey_degrees_of_freedom_match_the_matrix_form(sizes):
+    labels = np.repeat(np.arange(len(sizes)), sizes).tolist()
+    assert cluster_degrees_of_freedom(labels) == pytest.approx(
+        _brute_force_bell_mccaffrey(sizes), rel=1e-9
+    )
+    if len(set(sizes)) == 1:
+        assert cluster_degrees_of_freedom(labels) == pytest.approx(len(sizes) - 1, rel=1e-12)
+    assert math.isnan(cluster_degrees_of_freedom([0] * 10))

@@ -11,7 +11,7 @@ from sklearn.metrics import f1_score
 from statsmodels.stats.contingency_tables import mcnemar
 
 from assay.stats.binary_power import exact_power
-from assay.stats.clustered import cr2_variance_of_mean
+from assay.stats.clustered import cluster_degrees_of_freedom, cr2_variance_of_mean
 from assay.stats.paired import mcnemar_exact, paired_bootstrap, paired_mean
 
 
@@ -133,7 +133,7 @@ def test_clustered_form_replaces_the_standard_error():
     d = np.asarray(b) - np.asarray(a)
     assert result.stderr == pytest.approx(math.sqrt(cr2_variance_of_mean(d, groups)), rel=1e-12)
     assert result.clusters == 30 and result.method == "paired-clustered"
-    t = stats.t.ppf(0.975, 29)  # CR2 is read against t(G - 1)
+    t = stats.t.ppf(0.975, 29)  # 30 equal clusters: Bell-McCaffrey's t has G - 1 = 29 dof
     assert result.ci_high - result.ci_low == pytest.approx(2 * t * result.stderr)
 
 
@@ -235,3 +235,93 @@ def test_clusters_whose_means_agree_up_to_rounding_have_no_clustered_stderr():
     result = paired_mean(a, b, clusters=[i % 2 for i in range(40)])
     assert math.isnan(result.stderr) and math.isnan(result.ci_low) and math.isnan(result.mde)
     assert "same mean difference (up to rounding)" in (result.note or "")
+
+
+def _unequal_cluster_coverage(sizes: list[int], reps: int, seed: int) -> tuple[float, int]:
+    """Coverage of the shipped clustered interval (true difference 0; a cluster shift of sd
+    0.3 and doc noise of sd 1), and how many of the intervals were marked."""
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(len(sizes)), sizes)
+    covered = marked = 0
+    for _ in range(reps):
+        d = rng.normal(0, 0.3, len(sizes))[labels] + rng.normal(0, 1, labels.size)
+        r = paired_mean(np.zeros_like(d).tolist(), d.tolist(), clusters=labels.tolist())
+        covered += r.ci_low <= 0 <= r.ci_high
+        marked += r.note is not None
+    return covered / reps, marked
+
+
+@pytest.mark.parametrize("sizes", [[200, 5, 5, 5, 5], [300, *[5] * 9], [100, 100, 2, 2]])
+def test_unequal_clusters_read_against_bell_mccaffrey_degrees_of_freedom_cover(sizes):
+    # t(G - 1) covered 0.48-0.81 on these layouts; Bell-McCaffrey's dof (1.1-1.3) hold 0.9.
+    coverage, marked = _unequal_cluster_coverage(sizes, reps=300, seed=7)
+    assert coverage >= 0.90 and marked == 0
+    labels = np.repeat(np.arange(len(sizes)), sizes).tolist()
+    rng = np.random.default_rng(1)
+    d = rng.normal(size=len(labels))
+    r = paired_mean([0.0] * len(labels), d.tolist(), clusters=labels)
+    t = stats.t.ppf(0.975, cluster_degrees_of_freedom(labels))
+    assert r.ci_high - r.ci_low == pytest.approx(2 * t * r.stderr, rel=1e-9)
+    assert r.test == "t(Bell-McCaffrey) CR2"
+
+
+def test_one_cluster_holding_nearly_every_doc_marks_the_interval():
+    # 1000,1,1,1 covered 0.44 even with Bell-McCaffrey's dof (which cannot fall below ~1).
+    coverage, marked = _unequal_cluster_coverage([500, 2, 2], reps=100, seed=3)
+    assert marked == 100 and coverage < 0.9
+    rng = np.random.default_rng(2)
+    labels = [0] * 200 + [1] * 5 + [2] * 5
+    r = paired_mean([0.0] * 210, rng.normal(size=210).tolist(), clusters=labels)
+    assert "one cluster holds 200 of the 210 docs (more than 93%)" in (r.note or "")
+    assert "unreliable" in (r.note or "")
+
+
+def test_values_that_overflow_floating_point_give_no_statistic():
+    a = [-1e308, 1e308, 3.0] * 10
+    r = paired_mean(a, [-v for v in a])
+    assert math.isnan(r.ci_low) and math.isnan(r.p_value) and math.isnan(r.diff)
+    assert "too large for floating point" in (r.note or "")
+    # Squares overflow even where the values and their means do not.
+    r = paired_mean([1e300 * i for i in range(40)], [1e300 * (i + i % 3) for i in range(40)])
+    assert math.isnan(r.ci_high) and r.mean_a == pytest.approx(19.5e300)
+
+
+def test_one_doc_says_once_that_it_has_no_mde():
+    note = paired_mean([0.0], [1.0]).note or ""
+    assert "MDE: none below 1" in note and "the MDE's basis" not in note
+    note = paired_mean([0.0] * 1000, [0.0] * 1000).note or ""
+    assert "variance bound 0.002991, the MDE's basis" in note and "none below 1" not in note
+
+
+def _skewed_coverage(share: float, n: int, reps: int, seed: int) -> tuple[float, float, float]:
+    """One-sided, heavy-tailed differences on a share of n docs (the rest 0): the coverage
+    of the normal interval over all draws, over the unmarked ones, and the share unmarked."""
+    rng = np.random.default_rng(seed)
+    truth = share * float(
+        np.mean(np.minimum(np.random.default_rng(9).lognormal(-4, 1.5, 10**6), 1))
+    )
+    covered, unmarked = [], []
+    for _ in range(reps):
+        d = (rng.uniform(size=n) < share) * np.minimum(rng.lognormal(-4, 1.5, n), 1.0)
+        r = paired_mean([0.0] * n, d.tolist())
+        if math.isnan(r.ci_low):
+            continue
+        covered.append(r.ci_low <= truth <= r.ci_high)
+        unmarked.append(r.note is None)
+    hit, plain = np.asarray(covered), np.asarray(unmarked)
+    return float(hit.mean()), float(hit[plain].mean()) if plain.any() else math.nan, plain.mean()
+
+
+def test_skewed_differences_on_few_differing_docs_are_marked():
+    # 5 % of 1,000 docs differ, one way, by heavy-tailed amounts: the normal interval covers
+    # about 0.86 (the tester's 0.87-0.89), and every such interval is now marked.
+    overall, _, unmarked = _skewed_coverage(0.05, 1000, reps=150, seed=4)
+    assert overall < 0.92 and unmarked == 0
+    d = np.zeros(1000)
+    d[:40] = np.geomspace(0.001, 1, 40)
+    note = paired_mean([0.0] * 1000, d.tolist()).note or ""
+    assert "skewed (sample skewness +" in note and "only 40 of the 1000 docs differ" in note
+    # Symmetric differences on as few docs are not marked; nor skewed ones on 100+ docs.
+    assert paired_mean([0.0] * 1000, [*np.linspace(-1, 1, 40), *[0.0] * 960]).note is None
+    d[:150] = np.geomspace(0.001, 1, 150)
+    assert paired_mean([0.0] * 1000, d.tolist()).note is None

@@ -10,6 +10,7 @@ from typing import Any
 
 from assay.cli.compare import confidence_level
 from assay.errors import ConfigError
+from assay.stats.thresholds import SMALL_NORMAL, SPARSE_DISCORDANT
 
 
 def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -73,16 +74,27 @@ class _Variance:
     """Whether the scores are 0/1 (then the difference to detect floors the variance)."""
     discordance: float | None = None
     """0/1 runs with spread: the share of their docs that differ."""
+    span: float | None = None
+    """Runs of values that are not 0/1: the range their scores span (max - min)."""
+    differing: int | None = None
+    """Two runs of values that are not 0/1: the docs whose values differ (beyond rounding)."""
 
 
 SMALL_PLAN = 30
 """Docs below which a variance measured on runs is too uncertain to plan on (caveat)."""
 
 
+def _differing_share(variance: _Variance) -> float:
+    """The share of docs that differ between the runs (1 where they do not say)."""
+    if not variance.differing or not variance.docs:
+        return 1.0
+    return variance.differing / variance.docs
+
+
 def main(args: argparse.Namespace) -> int:
     """Print the docs needed per repeats, and the current MDE."""
     from assay.stats.binary_power import binary_docs_needed, exact_mde
-    from assay.stats.power import docs_needed, mde, with_repeats
+    from assay.stats.power import least_normal_docs, mde, other_docs_needed, with_repeats
 
     repeats = _repeats(args.repeats)
     variance = _diff_variance(args)
@@ -92,6 +104,13 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--difference {args.difference:g}: 0/1 scores differ by less than 1; give a "
             "difference between -1 and 1 (exclusive), e.g. 0.05."
+        )
+    if variance.span is not None and abs(args.difference) > variance.span:
+        raise ConfigError(
+            f"--difference {args.difference:g}: the runs' scores span {variance.span:g} (from "
+            "their least to their largest), so no mean difference beyond it is seen in them "
+            f"and their variance says nothing about one; give a difference within "
+            f"±{variance.span:g}."
         )
     if args.discordance is not None and not variance.binary:
         raise ConfigError(
@@ -124,6 +143,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"docs needed to detect a difference of {args.difference:g} with {level}:")
     shown = repeats if args.within_variance > 0 else [1]
     print("  repeats per doc  docs needed")
+    raised = False
     for k in shown:
         variance_k = with_repeats(planned, args.within_variance, k)
         if variance.binary and k == 1:
@@ -132,8 +152,24 @@ def main(args: argparse.Namespace) -> int:
             needed = binary_docs_needed(variance_k, args.difference, args.confidence, args.power)
             print(f"  {k:<15}  {'at least ' if least else ''}{needed}")
         else:
-            needed = docs_needed(variance_k, args.difference, args.confidence, args.power)
-            print(f"  {k:<15}  {needed}")
+            needed, lifted = other_docs_needed(
+                variance_k, args.difference, args.confidence, args.power, _differing_share(variance)
+            )
+            print(f"  {k:<15}  {needed}{' (raised)' if lifted else ''}")
+            raised = raised or lifted
+    if raised:
+        print(
+            f"  (raised: assay compare reads values that are not 0/1 against the normal only "
+            f"from {SMALL_NORMAL} docs with {SPARSE_DISCORDANT} or more differing; below that "
+            "it decides by the exact sign-flip test, whose power the formula does not give, "
+            f"so the plan is at least {least_normal_docs(_differing_share(variance))} docs"
+            + (
+                f"; {variance.differing} of the runs' {variance.docs} docs differ, a share "
+                f"that reaches {SPARSE_DISCORDANT} differing docs at that many)"
+                if variance.differing and variance.differing < variance.docs
+                else ")"
+            )
+        )
     if variance.binary:
         print(
             "  (1 sample per doc: the power of assay compare's own test on 0/1 scores, "
@@ -156,6 +192,13 @@ def main(args: argparse.Namespace) -> int:
                     "detected with this power from these docs"
                 )
                 return 0
+        elif variance.differing is not None and variance.differing < SPARSE_DISCORDANT:
+            print(
+                f"{current}: none: only {variance.differing} of the {variance.docs} docs differ "
+                f"(fewer than {SPARSE_DISCORDANT}): assay compare decides them by the exact "
+                "sign-flip test and shows no interval or MDE, which would lean on those few docs"
+            )
+            return 0
         else:
             smallest = mde(math.sqrt(variance.value / variance.docs), args.confidence, args.power)
         print(f"{current}: {smallest:.4g}{basis}")
@@ -225,7 +268,9 @@ def _assumed(args: argparse.Namespace) -> tuple[float, str]:
     from assay.stats.power import paired_diff_variance
 
     var = args.accuracy * (1 - args.accuracy)
-    variance = paired_diff_variance(var, var, _correlation(args.correlation))
+    correlation = _correlation(args.correlation)
+    _check_bernoulli_correlation(correlation, args.accuracy, f"--accuracy {args.accuracy:g}")
+    variance = paired_diff_variance(var, var, correlation)
     return variance, f"accuracy {args.accuracy:g} for both models, correlation {args.correlation:g}"
 
 
@@ -248,10 +293,18 @@ def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
     scores = np.asarray(list(values.values()), dtype=float)
     n = len(scores)
     if n > 1 and not no_spread(scores - scores[0], scores, scores):
-        spread = float(scores.var(ddof=1))
+        with np.errstate(over="ignore", invalid="ignore"):
+            spread = float(scores.var(ddof=1))
+        binary = _binary(scores)
+        if binary:
+            _check_bernoulli_correlation(correlation, float(scores.mean()), f"{path}'s accuracy")
         variance = paired_diff_variance(spread, spread, correlation)
         return _Variance(
-            variance, f"{path}, correlation {args.correlation:g}", n, binary=_binary(scores)
+            _finite_variance(variance, args.runs),
+            f"{path}, correlation {args.correlation:g}",
+            n,
+            binary=binary,
+            span=None if binary else float(np.ptp(scores)),
         )
     seen = f"all {n} scores of {path} are {scores[0]:g}" if n > 1 else f"{path} has one doc"
     if not _binary(scores):
@@ -284,7 +337,9 @@ def _two_runs(
     if len(shared) < 2:
         raise ConfigError(f"the two runs share {len(shared)} doc(s) of the task: too few.")
     scores = np.asarray([[first[i], second[i]] for i in shared], dtype=float)
-    d = scores[:, 1] - scores[:, 0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = scores[:, 1] - scores[:, 0]
+        measured = float(d.var(ddof=1))
     n = len(shared)
     binary = _binary(scores)
     if not no_spread(d, scores[:, 0], scores[:, 1]):
@@ -295,12 +350,15 @@ def _two_runs(
                 "spread); the two runs measure the variance of their differences: leave "
                 f"{flag} out."
             )
+        tolerance = rounding_tolerance(scores[:, 0], scores[:, 1])
         return _Variance(
-            float(d.var(ddof=1)),
+            _finite_variance(measured, args.runs),
             f"{n} docs paired between the two runs",
             n,
             binary=binary,
             discordance=float(np.mean(d != 0)) if binary else None,
+            span=None if binary else float(np.ptp(scores)),
+            differing=None if binary else int((np.abs(d) > tolerance).sum()),
         )
     seen, _ = describe_constant(d, rounding_tolerance(scores[:, 0], scores[:, 1]))
     unestimated = f"{seen} (no spread)"
@@ -339,6 +397,31 @@ def _correlation(value: float) -> float:
         raise ConfigError(
             f"--correlation {value}: must lie in [-1, 1); at 1 two models of equal accuracy "
             "score every doc alike, and there is no difference to detect."
+        )
+    return value
+
+
+def _check_bernoulli_correlation(correlation: float, accuracy: float, source: str) -> None:
+    """Two 0/1 scores of the same accuracy p cannot correlate below -min(p, 1-p)/max(p, 1-p)
+    (the Fréchet bound: at least max(0, 2p - 1) of the docs are right in both)."""
+    low, high = min(accuracy, 1 - accuracy), max(accuracy, 1 - accuracy)
+    least = -low / high if high > 0 else 0.0
+    if correlation < least - 1e-12:
+        raise ConfigError(
+            f"--correlation {correlation:g}: two models of the same accuracy {accuracy:g} "
+            f"({source}) cannot correlate below {least:.4g} on 0/1 scores (at least "
+            f"{max(0.0, 2 * accuracy - 1):.4g} of the docs are right in both); give a "
+            f"correlation between {least:.4g} and 1."
+        )
+
+
+def _finite_variance(value: float, runs: list[str]) -> float:
+    """The variance measured on the runs, refused when it overflows floating point."""
+    if not math.isfinite(value):
+        raise ConfigError(
+            f"the per-doc values of {', '.join(runs)} are too large for floating point: the "
+            "variance of their differences overflows. Rescale the metric (e.g. to [0, 1]) "
+            "before planning on it."
         )
     return value
 

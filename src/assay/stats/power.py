@@ -25,9 +25,10 @@ from __future__ import annotations
 import math
 
 from assay.stats.normal import check_confidence, two_sided_z, z_quantile
+from assay.stats.thresholds import SMALL_NORMAL, SPARSE_DISCORDANT
 
 
-def _z_sum(confidence: float, power: float, df: int | None = None) -> float:
+def _z_sum(confidence: float, power: float, df: float | None = None) -> float:
     check_confidence(confidence)
     if not 0 < power < 1:
         raise ValueError(f"power must be between 0 and 1 (exclusive), got {power!r}")
@@ -39,12 +40,12 @@ def _z_sum(confidence: float, power: float, df: int | None = None) -> float:
 
 
 def mde(
-    stderr: float, confidence: float = 0.95, power: float = 0.8, df: int | None = None
+    stderr: float, confidence: float = 0.95, power: float = 0.8, df: float | None = None
 ) -> float:
     """The smallest true difference detected with probability `power` by a two-sided test at
     level 1 - confidence, for an estimate with this standard error (NaN for a NaN one: a
     standard error that could not be estimated gives no MDE); with `df`, read against
-    Student's t with df degrees of freedom (a clustered comparison: G - 1)."""
+    Student's t with df degrees of freedom (a clustered comparison: Bell-McCaffrey's)."""
     if stderr < 0:
         raise ValueError(f"a standard error must be >= 0, got {stderr!r}")
     return _z_sum(confidence, power, df) * stderr
@@ -95,3 +96,30 @@ def with_repeats(diff_variance: float, within_variance: float, repeats: int) -> 
             f"of the differences ({diff_variance!r})"
         )
     return diff_variance - 2 * within_variance * (1 - 1 / repeats)
+
+
+def least_normal_docs(differing_share: float = 1.0) -> int:
+    """The fewest docs a plan for values that are not 0/1 may give: `assay compare` reads them
+    against the normal (the formula's test) only from `SMALL_NORMAL` docs with
+    `SPARSE_DISCORDANT` differing; where a share of the docs differ, that many differing docs
+    take SPARSE_DISCORDANT / share docs. Below, compare decides by the exact sign-flip test
+    (no p < 0.05 below 6 differing docs), whose power the normal formula does not give."""
+    if not 0 < differing_share <= 1:
+        raise ValueError(
+            f"the share of docs that differ must lie in (0, 1], got {differing_share!r}"
+        )
+    return max(SMALL_NORMAL, math.ceil(SPARSE_DISCORDANT / differing_share - 1e-9))
+
+
+def other_docs_needed(
+    diff_variance: float,
+    difference: float,
+    confidence: float = 0.95,
+    power: float = 0.8,
+    differing_share: float = 1.0,
+) -> tuple[int, bool]:
+    """Docs a comparison of values that are not 0/1 needs, with the test `assay compare` runs
+    at that n: `docs_needed`, raised to `least_normal_docs`; and whether it was raised."""
+    needed = docs_needed(diff_variance, difference, confidence, power)
+    least = least_normal_docs(differing_share)
+    return max(needed, least), needed < least

@@ -1,0 +1,208 @@
+"""The normal (or Student's t) interval, p-value and MDE of a paired difference with a standard
+error, the marks put on it where it covers less than it claims, the results of values that
+are not finite numbers, and groups of tasks combined without weights."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from assay.stats.normal import two_sided_p, two_sided_z
+from assay.stats.paired_result import (
+    EXACT_BOUND,
+    METHOD_EXACT,
+    METHOD_PAIRED,
+    TEST_CLUSTERED,
+    TEST_NORMAL,
+    PairedResult,
+    unestimated,
+)
+from assay.stats.power import mde
+from assay.stats.thresholds import SKEWED, SKEWED_DIFFERING
+
+
+def normal_result(
+    n: int,
+    mean_a: float,
+    mean_b: float,
+    stderr: float,
+    confidence: float,
+    *,
+    no_difference: bool,
+    mcnemar_p: float | None,
+    clusters: int | None,
+    method: str,
+    note: str | None = None,
+    df: float | None = None,
+) -> PairedResult:
+    """The normal-approximation statistics of a difference with this standard error; with
+    `df`, Student's t with df degrees of freedom in place of the normal (CR2 clusters)."""
+    diff = mean_b - mean_a
+    z = two_sided_z(confidence) if df is None else _t_quantile(confidence, df)
+    return PairedResult(
+        n=n,
+        mean_a=mean_a,
+        mean_b=mean_b,
+        diff=diff,
+        stderr=stderr,
+        ci_low=diff - z * stderr,
+        ci_high=diff + z * stderr,
+        confidence=confidence,
+        p_value=_normal_p(no_difference, diff, stderr, df),
+        mcnemar_p=mcnemar_p,
+        mde=mde(stderr, confidence, df=df),
+        clusters=clusters,
+        method=method,
+        note=note,
+        test=TEST_NORMAL if df is None else TEST_CLUSTERED,
+    )
+
+
+def _normal_p(no_difference: bool, diff: float, stderr: float, df: float | None = None) -> float:
+    if no_difference:
+        return 1.0
+    if math.isnan(stderr) or stderr <= 0:
+        return math.nan  # no spread is no evidence of certainty
+    if df is None:
+        return two_sided_p(diff / stderr)
+    from scipy.stats import t
+
+    return float(2 * t.sf(abs(diff / stderr), df))
+
+
+def _t_quantile(confidence: float, df: float) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(1 - (1 - confidence) / 2, df))
+
+
+def combine_unweighted(parts: Sequence[PairedResult], confidence: float = 0.95) -> PairedResult:
+    """A group that averages its tasks without weights: diff = the mean of the tasks' diffs,
+    stderr = sqrt(Σ stderr_t²)/k (independent tasks), the normal interval and p-value on
+    those; method "<the tasks' method>-unweighted". A task whose stderr cannot be estimated
+    enters with its `stderr_bound`; the group's stderr is then NaN, its interval, p-value and
+    MDE come from the bound and the note says so (NaN where a task has no bound either)."""
+    if not parts:
+        raise ValueError("no task comparisons to combine")
+    k = len(parts)
+    spreads = [p.stderr if p.stderr_bound is None else p.stderr_bound for p in parts]
+    stderr = math.sqrt(sum(s**2 for s in spreads)) / k
+    counts = [p.clusters for p in parts]
+    result = normal_result(
+        sum(p.n for p in parts),
+        sum(p.mean_a for p in parts) / k,
+        sum(p.mean_b for p in parts) / k,
+        stderr,
+        confidence,
+        no_difference=all(p.p_value == 1.0 and p.diff == 0 and not p.stderr > 0 for p in parts),
+        mcnemar_p=None,
+        clusters=None if any(c is None for c in counts) else sum(c or 0 for c in counts),
+        method=f"{_normal_method(parts[0].method)}-unweighted",
+    )
+    unestimated = sum(1 for p in parts if math.isnan(p.stderr))
+    if not unestimated:
+        return result
+    if math.isnan(stderr):
+        return replace(
+            result,
+            note=f"{unestimated} of the {k} tasks have no stderr and no bound: the group's "
+            "stderr, interval and MDE cannot be estimated",
+        )
+    return replace(
+        result,
+        stderr=math.nan,
+        stderr_bound=stderr,
+        note=f"{unestimated} of the {k} tasks have no estimable stderr (no spread): their "
+        "exact upper bounds stand in, so the group's interval, p-value and MDE are "
+        "conservative and its stderr is not estimated",
+    )
+
+
+def _normal_method(method: str) -> str:
+    """The method a group's normal interval reads as, from one of its tasks' methods."""
+    method = method.removesuffix(EXACT_BOUND)
+    return METHOD_PAIRED if method == METHOD_EXACT else method
+
+
+def mark_skewed(result: PairedResult, d: np.ndarray, differing: int) -> PairedResult:
+    """Differences skewed beyond `SKEWED` with fewer than `SKEWED_DIFFERING` differing docs:
+    the normal interval covers less than it claims, so it is marked, with the reason."""
+    centred = d - d.mean()
+    spread = float(np.mean(centred**2))
+    skewness = float(np.mean(centred**3)) / spread**1.5 if spread > 0 else 0.0
+    if not abs(skewness) > SKEWED:
+        return result
+    return replace(
+        result,
+        note=f"the per-doc differences are skewed (sample skewness {skewness:+.2f}) and only "
+        f"{differing} of the {result.n} docs differ (fewer than {SKEWED_DIFFERING}): the normal "
+        "interval covers less than it claims there (0.83-0.89 in benchmarks/coverage_atlas.py), "
+        "so the interval, p-value and MDE are optimistic",
+    )
+
+
+def not_finite(
+    n: int,
+    x: np.ndarray,
+    y: np.ndarray,
+    docs: int,
+    confidence: float,
+    clusters: int | None,
+    method: str,
+) -> PairedResult:
+    """Some per-doc value is inf or NaN: no statistic of the difference is a number."""
+    kinds = sorted({str(v) for v in np.concatenate([x, y]) if not math.isfinite(v)})
+    return unestimated(
+        n,
+        float(x.mean()),
+        float(y.mean()),
+        math.nan,
+        confidence,
+        clusters=clusters,
+        method=method,
+        note=f"{docs} of the {n} docs hold a value that is not a finite number "
+        f"({', '.join(kinds)}) in one run or both: no difference, stderr, interval, p-value "
+        "or MDE; a mean that is not finite is shown as null",
+    )
+
+
+def overflowed(
+    n: int,
+    means: tuple[float, float],
+    x: np.ndarray,
+    y: np.ndarray,
+    confidence: float,
+    clusters: int | None,
+    method: str,
+) -> PairedResult:
+    """Finite values too large for floating point: their difference, mean or variance
+    overflows, so no statistic of the difference is a number."""
+    largest = float(np.abs(np.concatenate([x, y])).max())
+    mean_a, mean_b = (m if math.isfinite(m) else math.nan for m in means)
+    return unestimated(
+        n,
+        mean_a,
+        mean_b,
+        math.nan,
+        confidence,
+        clusters=clusters,
+        method=method,
+        note=f"values up to {largest:.3g} in magnitude are too large for floating point: "
+        "their means, difference or variance overflow, so there is no difference, stderr, "
+        "interval, p-value or MDE (rescale the metric)",
+    )
+
+
+def no_stderr_reason(n: int, clusters: int | None) -> str:
+    """Why a sample with spread still has no standard error."""
+    if n == 0:
+        return "no docs paired: nothing to estimate"
+    if clusters is not None and clusters < 2:
+        return (
+            f"all {n} docs are in one cluster: a clustered variance needs two clusters or "
+            "more, so there is no stderr, interval or MDE"
+        )
+    return "a per-doc difference is not a finite number: no stderr, interval or MDE"
