@@ -112,3 +112,13 @@ def test_python_task_configs_use_lm_evals_keys_and_merge_gen_kwargs():
     assert "max_new_tokens" not in dumped["generation_kwargs"]
     assert dumped["generation_kwargs"]["until"] == ["\n"]
     assert dumped["output_type"] == "generate_until"
+
+
+def test_a_function_among_a_filters_arguments_is_recorded_by_name_not_address():
+    """HumanEval's custom filter passes its function as an argument: its repr holds an address
+    that differs from process to process, and the task's hash is made from this dump."""
+    task = Task(Registry().get("humaneval"))
+    dumped = json.dumps(config_dump(task), default=str)
+    assert " at 0x" not in dumped
+    steps = config_dump(task)["filter_list"][0]["filter"]
+    assert steps[0]["filter_fn"] == "assay.catalog.humaneval.with_header"

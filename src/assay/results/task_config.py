@@ -86,7 +86,12 @@ def _from_python(task: Task) -> dict[str, Any]:
         filters = [
             {
                 "name": name,
-                "filter": [{"function": _name(fn), **kwargs} for fn, kwargs in steps],
+                # A function among a step's arguments is recorded by name: its repr holds an
+                # address, which would make the task's hash differ from process to process.
+                "filter": [
+                    {"function": _name(fn), **{k: _name(v) for k, v in kwargs.items()}}
+                    for fn, kwargs in steps
+                ],
             }
             for name, steps in cfg.filters
         ]
