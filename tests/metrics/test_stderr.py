@@ -111,3 +111,11 @@ def test_group_unweighted_equals_lm_eval():
 def test_group_stderr_is_not_available_if_any_child_lacks_one(stderrs):
     value, stderr = group_aggregate([0.5, 0.7], [10, 30], stderrs, True)
     assert value == 0.65 and stderr == "N/A"
+
+
+def test_equal_values_have_no_spread_even_where_their_mean_is_an_ulp_off():
+    """The mean of 1,000 copies of log(0.3) is not log(0.3) in floats: the formula alone
+    gives a standard error of ~1e-17, a spread no doc has."""
+    values = [math.log(0.3)] * 1000
+    assert sum(values) / len(values) != values[0]
+    assert stderr_of(AGGREGATIONS.get("mean"), values, 100) == 0.0

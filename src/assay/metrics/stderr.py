@@ -35,7 +35,11 @@ _BLOCK_ELEMENTS = 1 << 21
 
 
 def sample_stddev(values: Sequence[Any]) -> float:
-    """Standard deviation with Bessel's correction (n - 1), summed left to right."""
+    """Standard deviation with Bessel's correction (n - 1), summed left to right; exactly 0
+    when every value is the same (the mean of equal floats can be an ulp off, which left
+    lm-eval's formula a spread of ~1e-16 where there is none)."""
+    if min(values) == max(values):
+        return 0.0
     mu = sum(values) / len(values)
     return math.sqrt(sum([(x - mu) ** 2 for x in values]) / (len(values) - 1))
 
