@@ -12,6 +12,9 @@ This is the one place that owns Ray actors. `--executor ray` starts a pool of an
 backend whose own model args ask for replicas (vLLM's `data_parallel_size`, declared through
 `LM.replica_plan`) gets its pool from `replica_executor`, so that backend stays one engine in
 one process and replicas, their scheduling, loss and counters are handled here once.
+
+Over 500 lines and still one job: the actors, the queue and the loss handling share the
+driver's state (what is in flight where), which a split would pass between modules.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ feed-forward block runs at those positions only (see `hf.last_layer`).
 Whether a model honours custom masks, position ids, `logits_to_keep` and the pruned last layer
 is checked once on a tiny input against the plain one-row-per-request computation; any mismatch
 turns the feature off.
+
+Over 500 lines and still one job: packing, masks, positions and reading the log-probabilities
+back are one computation whose parts must agree index for index.
 """
 
 from __future__ import annotations

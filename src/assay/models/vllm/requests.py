@@ -3,6 +3,9 @@
 Everything here runs (and is tested) on a machine without vLLM or a GPU: which keyword
 arguments build the engine, which SamplingParams each request gets, and how prompt
 log-probabilities become a loglikelihood.
+
+Over 500 lines and still one job: the translation of assay's requests into vLLM's calls,
+kept whole so that it is tested, without vLLM, as one surface.
 """
 
 from __future__ import annotations
