@@ -58,10 +58,15 @@ class FunctionRef:
                 spec = importlib.util.spec_from_file_location(key, local)
                 assert spec and spec.loader
                 module = importlib.util.module_from_spec(spec)
+                from assay.tasks.runtime_guard import CodeRunRefused, importing_task_file
+
                 try:
-                    # A module that loads evaluate's code_eval gets the sandboxed one.
-                    with serving_task_module(local):
+                    # A module that loads evaluate's code_eval gets the sandboxed one; the
+                    # module's own code runs under the runtime guard from its first line.
+                    with serving_task_module(local), importing_task_file(local, self.yaml_file):
                         spec.loader.exec_module(module)
+                except CodeRunRefused:
+                    raise
                 # SystemExit too: some task modules call sys.exit when a tool is missing.
                 except (Exception, SystemExit) as exc:
                     raise TaskConfigError(_import_failure(local, self.dotted, exc)) from None

@@ -92,8 +92,17 @@ class _State:
     """The process's guard: which tasks it watches and what is open now."""
 
     installed_at: float = 0.0
-    tasks: dict[int, GuardedTask] = field(default_factory=dict)
-    """By id() of the task's config (which `configs` keeps alive)."""
+    tasks: dict[int | str, GuardedTask] = field(default_factory=dict)
+    """By id() of the task's config (which `configs` keeps alive), or by the folder of a task
+    file imported before its config existed (`importing_task_file`)."""
+    consent: bool = False
+    """--confirm-run-unsafe-code, for the task files imported before any config exists."""
+    loading: tuple[str, bool] = ("", False)
+    """The task whose `!function`s import now, as errors name it, and whether its YAML
+    declares unsafe_code (`loading_task`)."""
+    task_files: set[str] = field(default_factory=set)
+    """The task files assay itself imported (`importing_task_file`): compiling them is no
+    import of a file the task wrote, whenever they were written."""
     configs: list[TaskConfig] = field(default_factory=list)
     unguarded: dict[int, TaskConfig] = field(default_factory=dict)
     """Tasks decided not to be guarded, by id() (kept alive so that no id is reused)."""
@@ -126,10 +135,73 @@ def guarded_task(config: TaskConfig, confirmed: bool) -> GuardedTask | None:
         return None
     _install()
     folders = tuple(sorted({str(Path(f).parent) + os.sep for f in files} - _too_wide()))
-    task = GuardedTask(config.name, config.where(), folders, confirmed)
+    imported = [state.tasks[f] for f in folders if f in state.tasks]
+    if imported:  # one record per folder: its import and its scoring record refusals together
+        task = imported[0]
+        task.name, task.where, task.confirmed = config.name, config.where(), confirmed
+        task.folders = tuple(sorted({*task.folders, *folders}))
+    else:
+        task = GuardedTask(config.name, config.where(), folders, confirmed)
     state.tasks[id(config)] = task
     state.configs.append(config)
     return task
+
+
+def start_run(confirmed: bool) -> None:
+    """A run starts: record its --confirm-run-unsafe-code before any task file is imported
+    (the task files an earlier run in this process imported follow it too), and forget the
+    refusals an earlier run reported."""
+    _STATE.consent = confirmed
+    for key, task in _STATE.tasks.items():
+        task.refusals.clear()
+        if isinstance(key, str):
+            task.confirmed = confirmed
+
+
+@contextmanager
+def loading_task(where: str, unsafe: bool) -> Iterator[None]:
+    """While the body builds the task `where` from its YAML: whether that YAML declares
+    unsafe_code (its files' imports are then not guarded)."""
+    outer, _STATE.loading = _STATE.loading, (where, unsafe)
+    try:
+        yield
+    finally:
+        _STATE.loading = outer
+
+
+def trust_files(files: list[str]) -> None:
+    """Files of a task found to run code with consent (unsafe_code): no longer guarded."""
+    _STATE.unguarded_files.update(files)
+
+
+@contextmanager
+def importing_task_file(file: Path, yaml_file: Path) -> Iterator[None]:
+    """The import of a task's own Python file (a `!function` module beside its YAML) runs
+    guarded, and so does every frame of that file's folder from then on (its process_docs,
+    doc_to_text, threads and exit handlers): the guard is installed before the file runs.
+    A refusal the module caught is raised when the import ends."""
+    loading, unsafe = _STATE.loading
+    if unsafe:
+        _STATE.unguarded_files.add(str(file))
+        yield
+        return
+    _install()
+    folder = str(file.parent) + os.sep
+    if folder in _too_wide():
+        yield
+        return
+    _STATE.task_files.add(str(file))
+    task = _STATE.tasks.get(folder)
+    if task is None:
+        where = loading or f"{yaml_file}"
+        task = GuardedTask(file.name, where, (folder,), _STATE.consent)
+        _STATE.tasks[folder] = task
+    with _running(task):
+        try:
+            yield
+        finally:
+            if task.refusals:
+                raise _first(task) from None
 
 
 def own_files(config: TaskConfig) -> list[str]:
@@ -439,7 +511,7 @@ def _allowed_code(event: str, args: tuple[Any, ...], caller: FrameType) -> bool:
         if event != "compile":
             return True
         path = args[1] if len(args) > 1 else None
-        return _written_before(path, state.installed_at)
+        return path in state.task_files or _written_before(path, state.installed_at)
     if _task_of(file) is not None:
         return False
     if file.startswith(state.library_roots):
