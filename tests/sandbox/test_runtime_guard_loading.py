@@ -6,6 +6,7 @@ into them before scoring (process_docs, doc_to_text), under `assay run`, `--pred
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,54 @@ def test_with_the_flag_import_time_code_runs_after_a_notice(tmp_path, capsys):
     err = capsys.readouterr().err
     assert marker.exists()
     assert "runtime guard saw" in err and "NOT in the sandbox" in err
+
+
+FORK_EXEC = (
+    "    r, w = os.pipe()\n"
+    "    pid = fe([b'/bin/sh', b'-c', b'touch ' + {marker!r}.encode()], [b'/bin/sh'], True, (w,),"
+    " None, None, -1, -1, -1, -1, -1, -1, r, w, True, False, -1, None, None, None, -1, None,"
+    " False)\n"
+    "    os.waitpid(pid, 0)\n"
+)
+UNWRAPPING = {
+    "a fresh _posixsubprocess": "    sys.modules.pop('_posixsubprocess')\n"
+    "    import _posixsubprocess\n    fe = _posixsubprocess.fork_exec\n" + FORK_EXEC,
+    "fork_exec from the wrapper's closure": "    fe = sys.modules['_posixsubprocess'].fork_exec\n"
+    "    fe = [c.cell_contents for c in operator.attrgetter('__clo' + 'sure__')(fe) or ()"
+    " if callable(c.cell_contents)][0]\n" + FORK_EXEC,
+    "fork_exec through gc": "    fe = sys.modules['_posixsubprocess'].fork_exec\n"
+    "    fe = [o for o in gc.get_referents(fe) if getattr(o, '__name__', '') == 'fork_exec'][0]\n"
+    + FORK_EXEC,
+    "a fresh _thread": "    sys.modules.pop('_thread')\n    import _thread\n"
+    "    _thread.start_new_thread(operator.attrgetter('sys' + 'tem')(os), ('touch ' + {marker!r},))"
+    "\n    time.sleep(1)\n",
+    "a fresh atexit": "    sys.modules.pop('atexit')\n    import atexit\n"
+    "    atexit.register(operator.attrgetter('sys' + 'tem')(os), 'touch ' + {marker!r})\n",
+}
+
+
+@pytest.mark.parametrize("case", list(UNWRAPPING))
+def test_the_guards_wrappers_cannot_be_undone(tmp_path, case):
+    """Checked in a process of its own: the task takes modules out of sys.modules."""
+    import subprocess
+    import sys
+
+    marker, folder = tmp_path / "ran", tmp_path / "t"
+    folder.mkdir()
+    (folder / "rows.jsonl").write_text(json.dumps({"q": "1", "a": "1"}) + "\n")
+    body = UNWRAPPING[case].format(marker=str(marker))
+    utils = "import gc, operator, os, sys, time\n\ndef score(doc, results):\n" + body
+    (folder / "utils.py").write_text(utils + "    return {'ok': 1.0}\n")
+    yaml = YAML + 'doc_to_text: "{{q}}"\nprocess_results: !function utils.score\n'
+    (folder / "early.yaml").write_text(yaml)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    argv = ["run", "--model", "dummy", "--tasks", "early", "--include-path", str(folder),
+            "--no-cache", "--no-progress", "--output-dir", str(tmp_path / "out")]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", *argv], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert not marker.exists() and "Traceback" not in done.stderr
+    # the wrapper holds no closure: that route finds nothing to call
+    said = "IndexError" if "closure" in case else "runtime guard refused it"
+    assert said in done.stderr, done.stderr[-2000:]

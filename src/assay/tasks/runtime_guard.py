@@ -348,6 +348,30 @@ def _install() -> None:
     _check_exit_handlers()
 
 
+_ORIGINALS: dict[str, Any] = {}
+"""The functions the guard wraps, by "module.name": the wrappers look them up here rather
+than hold them in a closure or attribute a task could read (`fork_exec.__closure__`); a task
+that reads this module's globals through a wrapper's `__globals__` can still reach them (see
+docs/reliability.md)."""
+
+_WRAPPED_MODULES = frozenset({"_posixsubprocess", "_thread", "threading", "atexit"})
+"""Modules whose functions the guard wraps: importing one afresh (after taking it out of
+sys.modules) would give the unwrapped functions back, so a guarded task may not."""
+
+_GC_EVENTS = frozenset({"gc.get_referents", "gc.get_referrers", "gc.get_objects"})
+"""Walks of the object graph, another way to the originals the wrappers call."""
+
+
+def _wrap(module: Any, name: str, make: Any) -> None:
+    """Replace `module.name` by `make(key)`, keeping the original in _ORIGINALS."""
+    key = f"{module.__name__}.{name}"
+    original = getattr(module, name, None)
+    if original is None or key in _ORIGINALS:
+        return
+    _ORIGINALS[key] = original
+    setattr(module, name, make(key))
+
+
 def _follow_threads() -> None:
     """A thread started while a guarded task's Python runs runs that task's Python too (a
     `Thread(target=os.system)` has no frame of the task's files): every way Python starts a
@@ -357,19 +381,16 @@ def _follow_threads() -> None:
     for module in (_thread, threading):
         for name in ("start_new_thread", "_start_new_thread", "start_joinable_thread",
                      "_start_joinable_thread"):  # fmt: skip
-            original = getattr(module, name, None)
-            if original is not None and not hasattr(original, "__wrapped__"):
-                setattr(module, name, _starting_threads(original))
+            _wrap(module, name, _starting_threads)
 
 
-def _starting_threads(original: Any) -> Any:
+def _starting_threads(key: str) -> Any:
     def start(function: Any, *args: Any, **kwargs: Any) -> Any:
         task = _task_here(sys._getframe(1))
         if task is not None:
             function = _in_window(function, task)
-        return original(function, *args, **kwargs)
+        return _ORIGINALS[key](function, *args, **kwargs)
 
-    start.__wrapped__ = original  # type: ignore[attr-defined]
     return start
 
 
@@ -379,18 +400,17 @@ def _check_exit_handlers() -> None:
     only be printed. Any other handler a guarded task registers runs guarded (`_guard_exit`)."""
     import atexit
 
-    original = atexit.register
-    if hasattr(original, "__wrapped__"):
-        return
+    _wrap(atexit, "register", _registering)
 
+
+def _registering(key: str) -> Any:
     def register(function: Any, *args: Any, **kwargs: Any) -> Any:
         task = _task_here(sys._getframe(1))
         if task is not None and _runs_code(function):
             _refuse(task, "atexit.register", (function,), None)
-        return original(function, *args, **kwargs)
+        return _ORIGINALS[key](function, *args, **kwargs)
 
-    register.__wrapped__ = original  # type: ignore[attr-defined]
-    atexit.register = register  # type: ignore[assignment]
+    return register
 
 
 def _runs_code(function: Any) -> bool:
@@ -414,18 +434,24 @@ def _audit_fork_exec() -> None:
         return
     import subprocess
 
-    original = _posixsubprocess.fork_exec
-
-    def fork_exec(*args: Any) -> Any:
-        sys.audit("_posixsubprocess.fork_exec", args[0] if args else None)
-        return original(*args)
-
-    _posixsubprocess.fork_exec = fork_exec
+    _wrap(_posixsubprocess, "fork_exec", lambda key: _fork_exec)
     if hasattr(subprocess, "_fork_exec"):  # Python 3.12 on binds it by name
-        subprocess._fork_exec = fork_exec
+        subprocess._fork_exec = _fork_exec
+
+
+def _fork_exec(*args: Any) -> Any:
+    sys.audit("_posixsubprocess.fork_exec", args[0] if args else None)
+    return _ORIGINALS["_posixsubprocess.fork_exec"](*args)
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
+    if event == "import":
+        if args and args[0] in _WRAPPED_MODULES:
+            _refuse_reimport(event, args)
+        return
+    if event in _GC_EVENTS:
+        _refuse_reimport(event, args)
+        return
     if event not in _WATCHED and not event.startswith("ctypes."):
         return
     try:
@@ -436,6 +462,25 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     if found is None:
         return
     _refuse(found[0], event, args, found[1])
+
+
+def _refuse_reimport(event: str, args: tuple[Any, ...]) -> None:
+    """A guarded task importing a wrapped module afresh, or walking the object graph, is
+    refused: both lead back to the functions the guard wraps."""
+    caller = sys._getframe(2)
+    for frame in _frames(caller):
+        if frame.f_code.co_filename.startswith(_STATE.trusted):
+            return
+    task = _task_here(caller)
+    if task is not None:
+        own = next((f for f in _frames(caller) if _task_of(f.f_code.co_filename)), None)
+        _refuse(task, event, args, own)
+
+
+def _frames(frame: FrameType | None) -> Iterator[FrameType]:
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
 
 
 def _refuse(task: GuardedTask, event: str, args: tuple[Any, ...], frame: FrameType | None) -> None:
@@ -571,6 +616,10 @@ def _event_words(event: str, args: tuple[Any, ...]) -> str:
         return "build a code object (types.CodeType)"
     if event.startswith("marshal."):
         return f"load code with {event}"
+    if event == "import":
+        return f"import {args[0]} afresh (undoing the guard's wrappers)"
+    if event in _GC_EVENTS:
+        return f"walk the object graph ({event})"
     if event == "atexit.register":
         return f"register an exit handler that runs code ({shown(args[0])})"
     return f"call into C with ctypes ({event})"
