@@ -146,3 +146,34 @@ def test_the_guards_wrappers_cannot_be_undone(tmp_path, case):
     # the wrapper holds no closure: that route finds nothing to call
     said = "IndexError" if "closure" in case else "runtime guard refused it"
     assert said in done.stderr, done.stderr[-2000:]
+
+
+FOREIGN = {
+    "custom_dataset: os.system": "custom_dataset: !function os.system\n",
+    "doc_to_text: logging.config.dictConfig": "doc_to_text: !function logging.config.dictConfig\n",
+}
+
+
+@pytest.mark.parametrize("case", list(FOREIGN))
+@pytest.mark.parametrize("included", [False, True])
+def test_a_function_outside_the_tasks_files_is_refused(tmp_path, capsys, case, included):
+    """A `!function` naming a standard-library or installed module (directly, or in a YAML
+    included from outside the named folder) is refused before anything runs: exit 2, one
+    message naming the file, the value and the fix."""
+    folder, outside = tmp_path / "t", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    (folder / "rows.jsonl").write_text(json.dumps({"q": "1", "a": "1"}) + "\n")
+    text = YAML.replace("rows.jsonl", str(folder / "rows.jsonl")) + FOREIGN[case]
+    if "doc_to_text" not in case:
+        text += 'doc_to_text: "{{q}}"\n'
+    if included:
+        (outside / "base.yaml").write_text(text.replace("task: early\n", ""))
+        (folder / "early.yaml").write_text(f"task: early\ninclude: {outside / 'base.yaml'}\n")
+    else:
+        (folder / "early.yaml").write_text(text)
+    assert _run(tmp_path, folder) == 2
+    err = capsys.readouterr().err
+    dotted = FOREIGN[case].split("!function ")[1].strip()
+    assert f"'!function {dotted}'" in err and "beside its YAML" in err
+    assert "unsafe_code: true" in err and "Traceback" not in err and err.count("error:") == 1

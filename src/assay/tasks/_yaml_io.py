@@ -73,6 +73,7 @@ class FunctionRef:
                 sys.modules[key] = module
         else:
             _refuse_unnamed_code(self.dotted, ".".join(module_parts), local)
+            self._refuse_foreign(local)
             try:
                 module = importlib.import_module(".".join(module_parts))
             except (ImportError, ValueError):
@@ -86,6 +87,23 @@ class FunctionRef:
             raise TaskConfigError(
                 f"{local}: '!function {self.dotted}': {attr!r} is not defined there."
             ) from None
+
+    def _refuse_foreign(self, local: Path) -> None:
+        """A `!function` is the task's own code: a file beside the YAML. One naming any other
+        module (`os.system`, `logging.config.dictConfig`) would let a data file run a library
+        function on its values: refused unless the task declares unsafe_code or the run
+        passes --confirm-run-unsafe-code."""
+        from assay.tasks.runtime_guard import foreign_functions_allowed
+
+        if foreign_functions_allowed():
+            return
+        raise TaskConfigError(
+            f"{self.yaml_file}: '!function {self.dotted}': no file "
+            f"{local.relative_to(self.yaml_dir)} next to the YAML; a !function names a function of the task's own Python files (beside its "
+            "YAML), not of an installed or standard-library module, which would run on the "
+            "task's values. Put the function in a file beside the YAML; if you trust the "
+            "task, declare `unsafe_code: true` in it or pass --confirm-run-unsafe-code."
+        )
 
 
 def _import_failure(module: Path, dotted: str, exc: BaseException) -> str:

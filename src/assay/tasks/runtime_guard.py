@@ -169,6 +169,12 @@ def loading_task(where: str, unsafe: bool) -> Iterator[None]:
         _STATE.loading = outer
 
 
+def foreign_functions_allowed() -> bool:
+    """Whether a `!function` may name a module that is not a file beside its YAML: the task
+    being loaded declares unsafe_code, or the run passes --confirm-run-unsafe-code."""
+    return _STATE.loading[1] or _STATE.consent
+
+
 def trust_files(files: list[str]) -> None:
     """Files of a task found to run code with consent (unsafe_code): no longer guarded."""
     _STATE.unguarded_files.update(files)
