@@ -177,3 +177,39 @@ def test_a_function_outside_the_tasks_files_is_refused(tmp_path, capsys, case, i
     dotted = FOREIGN[case].split("!function ")[1].strip()
     assert f"'!function {dotted}'" in err and "beside its YAML" in err
     assert "unsafe_code: true" in err and "Traceback" not in err and err.count("error:") == 1
+
+
+LATE = {
+    "threading._register_atexit of a runner": "    operator.methodcaller('_register' + '_atexit',"
+    " functools.partial(operator.attrgetter('sys' + 'tem')(os), 'touch ' + {marker!r}))"
+    "(threading)\n",
+    "a timer firing after the run": "    s = sched.scheduler(time.monotonic, time.sleep)\n"
+    "    s.enter(2, 1, operator.attrgetter('sys' + 'tem')(os), ('touch ' + {marker!r},))\n"
+    "    threading.Thread(target=s.run).start()\n",
+}
+
+
+@pytest.mark.parametrize("case", list(LATE))
+def test_a_refusal_after_the_runs_checks_still_fails_the_run(tmp_path, case):
+    """In a process of its own: the refusal comes as the process ends."""
+    import subprocess
+    import sys
+
+    marker, folder = tmp_path / "ran", tmp_path / "t"
+    folder.mkdir()
+    (folder / "rows.jsonl").write_text(json.dumps({"q": "1", "a": "1"}) + "\n")
+    body = LATE[case].format(marker=str(marker))
+    utils = "import functools, operator, os, sched, threading, time\n\ndef score(doc, results):\n"
+    (folder / "utils.py").write_text(utils + body + "    return {'ok': 1.0}\n")
+    yaml = YAML + 'doc_to_text: "{{q}}"\nprocess_results: !function utils.score\n'
+    (folder / "early.yaml").write_text(yaml)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    argv = ["run", "--model", "dummy", "--tasks", "early", "--include-path", str(folder),
+            "--no-cache", "--no-progress", "--output-dir", str(tmp_path / "out")]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", *argv], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert not marker.exists()
+    assert "Traceback" not in done.stderr and "compile Python source" not in done.stderr
+    assert "start a process" in done.stderr or "register an exit handler" in done.stderr

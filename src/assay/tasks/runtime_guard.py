@@ -290,6 +290,28 @@ def raise_pending() -> None:
             raise _first(task)
 
 
+def exit_nonzero_after_late_refusals() -> None:
+    """In the `assay` command's process: a refusal recorded after the run stopped checking (a
+    thread or timer the task started that fires as the process ends, an exit handler) makes
+    the process exit with code 2, after Python joined the task's threads."""
+    import atexit
+
+    def check() -> None:
+        late = [t for t in {id(t): t for t in _STATE.tasks.values()}.values() if t.refusals]
+        if late:
+            print(
+                f"assay: error: {late[0].where}: its Python was refused an operation after the "
+                "run's checks (said above); the run's results are not to be trusted: exit "
+                "code 2.",
+                file=sys.stderr,
+            )
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(2)
+
+    atexit.register(check)  # registered first, so it runs last
+
+
 def _first(task: GuardedTask) -> CodeRunRefused:
     """The task's first refusal, reported once (the list empties)."""
     first = task.refusals[0]
@@ -314,7 +336,12 @@ def _guard_finalizers(before: set[Any], task: GuardedTask) -> None:
 def _in_window(func: Any, task: GuardedTask) -> Any:
     def guarded(*args: Any, **kwargs: Any) -> Any:
         with _running(task):
-            return func(*args, **kwargs)
+            try:
+                return func(*args, **kwargs)
+            except CodeRunRefused:
+                # Already said and recorded (the run reports it, or the exit code does): the
+                # thread's default report would print a traceback from inside the window.
+                return None
 
     return guarded
 
@@ -352,6 +379,7 @@ def _install() -> None:
     _audit_fork_exec()
     _follow_threads()
     _check_exit_handlers()
+    _quiet_thread_refusals()
 
 
 _ORIGINALS: dict[str, Any] = {}
@@ -390,6 +418,18 @@ def _follow_threads() -> None:
             _wrap(module, name, _starting_threads)
 
 
+def _quiet_thread_refusals() -> None:
+    """A refusal ending one of the task's threads was said and recorded as it happened: the
+    thread's default report would add a traceback (and format it from inside the window)."""
+    original = threading.excepthook
+
+    def excepthook(args: Any) -> None:
+        if not (isinstance(args.exc_type, type) and issubclass(args.exc_type, CodeRunRefused)):
+            original(args)
+
+    threading.excepthook = excepthook
+
+
 def _starting_threads(key: str) -> Any:
     def start(function: Any, *args: Any, **kwargs: Any) -> Any:
         task = _task_here(sys._getframe(1))
@@ -407,6 +447,7 @@ def _check_exit_handlers() -> None:
     import atexit
 
     _wrap(atexit, "register", _registering)
+    _wrap(threading, "_register_atexit", _registering)  # runs as threads are joined at exit
 
 
 def _registering(key: str) -> Any:
