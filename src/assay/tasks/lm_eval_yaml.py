@@ -6,7 +6,8 @@ import ast
 import functools
 import logging
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,10 @@ _MAX_BUILT = 10_000_000
 """The most characters (or items) a template's `*` may build."""
 _MAX_POWER = 10_000
 """The largest exponent a template's `**` may take."""
+_MAX_RANGE_ITEMS = 1_000_000
+"""The most items all of one render's `range()` calls may yield together (nested loops over
+`range(100000)` would spin for hours; lm-eval's templates count a few choices)."""
+_RANGE_USED = threading.local()
 
 
 @functools.cache
@@ -66,17 +71,58 @@ def _environment() -> jinja2.Environment:
     so a template may read its row but not reach Python (`cycler.__init__.__globals__.os`) nor
     change the objects it is given."""
     import jinja2  # lazily: listing tasks renders nothing
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from jinja2.compiler import CodeGenerator, Frame
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, safe_range
+
+    class _BoundedConcat(CodeGenerator):
+        """`a ~ b` builds its string through the environment's `concat`, which bounds it."""
+
+        def visit_Concat(self, node: jinja2.nodes.Concat, frame: Frame) -> None:
+            self.write("environment.concat((")
+            for arg in node.nodes:
+                self.visit(arg, frame)
+                self.write(", ")
+            self.write("))")
+
+    def bounded_range(*args: int) -> range:
+        built = safe_range(*args)
+        used = getattr(_RANGE_USED, "items", 0) + len(built)
+        _RANGE_USED.items = used
+        if used > _MAX_RANGE_ITEMS:
+            raise jinja2.exceptions.SecurityError(
+                f"range() calls yielding more than {_MAX_RANGE_ITEMS:,} items in one render "
+                "are refused"
+            )
+        return built
 
     class _Bounded(ImmutableSandboxedEnvironment):
         """Jinja's sandbox bounds `range`; this also bounds what `*` and `**` build, so a
         template cannot spell out a gigabyte prompt (`'x' * 10**9`)."""
 
-        intercepted_binops = frozenset({"*", "**"})
+        intercepted_binops = frozenset({"*", "**", "+"})
+        code_generator_class = _BoundedConcat
+
+        def concat(self, parts: Iterable[str]) -> str:
+            """Jinja joins a template's output with this too: it bounds the prompt as well."""
+            texts = [str(part) for part in parts]
+            if sum(map(len, texts)) > _MAX_BUILT:
+                raise jinja2.exceptions.SecurityError(
+                    f"a concatenation of more than {_MAX_BUILT:,} characters is refused"
+                )
+            return "".join(texts)
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             if operator == "**" and isinstance(right, int) and abs(right) > _MAX_POWER:
                 raise jinja2.exceptions.SecurityError(f"a power above {_MAX_POWER} is refused")
+            if (
+                operator == "+"
+                and isinstance(left, str | list | tuple)
+                and isinstance(right, str | list | tuple)
+                and len(left) + len(right) > _MAX_BUILT
+            ):
+                raise jinja2.exceptions.SecurityError(
+                    f"a concatenation of more than {_MAX_BUILT:,} items is refused"
+                )
             if operator == "*" and isinstance(left, int) and not isinstance(right, int):
                 left, right = right, left
             if (
@@ -94,6 +140,7 @@ def _environment() -> jinja2.Environment:
         loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
     )
     env.filters["regex_replace"] = _regex_replace
+    env.globals["range"] = bounded_range
     return env
 
 
@@ -226,6 +273,7 @@ class _Field:
                 return str(row[self.variable])
             import jinja2
 
+            _RANGE_USED.items = 0  # each render has its own range() budget
             try:
                 return self.template.render(**row)  # type: ignore[union-attr]
             except jinja2.UndefinedError as exc:
@@ -234,9 +282,10 @@ class _Field:
                 ) from None
             except jinja2.exceptions.SecurityError as exc:
                 raise TaskConfigError(
-                    f"{self.where}: '{self.key}' template reaches outside the row it renders "
-                    f"({exc}); templates render in a sandbox that refuses Python internals and "
-                    "changes to the data. Use a `!function` for logic that needs them."
+                    f"{self.where}: '{self.key}' template was refused by the sandbox it "
+                    f"renders in ({exc}); templates may not reach Python internals, change the "
+                    "data or build unbounded text or loops. Use a `!function` for logic that "
+                    "needs them."
                 ) from None
         if callable(value):
             return value(row)
