@@ -32,6 +32,12 @@ doc_to_target: "{{a}}"
 """
 
 SCORING = {
+    "_posixsubprocess.fork_exec": (
+        "process_results: !function utils.score\n",
+        "def score(doc, results):\n    import _posixsubprocess\n"
+        "    return {'ok': float(_posixsubprocess is None)}\n",
+        "utils.py:2 _posixsubprocess in score()",
+    ),
     "exec in process_results": (
         "process_results: !function utils.score\n",
         "def score(doc, results):\n    exec(results[0], {})\n    return {'ok': 1.0}\n",

@@ -77,6 +77,31 @@ def test_a_template_cannot_build_an_unbounded_prompt(tmp_path):
         Task(Registry([named], builtins=False).get("injected")).first_doc()
 
 
+UNBOUNDED = {
+    "~ concatenation": (
+        "{% set a = 'x' * 9999999 %}{% set b = a ~ a ~ a ~ a %}{{ b|length }}{{ question }}",
+        "concatenation of more than",
+    ),
+    "+ concatenation": (
+        "{% set a = 'x' * 9999999 %}{% set b = a + a %}{{ b|length }}{{ question }}",
+        "concatenation of more than",
+    ),
+    "nested range loops": (
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+        "{{ question }}",
+        "range\\(\\) calls yielding more than",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(UNBOUNDED))
+def test_a_template_cannot_build_unbounded_text_or_loops(tmp_path, case):
+    template, refused = UNBOUNDED[case]
+    named, _ = task_folder(tmp_path, template)
+    with pytest.raises(TaskConfigError, match=refused):
+        Task(Registry([named], builtins=False).get("injected")).first_doc()
+
+
 @pytest.mark.parametrize("template", INJECTIONS[:-1])
 def test_validate_without_data_refuses_a_template_that_shows_its_reach(tmp_path, template, capsys):
     from assay.cli.main import main

@@ -107,6 +107,9 @@ def main(args: argparse.Namespace) -> int:
         )
     print_notes(apply_lm_eval_flags(args))
     settings = settings_from_args(args)
+    from assay.tasks.runtime_guard import start_run
+
+    start_run(settings.confirm_run_unsafe_code)  # before any task file is imported
     if not settings.show_progress:
         from assay.execution.progress import silence_library_progress
 

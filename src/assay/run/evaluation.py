@@ -289,6 +289,7 @@ class Evaluation:
             if line and self.executor.primary:
                 print(terminal_safe(line), file=sys.stderr)
             raise
+        raise_pending()  # a refusal since the last task's check: no results written as success
         self.bill = self._bill(bill, judges, None)
         final = results.results(self.executor.describe(), self.bill)
         if out:

@@ -58,16 +58,22 @@ class FunctionRef:
                 spec = importlib.util.spec_from_file_location(key, local)
                 assert spec and spec.loader
                 module = importlib.util.module_from_spec(spec)
+                from assay.tasks.runtime_guard import CodeRunRefused, importing_task_file
+
                 try:
-                    # A module that loads evaluate's code_eval gets the sandboxed one.
-                    with serving_task_module(local):
+                    # A module that loads evaluate's code_eval gets the sandboxed one; the
+                    # module's own code runs under the runtime guard from its first line.
+                    with serving_task_module(local), importing_task_file(local, self.yaml_file):
                         spec.loader.exec_module(module)
+                except CodeRunRefused:
+                    raise
                 # SystemExit too: some task modules call sys.exit when a tool is missing.
                 except (Exception, SystemExit) as exc:
                     raise TaskConfigError(_import_failure(local, self.dotted, exc)) from None
                 sys.modules[key] = module
         else:
             _refuse_unnamed_code(self.dotted, ".".join(module_parts), local)
+            self._refuse_foreign(local)
             try:
                 module = importlib.import_module(".".join(module_parts))
             except (ImportError, ValueError):
@@ -81,6 +87,23 @@ class FunctionRef:
             raise TaskConfigError(
                 f"{local}: '!function {self.dotted}': {attr!r} is not defined there."
             ) from None
+
+    def _refuse_foreign(self, local: Path) -> None:
+        """A `!function` is the task's own code: a file beside the YAML. One naming any other
+        module (`os.system`, `logging.config.dictConfig`) would let a data file run a library
+        function on its values: refused unless the task declares unsafe_code or the run
+        passes --confirm-run-unsafe-code."""
+        from assay.tasks.runtime_guard import foreign_functions_allowed
+
+        if foreign_functions_allowed():
+            return
+        raise TaskConfigError(
+            f"{self.yaml_file}: '!function {self.dotted}': no file "
+            f"{local.relative_to(self.yaml_dir)} next to the YAML; a !function names a function of the task's own Python files (beside its "
+            "YAML), not of an installed or standard-library module, which would run on the "
+            "task's values. Put the function in a file beside the YAML; if you trust the "
+            "task, declare `unsafe_code: true` in it or pass --confirm-run-unsafe-code."
+        )
 
 
 def _import_failure(module: Path, dotted: str, exc: BaseException) -> str:

@@ -113,14 +113,14 @@ def code_route(config: TaskConfig) -> CodeRoute:
 _RUNNING_GLOBALS = frozenset({"exec", "eval", "compile", "__import__", "breakpoint"})
 _RUNNING_MODULES = frozenset(
     {"subprocess", "multiprocessing", "ctypes", "runpy", "pty", "code", "codeop", "importlib",
-     "pickle", "marshal", "dill", "cloudpickle"}
+     "pickle", "marshal", "dill", "cloudpickle", "_posixsubprocess"}
 )  # fmt: skip
 _READING_MODULES = ("importlib.metadata", "importlib.resources", "importlib.machinery")
 """Parts of importlib that read package data and run nothing."""
 _RUNNING_ATTRIBUTES = frozenset(
     {"system", "popen", "fork", "forkpty", "execv", "execve", "execvp", "execvpe", "execl",
      "execle", "execlp", "spawnv", "spawnve", "spawnl", "posix_spawn", "posix_spawnp", "Popen",
-     "run_path", "run_module", "import_module", "exec_module"}
+     "run_path", "run_module", "import_module", "exec_module", "fork_exec"}
 )  # fmt: skip
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from assay.doc import Doc, OutputType
 from assay.errors import DataError, TaskConfigError
 from assay.tasks._yaml_io import FunctionRef
-from assay.tasks.lm_eval_templates import outside_reach, template
+from assay.tasks.lm_eval_templates import outside_reach, start_render, template
 
 if TYPE_CHECKING:
     import jinja2
@@ -68,6 +68,7 @@ class _Field:
                 return str(row[self.variable])
             import jinja2
 
+            start_render()  # each render has its own range() budget
             try:
                 return self.template.render(**row)  # type: ignore[union-attr]
             except jinja2.UndefinedError as exc:
@@ -76,9 +77,10 @@ class _Field:
                 ) from None
             except jinja2.exceptions.SecurityError as exc:
                 raise TaskConfigError(
-                    f"{self.where}: '{self.key}' template reaches outside the row it renders "
-                    f"({exc}); templates render in a sandbox that refuses Python internals and "
-                    "changes to the data. Use a `!function` for logic that needs them."
+                    f"{self.where}: '{self.key}' template was refused by the sandbox it "
+                    f"renders in ({exc}); templates may not reach Python internals, change the "
+                    "data or build unbounded text or loops. Use a `!function` for logic that "
+                    "needs them."
                 ) from None
         if callable(value):
             return value(row)

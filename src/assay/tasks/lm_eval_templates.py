@@ -1,12 +1,15 @@
 """The Jinja environment lm-eval task YAMLs render in, and the checks a template passes when
 its file loads: what reaches past the row it renders (a `_` attribute or key, the attr filter,
 a mutating call, a format field reaching `_` names) is refused before any row renders; the
-sandboxed environment still guards every render, and bounds what `*` and `**` build."""
+sandboxed environment still guards every render, and bounds what `*`, `**`, `+` and `~`
+build, the rendered text, and the items one render's `range()` calls yield."""
 
 from __future__ import annotations
 
 import functools
 import re
+import threading
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -21,6 +24,10 @@ _MAX_BUILT = 10_000_000
 """The most characters (or items) a template's `*` may build."""
 _MAX_POWER = 10_000
 """The largest exponent a template's `**` may take."""
+_MAX_RANGE_ITEMS = 1_000_000
+"""The most items all of one render's `range()` calls may yield together (nested loops over
+`range(100000)` would spin for hours; lm-eval's templates count a few choices)."""
+_RANGE_USED = threading.local()
 
 
 @functools.cache
@@ -30,17 +37,58 @@ def _environment() -> jinja2.Environment:
     so a template may read its row but not reach Python (`cycler.__init__.__globals__.os`) nor
     change the objects it is given."""
     import jinja2  # lazily: listing tasks renders nothing
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from jinja2.compiler import CodeGenerator, Frame
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, safe_range
+
+    class _BoundedConcat(CodeGenerator):
+        """`a ~ b` builds its string through the environment's `concat`, which bounds it."""
+
+        def visit_Concat(self, node: jinja2.nodes.Concat, frame: Frame) -> None:
+            self.write("environment.concat((")
+            for arg in node.nodes:
+                self.visit(arg, frame)
+                self.write(", ")
+            self.write("))")
+
+    def bounded_range(*args: int) -> range:
+        built = safe_range(*args)
+        used = getattr(_RANGE_USED, "items", 0) + len(built)
+        _RANGE_USED.items = used
+        if used > _MAX_RANGE_ITEMS:
+            raise jinja2.exceptions.SecurityError(
+                f"range() calls yielding more than {_MAX_RANGE_ITEMS:,} items in one render "
+                "are refused"
+            )
+        return built
 
     class _Bounded(ImmutableSandboxedEnvironment):
         """Jinja's sandbox bounds `range`; this also bounds what `*` and `**` build, so a
         template cannot spell out a gigabyte prompt (`'x' * 10**9`)."""
 
-        intercepted_binops = frozenset({"*", "**"})
+        intercepted_binops = frozenset({"*", "**", "+"})
+        code_generator_class = _BoundedConcat
+
+        def concat(self, parts: Iterable[str]) -> str:
+            """Jinja joins a template's output with this too: it bounds the prompt as well."""
+            texts = [str(part) for part in parts]
+            if sum(map(len, texts)) > _MAX_BUILT:
+                raise jinja2.exceptions.SecurityError(
+                    f"a concatenation of more than {_MAX_BUILT:,} characters is refused"
+                )
+            return "".join(texts)
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             if operator == "**" and isinstance(right, int) and abs(right) > _MAX_POWER:
                 raise jinja2.exceptions.SecurityError(f"a power above {_MAX_POWER} is refused")
+            if (
+                operator == "+"
+                and isinstance(left, str | list | tuple)
+                and isinstance(right, str | list | tuple)
+                and len(left) + len(right) > _MAX_BUILT
+            ):
+                raise jinja2.exceptions.SecurityError(
+                    f"a concatenation of more than {_MAX_BUILT:,} items is refused"
+                )
             if operator == "*" and isinstance(left, int) and not isinstance(right, int):
                 left, right = right, left
             if (
@@ -58,6 +106,7 @@ def _environment() -> jinja2.Environment:
         loader=jinja2.BaseLoader(), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
     )
     env.filters["regex_replace"] = _regex_replace
+    env.globals["range"] = bounded_range
     return env
 
 
@@ -122,3 +171,8 @@ def _private_attribute(kwargs: list[Any]) -> str | None:
 
 _FORMAT_REACH = re.compile(r"\{[^{}]*(\.|\[)_[^{}]*\}")
 """A str.format field that reaches an attribute or key starting with `_` ("{0.__class__}")."""
+
+
+def start_render() -> None:
+    """Give the render about to start its own `range()` budget (per thread)."""
+    _RANGE_USED.items = 0

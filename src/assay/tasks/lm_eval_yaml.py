@@ -108,6 +108,14 @@ def _metadata(raw: dict[str, Any], where: str) -> dict[str, Any]:
 
 def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
     """Build a TaskConfig from a merged (includes resolved) lm-eval task mapping."""
+    from assay.tasks.runtime_guard import loading_task
+
+    where = f"task {raw.get('task')!r} ({path})"  # as TaskConfig.where() gives it
+    with loading_task(where, bool(raw.get("unsafe_code", False))):
+        return _task_config(raw, path)
+
+
+def _task_config(raw: dict[str, Any], path: Path) -> TaskConfig:
     where = f"{path}"
     name = raw.get("task")
     if not isinstance(name, str) or not name:
@@ -252,6 +260,10 @@ def task_config_from_yaml(raw: dict[str, Any], path: Path) -> TaskConfig:
         # A task whose metrics run programs through code_eval executes model-written code,
         # whatever its YAML says: it needs the consent flag and gets the sandbox's notice.
         config.unsafe_code = code_route(config).route == "code_eval"
+        if config.unsafe_code:
+            from assay.tasks.runtime_guard import own_files, trust_files
+
+            trust_files(own_files(config))
     if indices is not None:
         config.fewshot_process_docs = _subset(
             indices, config.fewshot_process_docs or config.process_docs

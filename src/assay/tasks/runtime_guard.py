@@ -92,8 +92,17 @@ class _State:
     """The process's guard: which tasks it watches and what is open now."""
 
     installed_at: float = 0.0
-    tasks: dict[int, GuardedTask] = field(default_factory=dict)
-    """By id() of the task's config (which `configs` keeps alive)."""
+    tasks: dict[int | str, GuardedTask] = field(default_factory=dict)
+    """By id() of the task's config (which `configs` keeps alive), or by the folder of a task
+    file imported before its config existed (`importing_task_file`)."""
+    consent: bool = False
+    """--confirm-run-unsafe-code, for the task files imported before any config exists."""
+    loading: tuple[str, bool] = ("", False)
+    """The task whose `!function`s import now, as errors name it, and whether its YAML
+    declares unsafe_code (`loading_task`)."""
+    task_files: set[str] = field(default_factory=set)
+    """The task files assay itself imported (`importing_task_file`): compiling them is no
+    import of a file the task wrote, whenever they were written."""
     configs: list[TaskConfig] = field(default_factory=list)
     unguarded: dict[int, TaskConfig] = field(default_factory=dict)
     """Tasks decided not to be guarded, by id() (kept alive so that no id is reused)."""
@@ -126,10 +135,79 @@ def guarded_task(config: TaskConfig, confirmed: bool) -> GuardedTask | None:
         return None
     _install()
     folders = tuple(sorted({str(Path(f).parent) + os.sep for f in files} - _too_wide()))
-    task = GuardedTask(config.name, config.where(), folders, confirmed)
+    imported = [state.tasks[f] for f in folders if f in state.tasks]
+    if imported:  # one record per folder: its import and its scoring record refusals together
+        task = imported[0]
+        task.name, task.where, task.confirmed = config.name, config.where(), confirmed
+        task.folders = tuple(sorted({*task.folders, *folders}))
+    else:
+        task = GuardedTask(config.name, config.where(), folders, confirmed)
     state.tasks[id(config)] = task
     state.configs.append(config)
     return task
+
+
+def start_run(confirmed: bool) -> None:
+    """A run starts: record its --confirm-run-unsafe-code before any task file is imported
+    (the task files an earlier run in this process imported follow it too), and forget the
+    refusals an earlier run reported."""
+    _STATE.consent = confirmed
+    for key, task in _STATE.tasks.items():
+        task.refusals.clear()
+        if isinstance(key, str):
+            task.confirmed = confirmed
+
+
+@contextmanager
+def loading_task(where: str, unsafe: bool) -> Iterator[None]:
+    """While the body builds the task `where` from its YAML: whether that YAML declares
+    unsafe_code (its files' imports are then not guarded)."""
+    outer, _STATE.loading = _STATE.loading, (where, unsafe)
+    try:
+        yield
+    finally:
+        _STATE.loading = outer
+
+
+def foreign_functions_allowed() -> bool:
+    """Whether a `!function` may name a module that is not a file beside its YAML: the task
+    being loaded declares unsafe_code, or the run passes --confirm-run-unsafe-code."""
+    return _STATE.loading[1] or _STATE.consent
+
+
+def trust_files(files: list[str]) -> None:
+    """Files of a task found to run code with consent (unsafe_code): no longer guarded."""
+    _STATE.unguarded_files.update(files)
+
+
+@contextmanager
+def importing_task_file(file: Path, yaml_file: Path) -> Iterator[None]:
+    """The import of a task's own Python file (a `!function` module beside its YAML) runs
+    guarded, and so does every frame of that file's folder from then on (its process_docs,
+    doc_to_text, threads and exit handlers): the guard is installed before the file runs.
+    A refusal the module caught is raised when the import ends."""
+    loading, unsafe = _STATE.loading
+    if unsafe:
+        _STATE.unguarded_files.add(str(file))
+        yield
+        return
+    _install()
+    folder = str(file.parent) + os.sep
+    if folder in _too_wide():
+        yield
+        return
+    _STATE.task_files.add(str(file))
+    task = _STATE.tasks.get(folder)
+    if task is None:
+        where = loading or f"{yaml_file}"
+        task = GuardedTask(file.name, where, (folder,), _STATE.consent)
+        _STATE.tasks[folder] = task
+    with _running(task):
+        try:
+            yield
+        finally:
+            if task.refusals:
+                raise _first(task) from None
 
 
 def own_files(config: TaskConfig) -> list[str]:
@@ -212,6 +290,28 @@ def raise_pending() -> None:
             raise _first(task)
 
 
+def exit_nonzero_after_late_refusals() -> None:
+    """In the `assay` command's process: a refusal recorded after the run stopped checking (a
+    thread or timer the task started that fires as the process ends, an exit handler) makes
+    the process exit with code 2, after Python joined the task's threads."""
+    import atexit
+
+    def check() -> None:
+        late = [t for t in {id(t): t for t in _STATE.tasks.values()}.values() if t.refusals]
+        if late:
+            print(
+                f"assay: error: {late[0].where}: its Python was refused an operation after the "
+                "run's checks (said above); the run's results are not to be trusted: exit "
+                "code 2.",
+                file=sys.stderr,
+            )
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(2)
+
+    atexit.register(check)  # registered first, so it runs last
+
+
 def _first(task: GuardedTask) -> CodeRunRefused:
     """The task's first refusal, reported once (the list empties)."""
     first = task.refusals[0]
@@ -236,7 +336,12 @@ def _guard_finalizers(before: set[Any], task: GuardedTask) -> None:
 def _in_window(func: Any, task: GuardedTask) -> Any:
     def guarded(*args: Any, **kwargs: Any) -> Any:
         with _running(task):
-            return func(*args, **kwargs)
+            try:
+                return func(*args, **kwargs)
+            except CodeRunRefused:
+                # Already said and recorded (the run reports it, or the exit code does): the
+                # thread's default report would print a traceback from inside the window.
+                return None
 
     return guarded
 
@@ -274,6 +379,31 @@ def _install() -> None:
     _audit_fork_exec()
     _follow_threads()
     _check_exit_handlers()
+    _quiet_thread_refusals()
+
+
+_ORIGINALS: dict[str, Any] = {}
+"""The functions the guard wraps, by "module.name": the wrappers look them up here rather
+than hold them in a closure or attribute a task could read (`fork_exec.__closure__`); a task
+that reads this module's globals through a wrapper's `__globals__` can still reach them (see
+docs/reliability.md)."""
+
+_WRAPPED_MODULES = frozenset({"_posixsubprocess", "_thread", "threading", "atexit"})
+"""Modules whose functions the guard wraps: importing one afresh (after taking it out of
+sys.modules) would give the unwrapped functions back, so a guarded task may not."""
+
+_GC_EVENTS = frozenset({"gc.get_referents", "gc.get_referrers", "gc.get_objects"})
+"""Walks of the object graph, another way to the originals the wrappers call."""
+
+
+def _wrap(module: Any, name: str, make: Any) -> None:
+    """Replace `module.name` by `make(key)`, keeping the original in _ORIGINALS."""
+    key = f"{module.__name__}.{name}"
+    original = getattr(module, name, None)
+    if original is None or key in _ORIGINALS:
+        return
+    _ORIGINALS[key] = original
+    setattr(module, name, make(key))
 
 
 def _follow_threads() -> None:
@@ -285,19 +415,28 @@ def _follow_threads() -> None:
     for module in (_thread, threading):
         for name in ("start_new_thread", "_start_new_thread", "start_joinable_thread",
                      "_start_joinable_thread"):  # fmt: skip
-            original = getattr(module, name, None)
-            if original is not None and not hasattr(original, "__wrapped__"):
-                setattr(module, name, _starting_threads(original))
+            _wrap(module, name, _starting_threads)
 
 
-def _starting_threads(original: Any) -> Any:
+def _quiet_thread_refusals() -> None:
+    """A refusal ending one of the task's threads was said and recorded as it happened: the
+    thread's default report would add a traceback (and format it from inside the window)."""
+    original = threading.excepthook
+
+    def excepthook(args: Any) -> None:
+        if not (isinstance(args.exc_type, type) and issubclass(args.exc_type, CodeRunRefused)):
+            original(args)
+
+    threading.excepthook = excepthook
+
+
+def _starting_threads(key: str) -> Any:
     def start(function: Any, *args: Any, **kwargs: Any) -> Any:
         task = _task_here(sys._getframe(1))
         if task is not None:
             function = _in_window(function, task)
-        return original(function, *args, **kwargs)
+        return _ORIGINALS[key](function, *args, **kwargs)
 
-    start.__wrapped__ = original  # type: ignore[attr-defined]
     return start
 
 
@@ -307,18 +446,18 @@ def _check_exit_handlers() -> None:
     only be printed. Any other handler a guarded task registers runs guarded (`_guard_exit`)."""
     import atexit
 
-    original = atexit.register
-    if hasattr(original, "__wrapped__"):
-        return
+    _wrap(atexit, "register", _registering)
+    _wrap(threading, "_register_atexit", _registering)  # runs as threads are joined at exit
 
+
+def _registering(key: str) -> Any:
     def register(function: Any, *args: Any, **kwargs: Any) -> Any:
         task = _task_here(sys._getframe(1))
         if task is not None and _runs_code(function):
             _refuse(task, "atexit.register", (function,), None)
-        return original(function, *args, **kwargs)
+        return _ORIGINALS[key](function, *args, **kwargs)
 
-    register.__wrapped__ = original  # type: ignore[attr-defined]
-    atexit.register = register  # type: ignore[assignment]
+    return register
 
 
 def _runs_code(function: Any) -> bool:
@@ -342,18 +481,24 @@ def _audit_fork_exec() -> None:
         return
     import subprocess
 
-    original = _posixsubprocess.fork_exec
-
-    def fork_exec(*args: Any) -> Any:
-        sys.audit("_posixsubprocess.fork_exec", args[0] if args else None)
-        return original(*args)
-
-    _posixsubprocess.fork_exec = fork_exec
+    _wrap(_posixsubprocess, "fork_exec", lambda key: _fork_exec)
     if hasattr(subprocess, "_fork_exec"):  # Python 3.12 on binds it by name
-        subprocess._fork_exec = fork_exec
+        subprocess._fork_exec = _fork_exec
+
+
+def _fork_exec(*args: Any) -> Any:
+    sys.audit("_posixsubprocess.fork_exec", args[0] if args else None)
+    return _ORIGINALS["_posixsubprocess.fork_exec"](*args)
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
+    if event == "import":
+        if args and args[0] in _WRAPPED_MODULES:
+            _refuse_reimport(event, args)
+        return
+    if event in _GC_EVENTS:
+        _refuse_reimport(event, args)
+        return
     if event not in _WATCHED and not event.startswith("ctypes."):
         return
     try:
@@ -364,6 +509,25 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     if found is None:
         return
     _refuse(found[0], event, args, found[1])
+
+
+def _refuse_reimport(event: str, args: tuple[Any, ...]) -> None:
+    """A guarded task importing a wrapped module afresh, or walking the object graph, is
+    refused: both lead back to the functions the guard wraps."""
+    caller = sys._getframe(2)
+    for frame in _frames(caller):
+        if frame.f_code.co_filename.startswith(_STATE.trusted):
+            return
+    task = _task_here(caller)
+    if task is not None:
+        own = next((f for f in _frames(caller) if _task_of(f.f_code.co_filename)), None)
+        _refuse(task, event, args, own)
+
+
+def _frames(frame: FrameType | None) -> Iterator[FrameType]:
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
 
 
 def _refuse(task: GuardedTask, event: str, args: tuple[Any, ...], frame: FrameType | None) -> None:
@@ -439,7 +603,7 @@ def _allowed_code(event: str, args: tuple[Any, ...], caller: FrameType) -> bool:
         if event != "compile":
             return True
         path = args[1] if len(args) > 1 else None
-        return _written_before(path, state.installed_at)
+        return path in state.task_files or _written_before(path, state.installed_at)
     if _task_of(file) is not None:
         return False
     if file.startswith(state.library_roots):
@@ -499,6 +663,10 @@ def _event_words(event: str, args: tuple[Any, ...]) -> str:
         return "build a code object (types.CodeType)"
     if event.startswith("marshal."):
         return f"load code with {event}"
+    if event == "import":
+        return f"import {args[0]} afresh (undoing the guard's wrappers)"
+    if event in _GC_EVENTS:
+        return f"walk the object graph ({event})"
     if event == "atexit.register":
         return f"register an exit handler that runs code ({shown(args[0])})"
     return f"call into C with ctypes ({event})"
