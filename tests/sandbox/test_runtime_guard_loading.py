@@ -105,12 +105,12 @@ FORK_EXEC = (
     "    os.waitpid(pid, 0)\n"
 )
 UNWRAPPING = {
-    "a fresh _posixsubprocess": "    sys.modules.pop('_posixsubprocess')\n"
-    "    import _posixsubprocess\n    fe = _posixsubprocess.fork_exec\n" + FORK_EXEC,
-    "fork_exec from the wrapper's closure": "    fe = sys.modules['_posixsubprocess'].fork_exec\n"
+    "a fresh _posixsubprocess": "    sys.modules.pop(NAME)\n"
+    "    fe = FORK(pkgutil.resolve_name(NAME))\n" + FORK_EXEC,
+    "fork_exec from the wrapper's closure": "    fe = FORK(sys.modules[NAME])\n"
     "    fe = [c.cell_contents for c in operator.attrgetter('__clo' + 'sure__')(fe) or ()"
     " if callable(c.cell_contents)][0]\n" + FORK_EXEC,
-    "fork_exec through gc": "    fe = sys.modules['_posixsubprocess'].fork_exec\n"
+    "fork_exec through gc": "    fe = FORK(sys.modules[NAME])\n"
     "    fe = [o for o in gc.get_referents(fe) if getattr(o, '__name__', '') == 'fork_exec'][0]\n"
     + FORK_EXEC,
     "a fresh _thread": "    sys.modules.pop('_thread')\n    import _thread\n"
@@ -131,7 +131,13 @@ def test_the_guards_wrappers_cannot_be_undone(tmp_path, case):
     folder.mkdir()
     (folder / "rows.jsonl").write_text(json.dumps({"q": "1", "a": "1"}) + "\n")
     body = UNWRAPPING[case].format(marker=str(marker))
-    utils = "import gc, operator, os, sys, time\n\ndef score(doc, results):\n" + body
+    # The names are spelled so that the static scan, which reads them, lets the file through
+    # to the runtime guard, which this test is about.
+    utils = (
+        "import gc, operator, os, pkgutil, sys, time\n"
+        "NAME = '_posix' + 'subprocess'\nFORK = operator.attrgetter('fork' + '_exec')\n\n"
+        "def score(doc, results):\n" + body
+    )
     (folder / "utils.py").write_text(utils + "    return {'ok': 1.0}\n")
     yaml = YAML + 'doc_to_text: "{{q}}"\nprocess_results: !function utils.score\n'
     (folder / "early.yaml").write_text(yaml)
