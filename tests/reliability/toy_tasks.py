@@ -86,11 +86,13 @@ VOLATILE_KEYS = {
     "from_cache",
     "computed",
     "prefix_cache",
+    "scoring",
 }
 """results.json keys that legitimately differ between two runs of the same evaluation: when it
 ran, how long it took, how many requests the response cache answered rather than the model,
-and what the model's prefix cache reused of what it computed (a resumed run reads what it had
-finished; the tests check those counts on their own)."""
+what the model's prefix cache reused of what it computed, and how it scored what it computed
+(`scoring`: a run the cache answers whole computes nothing, so it records no choice; a resumed
+run reads what it had finished; the tests check those counts on their own)."""
 
 
 def normalised_results(path: Path) -> dict[str, Any]:
