@@ -19,17 +19,8 @@ DATASET_ID = re.compile(r"[\w.-]+/[\w.-]*lighteval[\w.-]*|lighteval/[\w.-]+", re
 """A Hub dataset id that carries the name (`lighteval/siqa`, `...MATH-lighteval`): data, not a
 dependency on the harness."""
 
-LEFT: dict[str, int] = {
-    "models/hf/model.py": 1,
-    "models/hf/multimodal.py": 1,
-    "models/vllm/model.py": 1,
-    "sandbox/_io_grader.py": 1,
-    "sandbox/io_tests.py": 1,
-    "tasks/code_routes.py": 1,
-}
-"""Mentions left outside compat/, by file: one comment line each, in files other work owns at the
-moment (the backends' generation length, the sandbox's LiveCodeBench runs, the code routes).
-This table only shrinks."""
+LEFT: dict[str, int] = {}
+"""Mentions left outside compat/, by file: none now. This table only shrinks."""
 
 
 def _mentions() -> dict[str, int]:

@@ -5,7 +5,7 @@ The text assay runs is this file followed by one call, `answer(...)`, holding th
 the tests' inputs as literals (`assay.sandbox.io_tests`); the expected outputs never enter the
 sandbox: assay compares the answers itself, so a program that digs into this interpreter or
 rewrites this file's functions can change only its own answers, which it could have printed
-anyway. The runs are LiveCodeBench's, as lighteval 0.13.0's `codegen_metrics` does them:
+anyway. The runs follow LiveCodeBench's own grading rules:
 
 - call-based (a function name is given): the program is executed as a module; its function
   (a method of a `Solution()` instance when the code defines `class Solution`) is called on

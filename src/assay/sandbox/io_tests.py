@@ -1,6 +1,6 @@
 """Programs checked against input/output tests (LiveCodeBench's rules) in assay's sandbox.
 
-lighteval's LiveCodeBench metric runs each generated program in a fork of the calling
+A LiveCodeBench metric could run each generated program in a fork of the calling
 process; assay runs each, with its tests' inputs, as one program in the run's `--sandbox`
 instead (`_io_grader.py`, stdlib only, then a call holding the program and the inputs), and
 compares the answers it reports with the expected outputs here, outside the sandbox. A program

@@ -3,8 +3,8 @@
 A task that executes model-written code (`unsafe_code`) scores it one of three ways, told
 apart by the functions that score it (process_results, `!function` and evaluate metrics):
 
-- assay's own code metrics (the built-in humaneval and mbpp, and lighteval's LiveCodeBench
-  metric, which assay scores itself): each program runs in the sandbox;
+- assay's own code metrics (the built-in humaneval and mbpp, and the LiveCodeBench
+  metric of converted task files, which assay scores itself): each program runs in the sandbox;
 - evaluate's `code_eval` (lm-eval's mbpp and humaneval YAMLs): assay hands the task's module
   a sandboxed one (`assay.sandbox.code_eval`), so each program runs in the sandbox, while the
   module's own code runs in assay's process;

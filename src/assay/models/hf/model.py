@@ -133,7 +133,7 @@ class HuggingFaceLM(LM):
         for params, members in groups.items():
             limits = None
             if params.fit_context:
-                # lighteval's rule: the prompt stays whole (left-truncated only past the
+                # The fit-context rule: the prompt stays whole (left-truncated only past the
                 # window, keeping room for one token) and generates what room it leaves.
                 prompts = self._view.encode_prompts(
                     [texts[i] for i in members], self.max_length - 1

@@ -229,7 +229,7 @@ class HFMultimodalLM(HuggingFaceLM):
         texts, groups = self._generation_groups(requests)
         out: list[Generation] = [Generation("")] * len(requests)
         for params, members in groups.items():
-            # lighteval's rule (fit_context) keeps the prompt whole and generates what room it
+            # The fit-context rule keeps the prompt whole and generates what room it
             # leaves; lm-eval's left-truncates the prompt to make room for max_gen_toks.
             room = self.max_length - (1 if params.fit_context else params.max_gen_toks)
             prompts: list[list[int]] = [[]] * len(members)

@@ -169,7 +169,7 @@ class VLLMLM(LM):
         params = [generation_params(r, self.args.seed, send_stops=not thinks) for r in requests]
         for request, text, sampling in zip(requests, texts, params, strict=True):
             if request.params.fit_context:
-                # lighteval's rule (GenParams.fit_context): the prompt stays whole and generates
+                # The fit-context rule (GenParams.fit_context): the prompt stays whole and generates
                 # the room it leaves, at most max_gen_toks.
                 room = self.max_length - 1
             else:
