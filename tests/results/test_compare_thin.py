@@ -42,7 +42,9 @@ def test_two_clusters_are_read_against_t_with_one_degree_of_freedom(tmp_path):
     )
     assert row.ci_low == -1.0 or row.ci_high == 1.0
     assert "is cut there" in (row.note or "")
-    assert row.p_value == pytest.approx(2 * stats.t.sf(abs(row.diff / row.stderr), 1))
+    # Two clusters whose sums differ: the p-value is the exact sign-flip test over them (0.5).
+    assert row.test == "sign-flip exact" and row.p_value == pytest.approx(0.5)
+    assert "only 2 of the 2 clusters" in (row.note or "")
     assert row.ci_low < 0 < row.ci_high and not row.significant()
 
 
