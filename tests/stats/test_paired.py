@@ -96,7 +96,7 @@ def test_twelve_docs_all_wrong_in_both_runs_do_not_claim_a_tiny_mde():
 
 def test_a_constant_nonzero_binary_difference_gets_the_exact_sign_test_and_bound():
     result = paired_mean([0.0] * 10, [1.0] * 10)
-    kept = 0.05 ** (1 / 10)  # lower bound on the share of docs where b - a = 1
+    kept = 0.025 ** (1 / 10)  # lower bound (two-sided test: α/2) on the share where b - a = 1
     assert result.diff == 1 and math.isnan(result.stderr)
     assert (result.ci_low, result.ci_high) == pytest.approx((2 * kept - 1, 1.0))
     assert result.p_value == pytest.approx(2 * 0.5**10) == result.mcnemar_p
@@ -349,3 +349,15 @@ def test_few_clusters_with_differences_are_decided_by_the_sign_flip_test_and_mar
     r = paired_mean(a, b, clusters=[i // 10 for i in range(1000)])
     assert r.test == "sign-flip exact" and r.p_value == pytest.approx(0.125)
     assert r.note is not None and "4 of the 100 clusters" in r.note
+
+
+@pytest.mark.parametrize("confidence", [0.8, 0.9, 0.95, 0.99])
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 6, 8])
+def test_exact_bound_of_all_alike_docs_holds_zero_exactly_when_the_test_does_not_reject(
+    n, confidence
+):
+    # 5 docs all +1: the bound was one-sided, [+0.0986, +1] beside p 0.0625 and no `*`.
+    r = paired_mean([0.0] * n, [1.0] * n, confidence=confidence)
+    assert r.method.endswith("-exact-bound")
+    assert (r.ci_low <= 0) == (r.p_value >= 1 - confidence)
+    assert r.ci_low == pytest.approx(2 * ((1 - confidence) / 2) ** (1 / n) - 1)

@@ -100,7 +100,10 @@ def constant_difference(
         return missing
     from assay.stats.binary_power import exact_mde
 
-    bound = constant_sample_bound(value, units, confidence)
+    # A difference other than 0 is tested two-sided (the sign test), so its bound is built at
+    # α/2 on the side facing 0: the interval then holds 0 exactly when p >= α (2·0.5^n >= α).
+    level = confidence if value == 0 else 1 - (1 - confidence) / 2
+    bound = constant_sample_bound(value, units, level)
     stderr_bound = math.sqrt(bound.variance / units)
     test = "" if value == 0 else f"; p-value: exact sign test over the {units} {what}"
     smallest = exact_mde(units, bound.variance, confidence)
@@ -116,7 +119,7 @@ def constant_difference(
         method=method + EXACT_BOUND,
         stderr_bound=stderr_bound,
         note=f"{seen}: with no spread their variance cannot be estimated (no stderr). "
-        f"Interval: exact bound from the Clopper-Pearson {confidence:.0%} upper bound on the "
+        f"Interval: exact bound from the Clopper-Pearson {level * 100:g}% upper bound on the "
         f"share of {what} whose difference is not {value:g} ({bound.other_share:.4g} of "
         f"{units}, rule of three ≈ 3/n){basis}{test}",
     )
