@@ -30,10 +30,11 @@ def no_spread(d: np.ndarray, x: np.ndarray, y: np.ndarray) -> bool:
 
 def rounding_tolerance(x: np.ndarray, y: np.ndarray) -> float:
     """The size below which a per-doc difference of these values is rounding, not a
-    difference: 1e-12 of the largest magnitude (at least 1e-12)."""
+    difference: 1e-12 of the largest magnitude, relative at every scale (an absolute floor
+    read values near 1e-13 that differ threefold as equal)."""
     if not len(x):
-        return 1e-12
-    return 1e-12 * max(1.0, float(np.abs(x).max()), float(np.abs(y).max()))
+        return 0.0
+    return 1e-12 * max(float(np.abs(x).max()), float(np.abs(y).max()))
 
 
 def describe_constant(d: np.ndarray, tolerance: float) -> tuple[str, float]:
