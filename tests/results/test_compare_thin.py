@@ -187,3 +187,11 @@ def test_tiny_values_are_compared_at_their_own_scale_and_shown_in_significant_di
 def test_huge_means_are_shown_compactly(tmp_path):
     text = render_text(_compare(tmp_path, [1e300, 2.0, 3.0], [6e299, 2.0, 3.0]))
     assert "3.333e+299" in text and "2e+299" in text and max(map(len, text.split())) < 40
+
+
+def test_runs_with_no_metric_in_common_are_refused_with_the_reason(tmp_path, capsys):
+    # Printed an empty table and exited 0.
+    run_a = write_run(tmp_path / "a", {"t": {"acc": [1.0, 0.0]}})
+    run_b = write_run(tmp_path / "b", {"t": {"f1_like": [0.5, 0.2]}})
+    assert main(["compare", str(run_a), str(run_b)]) == 2
+    assert "share no task, metric and filter" in capsys.readouterr().err
