@@ -236,33 +236,93 @@ def continuous_cells(reps: int, seed: int, sizes: list[int]) -> list[Cell]:
             0.0,
         ),
     }
+    return [
+        cell
+        for name, draw in populations.items()
+        for n in sizes
+        for cell in _paired_mean_cells(f"{name}, n={n}", draw, n, reps, seed)
+    ]
+
+
+Draw = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray, float]]
+
+
+def lognormal_cells(reps: int, seed: int, sizes: list[int]) -> list[Cell]:
+    """Unbounded, heavily skewed differences (lognormal, sigma 1, 1.5, 2) on many docs, where
+    the normal interval held only with Cochran's rule (n > 25·g1²) as its guard."""
+
+    def draw(sigma: float) -> Draw:
+        return lambda g, n: (
+            (base := g.uniform(0, 10, n)),
+            base + g.lognormal(0, sigma, n),
+            math.exp(sigma**2 / 2),
+        )
+
+    return [
+        cell
+        for sigma in (1.0, 1.5, 2.0)
+        for n in sizes
+        for cell in _paired_mean_cells(
+            f"lognormal differences, sigma {sigma:g}, n={n}", draw(sigma), n, reps, seed
+        )
+    ]
+
+
+def thin_cluster_cells(reps: int, seed: int) -> list[Cell]:
+    """Clusters where the data are thin: a few 0/1 docs differ (one way) among 100 clusters
+    of 10, and skewed (lognormal) differences with one doc per cluster."""
+
+    def sparse(k: int) -> Draw:
+        return lambda g, n: (np.zeros(n), (g.uniform(size=n) < k / n) * 1.0, k / n)
+
+    def singleton(g: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, float]:
+        base = g.uniform(0, 10, n)
+        return base, base + g.lognormal(0, 1.5, n), math.exp(1.5**2 / 2)
+
     cells = []
-    for name, draw in populations.items():
-        for n in sizes:
-            rng = np.random.default_rng(seed)
-            outcomes: dict[str, list[bool]] = {}
-            for _ in range(reps):
-                a, b, truth = draw(rng, n)
-                r = paired_mean(a, b)
-                if math.isnan(r.ci_low):
-                    continue  # no interval shown (n/a†): nothing to cover
-                # Unmarked and marked draws apart: the bar is on the intervals shown unmarked.
-                label = r.method + (" (marked †)" if r.note else "")
-                outcomes.setdefault(label, []).append(
-                    r.ci_low - 1e-12 <= truth <= r.ci_high + 1e-12
-                )
-            for label, covered in sorted(outcomes.items()):
-                cells.append(
-                    Cell(
-                        "paired mean",
-                        f"{name}, n={n}",
-                        "coverage",
-                        LEVEL,
-                        float(np.mean(covered)),
-                        label,
-                        len(covered),
-                    )
-                )
+    for k in (3, 5, 10, 20):
+        labels = np.arange(1000) // 10
+        name = f"{k} of 1,000 0/1 docs differ (expected), one way, 100 clusters of 10"
+        cells += _paired_mean_cells(name, sparse(k), 1000, reps, seed, labels)
+    for n in (3, 5, 50):
+        name = f"lognormal differences, one doc per cluster, n={n}"
+        cells += _paired_mean_cells(name, singleton, n, reps, seed, np.arange(n))
+    return cells
+
+
+def _paired_mean_cells(
+    setting: str,
+    draw: Draw,
+    n: int,
+    reps: int,
+    seed: int,
+    clusters: np.ndarray | None = None,
+) -> list[Cell]:
+    """Coverage of paired_mean's intervals on draws of one population, the unmarked and the
+    marked draws apart (draws with no interval shown have nothing to cover)."""
+    cells = []
+    rng = np.random.default_rng(seed)
+    outcomes: dict[str, list[bool]] = {}
+    for _ in range(reps):
+        a, b, truth = draw(rng, n)
+        r = paired_mean(a, b, clusters=None if clusters is None else clusters.tolist())
+        if math.isnan(r.ci_low):
+            continue  # no interval shown (n/a†): nothing to cover
+        # Unmarked and marked draws apart: the bar is on the intervals shown unmarked.
+        label = r.method + (" (marked †)" if r.note else "")
+        outcomes.setdefault(label, []).append(r.ci_low - 1e-12 <= truth <= r.ci_high + 1e-12)
+    for label, covered in sorted(outcomes.items()):
+        cells.append(
+            Cell(
+                "paired mean" if clusters is None else "clustered",
+                setting,
+                "coverage",
+                LEVEL,
+                float(np.mean(covered)),
+                label,
+                len(covered),
+            )
+        )
     return cells
 
 
@@ -517,7 +577,9 @@ def atlas(reps: int, seed: int, fast: bool = False) -> list[Cell]:
         *sparse_cells(reps, seed),
         *mcnemar_cells(reps, seed),
         *continuous_cells(reps, seed, sizes),
+        *lognormal_cells(reps, seed, [100] if fast else [100, 300, 1000]),
         *cluster_cells(reps, seed, _cluster_layouts(fast)),
+        *thin_cluster_cells(reps, seed),
         *bootstrap_cells(small, seed, [5, 30] if fast else [3, 5, 10, 30, 100]),
         *live_cells(reps, seed),
         *anytime_cells(small, seed),

@@ -262,3 +262,16 @@ def test_values_that_overflow_and_impossible_correlations_are_refused(tmp_path, 
     assert main([*argv, "-0.4"]) == 0
     capsys.readouterr()
     assert main(["power", "--accuracy", "0.5", "--difference", "0.05", "--correlation", "-1"]) == 0
+
+
+def test_one_run_of_fewer_docs_than_compare_estimates_from_shows_no_mde(tmp_path, capsys):
+    # 5 docs not 0/1: at most 5 could differ, and compare shows no MDE below 25 (it printed 0.135).
+    run = str(_run(tmp_path / "a", [0.2, 0.5, 0.7, 0.1, 0.3]))
+    assert main(["power", run, "--correlation", "0.9", "--difference", "0.01"]) == 0
+    out = capsys.readouterr().out
+    assert "MDE with the current 5 docs (1 sample each): none: only 5 of the 5 docs could" in out
+    many = str(_run(tmp_path / "b", [0.1 * (i % 7) for i in range(40)]))
+    assert main(["power", many, "--correlation", "0.9", "--difference", "0.01"]) == 0
+    assert re.search(
+        r"MDE with the current 40 docs \(1 sample each\): [0-9.]+\n", capsys.readouterr().out
+    )

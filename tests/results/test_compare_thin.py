@@ -42,7 +42,9 @@ def test_two_clusters_are_read_against_t_with_one_degree_of_freedom(tmp_path):
     )
     assert row.ci_low == -1.0 or row.ci_high == 1.0
     assert "is cut there" in (row.note or "")
-    assert row.p_value == pytest.approx(2 * stats.t.sf(abs(row.diff / row.stderr), 1))
+    # Two clusters whose sums differ: the p-value is the exact sign-flip test over them (0.5).
+    assert row.test == "sign-flip exact" and row.p_value == pytest.approx(0.5)
+    assert "only 2 of the 2 clusters" in (row.note or "")
     assert row.ci_low < 0 < row.ci_high and not row.significant()
 
 
@@ -154,7 +156,7 @@ def test_differences_within_rounding_are_quoted_as_such(tmp_path):
     b = [0.5] * 39 + [0.5 + 1e-15]
     row = _compare(tmp_path, a, b, metric="acc").comparisons[0]
     note = row.note or ""
-    assert "are within rounding of 0 (|d| <= 1e-12)" in note and "e-17" not in note
+    assert "are within rounding of 0 (|d| <= 5e-13)" in note and "e-17" not in note
     assert row.p_value == 1.0
 
 
@@ -164,3 +166,32 @@ def test_no_variance_bound_of_a_0_1_difference_exceeds_1(tmp_path):
     row = _compare(tmp_path, [0.0, 0.0], [1.0, 1.0]).comparisons[0]
     bounds = [float(x) for x in __import__("re").findall(r"variance bound ([\d.]+)", row.note)]
     assert bounds and all(v <= 1 for v in bounds)
+
+
+@pytest.mark.parametrize("scale", [1e-13, 1e-9])
+def test_tiny_values_are_compared_at_their_own_scale_and_shown_in_significant_digits(
+    tmp_path, scale
+):
+    # B = 3A with values near 1e-13 read as "within rounding"; near 1e-9 the row showed
+    # +0.0000 [+0.0000, +0.0000] MDE 0.0000 beside a `*`.
+    rng = np.random.default_rng(4)
+    a = (rng.uniform(0.5, 1.5, 60) * scale).tolist()
+    b = [3 * x for x in a]
+    report = _compare(tmp_path, a, b)
+    row = report.comparisons[0]
+    assert row.note is None and row.ci_low > 0 and row.significant()
+    line = render_text(report).splitlines()[2]
+    assert "0.0000" not in line and f"[+{row.ci_low:.4g}, +{row.ci_high:.4g}]" in line
+
+
+def test_huge_means_are_shown_compactly(tmp_path):
+    text = render_text(_compare(tmp_path, [1e300, 2.0, 3.0], [6e299, 2.0, 3.0]))
+    assert "3.333e+299" in text and "2e+299" in text and max(map(len, text.split())) < 40
+
+
+def test_runs_with_no_metric_in_common_are_refused_with_the_reason(tmp_path, capsys):
+    # Printed an empty table and exited 0.
+    run_a = write_run(tmp_path / "a", {"t": {"acc": [1.0, 0.0]}})
+    run_b = write_run(tmp_path / "b", {"t": {"f1_like": [0.5, 0.2]}})
+    assert main(["compare", str(run_a), str(run_b)]) == 2
+    assert "share no task, metric and filter" in capsys.readouterr().err

@@ -96,7 +96,7 @@ def test_twelve_docs_all_wrong_in_both_runs_do_not_claim_a_tiny_mde():
 
 def test_a_constant_nonzero_binary_difference_gets_the_exact_sign_test_and_bound():
     result = paired_mean([0.0] * 10, [1.0] * 10)
-    kept = 0.05 ** (1 / 10)  # lower bound on the share of docs where b - a = 1
+    kept = 0.025 ** (1 / 10)  # lower bound (two-sided test: α/2) on the share where b - a = 1
     assert result.diff == 1 and math.isnan(result.stderr)
     assert (result.ci_low, result.ci_high) == pytest.approx((2 * kept - 1, 1.0))
     assert result.p_value == pytest.approx(2 * 0.5**10) == result.mcnemar_p
@@ -254,15 +254,16 @@ def _unequal_cluster_coverage(sizes: list[int], reps: int, seed: int) -> tuple[f
 @pytest.mark.parametrize("sizes", [[200, 5, 5, 5, 5], [300, *[5] * 9], [100, 100, 2, 2]])
 def test_unequal_clusters_read_against_bell_mccaffrey_degrees_of_freedom_cover(sizes):
     # t(G - 1) covered 0.48-0.81 on these layouts; Bell-McCaffrey's dof (1.1-1.3) hold 0.9.
+    # Fewer than 25 clusters: the p-value is the sign-flip test's and the interval is marked.
     coverage, marked = _unequal_cluster_coverage(sizes, reps=300, seed=7)
-    assert coverage >= 0.90 and marked == 0
+    assert coverage >= 0.90 and marked == 300
     labels = np.repeat(np.arange(len(sizes)), sizes).tolist()
     rng = np.random.default_rng(1)
     d = rng.normal(size=len(labels))
     r = paired_mean([0.0] * len(labels), d.tolist(), clusters=labels)
     t = stats.t.ppf(0.975, cluster_degrees_of_freedom(labels))
     assert r.ci_high - r.ci_low == pytest.approx(2 * t * r.stderr, rel=1e-9)
-    assert r.test == "t(Bell-McCaffrey) CR2"
+    assert r.test == "sign-flip exact"
 
 
 def test_one_cluster_holding_nearly_every_doc_marks_the_interval():
@@ -325,3 +326,38 @@ def test_skewed_differences_on_few_differing_docs_are_marked():
     assert paired_mean([0.0] * 1000, [*np.linspace(-1, 1, 40), *[0.0] * 960]).note is None
     d[:150] = np.geomspace(0.001, 1, 150)
     assert paired_mean([0.0] * 1000, d.tolist()).note is None
+
+
+def test_singleton_clusters_are_the_unclustered_comparison_with_its_guards():
+    # 4 of 1,000 0/1 docs differ, one doc per cluster: CR2 gave * p 0.045; McNemar says 0.125.
+    a = [0.0] * 1000
+    b = [1.0] * 4 + [0.0] * 996
+    r = paired_mean(a, b, clusters=[f"p{i}" for i in range(1000)])
+    assert r.p_value == pytest.approx(0.125) and r.test == "McNemar exact"
+    assert r.clusters == 1000 and r.ci_low < 0 < r.ci_high
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 10, 5)
+    y = x + rng.lognormal(0, 1.5, 5)
+    skewed = paired_mean(x.tolist(), y.tolist(), clusters=list(range(5)))
+    assert skewed.test == "sign-flip exact" and skewed.p_value == pytest.approx(0.0625)
+    assert math.isnan(skewed.ci_low) and skewed.note
+
+
+def test_few_clusters_with_differences_are_decided_by_the_sign_flip_test_and_marked():
+    a = [0.0] * 1000
+    b = [1.0 if i in (0, 10, 20, 30) else 0.0 for i in range(1000)]  # 4 clusters of 10 differ
+    r = paired_mean(a, b, clusters=[i // 10 for i in range(1000)])
+    assert r.test == "sign-flip exact" and r.p_value == pytest.approx(0.125)
+    assert r.note is not None and "4 of the 100 clusters" in r.note
+
+
+@pytest.mark.parametrize("confidence", [0.8, 0.9, 0.95, 0.99])
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 6, 8])
+def test_exact_bound_of_all_alike_docs_holds_zero_exactly_when_the_test_does_not_reject(
+    n, confidence
+):
+    # 5 docs all +1: the bound was one-sided, [+0.0986, +1] beside p 0.0625 and no `*`.
+    r = paired_mean([0.0] * n, [1.0] * n, confidence=confidence)
+    assert r.method.endswith("-exact-bound")
+    assert (r.ci_low <= 0) == (r.p_value >= 1 - confidence)
+    assert r.ci_low == pytest.approx(2 * ((1 - confidence) / 2) ** (1 / n) - 1)

@@ -100,6 +100,13 @@ def main(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     report = compare(*args.runs, baseline=args.baseline, labels=labels, options=options)
+    if not report.comparisons:
+        # An empty table with exit 0 would read as "no differences".
+        raise ConfigError(
+            f"assay compare {' '.join(args.runs)}: the runs share no task, metric and filter "
+            "with per-doc values on common docs, so nothing could be compared. Give runs of "
+            "the same tasks scored with the same metrics."
+        )
     table = render_markdown(report) if args.markdown else render_text(report)
     print(terminal_safe(table), end="")
     if args.json:

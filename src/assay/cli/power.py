@@ -77,7 +77,8 @@ class _Variance:
     span: float | None = None
     """Runs of values that are not 0/1: the range their scores span (max - min)."""
     differing: int | None = None
-    """Two runs of values that are not 0/1: the docs whose values differ (beyond rounding)."""
+    """Runs of values that are not 0/1: the docs whose values differ (beyond rounding) between
+    two runs, or could differ (all of them) for one."""
 
 
 SMALL_PLAN = 30
@@ -194,7 +195,8 @@ def main(args: argparse.Namespace) -> int:
                 return 0
         elif variance.differing is not None and variance.differing < SPARSE_DISCORDANT:
             print(
-                f"{current}: none: only {variance.differing} of the {variance.docs} docs differ "
+                f"{current}: none: only {variance.differing} of the {variance.docs} docs "
+                f"{'could differ' if len(args.runs) == 1 else 'differ'} "
                 f"(fewer than {SPARSE_DISCORDANT}): assay compare decides them by the exact "
                 "sign-flip test and shows no interval or MDE, which would lean on those few docs"
             )
@@ -305,6 +307,9 @@ def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
             n,
             binary=binary,
             span=None if binary else float(np.ptp(scores)),
+            # Another model's run can differ on at most these n docs: below the sparse
+            # threshold compare shows no MDE whatever the correlation.
+            differing=None if binary else n,
         )
     seen = f"all {n} scores of {path} are {scores[0]:g}" if n > 1 else f"{path} has one doc"
     if not _binary(scores):

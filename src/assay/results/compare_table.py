@@ -31,9 +31,15 @@ HEADERS = [
 
 
 def _number(value: float | None, digits: int = 4, signed: bool = False) -> str:
+    """`digits` decimals; significant digits where decimals would hide the value (a nonzero
+    value that reads 0.0000, an interval that looks zero-wide) or spell out hundreds of
+    digits (values of 1e6 and more)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    sign = "+" if signed else ""
+    if value != 0 and not 0.5 * 10**-digits <= abs(value) < 1e6:
+        return f"{value:{sign}.{digits}g}"
+    return f"{value:{sign}.{digits}f}"
 
 
 def _p(value: float | None) -> str:

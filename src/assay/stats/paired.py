@@ -32,7 +32,12 @@ from assay.stats.clustered import cluster_count
 from assay.stats.normal import check_confidence
 from assay.stats.paired_binary import clipped, exact_binary, is_binary, mcnemar_exact, within_range
 from assay.stats.paired_bootstrap import paired_bootstrap
-from assay.stats.paired_clustered import cr2_stderr, mark_dominant_cluster
+from assay.stats.paired_clustered import (
+    cluster_sums,
+    cr2_stderr,
+    few_differing_clusters,
+    mark_dominant_cluster,
+)
 from assay.stats.paired_constant import (
     constant_difference,
     describe_constant,
@@ -49,7 +54,7 @@ from assay.stats.paired_normal import (
 )
 from assay.stats.paired_result import METHOD_CLUSTERED, METHOD_PAIRED, PairedResult
 from assay.stats.sign_flip import sign_flip_p, sparse_differences
-from assay.stats.thresholds import SKEWED_DIFFERING, SMALL_NORMAL, SPARSE_DISCORDANT
+from assay.stats.thresholds import SMALL_NORMAL, SPARSE_DISCORDANT
 
 __all__ = [
     "PairedResult",
@@ -87,6 +92,10 @@ def paired_mean(
     check_confidence(confidence)
     x, y = _paired_arrays(a, b, clusters)
     n = len(x)
+    if clusters is not None and n and cluster_count(clusters) == n:
+        # One doc per cluster is the unclustered comparison, guards included (CR2 on singleton
+        # clusters would skip them); the method column says which test ran.
+        return replace(paired_mean(a, b, confidence=confidence), clusters=n)
     method = METHOD_PAIRED if clusters is None else METHOD_CLUSTERED
     count = None if clusters is None else cluster_count(clusters)
     unfinite = int((~(np.isfinite(x) & np.isfinite(y))).sum())
@@ -126,6 +135,7 @@ def paired_mean(
     note = None
     if clusters is not None:
         stderr, df, note = cr2_stderr(d, clusters, count or 0, rounding_tolerance(x, y))
+        sums = cluster_sums(d, clusters, rounding_tolerance(x, y))
     else:
         stderr = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
     if math.isnan(stderr) and note is None:
@@ -145,6 +155,10 @@ def paired_mean(
     )
     if clusters is not None and result.note is None:
         result = mark_dominant_cluster(result, clusters)
+    if clusters is not None and result.note is None and len(sums) < SPARSE_DISCORDANT:
+        result = few_differing_clusters(result, sums)
+    if clusters is not None and result.note is None:
+        result = mark_skewed(result, sums, len(sums), unit="clusters")
     if clusters is None and result.note is None and n < SMALL_NORMAL:
         result = replace(
             result,
@@ -152,7 +166,7 @@ def paired_mean(
             "0/1 covers less than it claims (87 % at 5 docs, benchmarks/coverage_atlas.py): "
             "the interval, p-value and MDE are optimistic",
         )
-    if clusters is None and result.note is None and len(differing) < SKEWED_DIFFERING:
+    if clusters is None and result.note is None:
         result = mark_skewed(result, d, len(differing))
     if binary:
         result = clipped(result)

@@ -30,10 +30,11 @@ def no_spread(d: np.ndarray, x: np.ndarray, y: np.ndarray) -> bool:
 
 def rounding_tolerance(x: np.ndarray, y: np.ndarray) -> float:
     """The size below which a per-doc difference of these values is rounding, not a
-    difference: 1e-12 of the largest magnitude (at least 1e-12)."""
+    difference: 1e-12 of the largest magnitude, relative at every scale (an absolute floor
+    read values near 1e-13 that differ threefold as equal)."""
     if not len(x):
-        return 1e-12
-    return 1e-12 * max(1.0, float(np.abs(x).max()), float(np.abs(y).max()))
+        return 0.0
+    return 1e-12 * max(float(np.abs(x).max()), float(np.abs(y).max()))
 
 
 def describe_constant(d: np.ndarray, tolerance: float) -> tuple[str, float]:
@@ -100,7 +101,10 @@ def constant_difference(
         return missing
     from assay.stats.binary_power import exact_mde
 
-    bound = constant_sample_bound(value, units, confidence)
+    # A difference other than 0 is tested two-sided (the sign test), so its bound is built at
+    # α/2 on the side facing 0: the interval then holds 0 exactly when p >= α (2·0.5^n >= α).
+    level = confidence if value == 0 else 1 - (1 - confidence) / 2
+    bound = constant_sample_bound(value, units, level)
     stderr_bound = math.sqrt(bound.variance / units)
     test = "" if value == 0 else f"; p-value: exact sign test over the {units} {what}"
     smallest = exact_mde(units, bound.variance, confidence)
@@ -116,7 +120,7 @@ def constant_difference(
         method=method + EXACT_BOUND,
         stderr_bound=stderr_bound,
         note=f"{seen}: with no spread their variance cannot be estimated (no stderr). "
-        f"Interval: exact bound from the Clopper-Pearson {confidence:.0%} upper bound on the "
+        f"Interval: exact bound from the Clopper-Pearson {level * 100:g}% upper bound on the "
         f"share of {what} whose difference is not {value:g} ({bound.other_share:.4g} of "
         f"{units}, rule of three ≈ 3/n){basis}{test}",
     )
