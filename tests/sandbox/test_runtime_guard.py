@@ -10,6 +10,7 @@ enum, typing, re, json, math, ast) keeps running with the same results.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import subprocess
@@ -98,8 +99,15 @@ def _run(tmp_path: Path, folder: Path, *extra: str) -> int:
 
 
 @pytest.mark.parametrize("spelling", list(SPELLINGS))
-def test_each_spelling_passes_the_scan_and_is_refused_as_it_runs(tmp_path, capsys, spelling):
+def test_each_spelling_passes_the_scan_and_is_refused_as_it_runs(
+    tmp_path, capsys, monkeypatch, spelling
+):
     marker, folder = tmp_path / "ran", tmp_path / "t"
+    if spelling == "logging.config factory":
+        # dictConfig closes every handler the process had (pytest's capture handlers too)
+        # before it builds the refused one: keep them open for the tests after this one.
+        monkeypatch.setattr(logging, "shutdown", lambda handlerList=None: None)
+        monkeypatch.setattr(logging, "_handlerList", list(logging._handlerList))  # type: ignore[attr-defined]
     write_task(folder, "process_results: !function utils.score\n", _utils(spelling, marker))
     config = Registry([folder], builtins=False).get("quiet")
     assert runs_code_itself(config) == []  # the static scan cannot read it
