@@ -101,6 +101,12 @@ def test_transcripts_render_turn_by_turn_filter_and_stay_inert(tmp_path):
                 "details.sample", "ds => ds.map(d => d.dataset.doc)"
             ))  # fmt: skip
 
+        def open_sample(doc: int) -> None:
+            # The body is built by the details element's toggle event, which fires after the
+            # click returns: wait for it rather than racing it on a busy machine.
+            tab.click(f'details.sample[data-doc="{doc}"] > summary')
+            tab.wait_for_selector(f'details.sample[data-doc="{doc}"] > .body', timeout=60_000)
+
         # Filters, from the hostile run's samples file (the right run has no failures).
         failed = [d for d, r in hostile.items() if r["transcript"]["tool_errors"] > 0]
         limited = [d for d, r in hostile.items() if r["transcript"]["stopped_by"] != "answer"]
@@ -112,7 +118,7 @@ def test_transcripts_render_turn_by_turn_filter_and_stay_inert(tmp_path):
         assert shown("") == [0, 1, 2, 3]
 
         # Doc 1 (a=2): every turn drawn in order, the text exactly as the samples file has it.
-        tab.click('details.sample[data-doc="1"] > summary')
+        open_sample(1)
         columns = tab.locator('details.sample[data-doc="1"] .transcript')
         assert columns.count() == 2
         turns = hostile[1]["transcript"]["turns"]
@@ -131,7 +137,7 @@ def test_transcripts_render_turn_by_turn_filter_and_stay_inert(tmp_path):
         assert "stopped by answer" in head and "1 tool calls (0 failed)" in head
 
         # Doc 2 (a=3): the unparseable call shown as the model wrote it, marked, and failed.
-        tab.click('details.sample[data-doc="2"] > summary')
+        open_sample(2)
         transcript = tab.locator('details.sample[data-doc="2"] .transcript').nth(1)
         raw = hostile[2]["transcript"]["turns"][1]["tool_calls"][0]["raw"]
         assert transcript.locator(".t-unparsed pre").inner_text() == raw
@@ -140,7 +146,7 @@ def test_transcripts_render_turn_by_turn_filter_and_stay_inert(tmp_path):
         assert "hostile: 1 failed call" in badges
 
         # Doc 3 (a=4): the long loop drawn 100 turns at a time, the rest on request.
-        tab.click('details.sample[data-doc="3"] > summary')
+        open_sample(3)
         transcript = tab.locator('details.sample[data-doc="3"] .transcript').nth(1)
         total = len(hostile[3]["transcript"]["turns"])
         assert total == 1 + 2 * LOOP_TURNS
@@ -154,7 +160,7 @@ def test_transcripts_render_turn_by_turn_filter_and_stay_inert(tmp_path):
         )
 
         # Doc 0 (a=1): the final answer that is markup shown as text.
-        tab.click('details.sample[data-doc="0"] > summary')
+        open_sample(0)
         last = (
             tab.locator('details.sample[data-doc="0"] .transcript').nth(1).locator(".t-turn").last
         )
