@@ -192,12 +192,21 @@ LATE = {
     "a timer firing after the run": "    s = sched.scheduler(time.monotonic, time.sleep)\n"
     "    s.enter(2, 1, operator.attrgetter('sys' + 'tem')(os), ('touch ' + {marker!r},))\n"
     "    threading.Thread(target=s.run).start()\n",
+    "a timer firing after the wait": "    s = sched.scheduler(time.monotonic, time.sleep)\n"
+    "    s.enter(7, 1, operator.attrgetter('sys' + 'tem')(os), ('touch ' + {marker!r},))\n"
+    "    threading.Thread(target=s.run).start()\n",
+    "a bare _thread timer": "    s = sched.scheduler(time.monotonic, time.sleep)\n"
+    "    s.enter(1, 1, operator.attrgetter('sys' + 'tem')(os), ('touch ' + {marker!r},))\n"
+    "    _thread.start_new_thread(s.run, ())\n",
+    "a finalizer run at exit": "    KEEP.append(K())\n"
+    "    weakref.finalize(KEEP[-1], operator.attrgetter('sys' + 'tem')(os), 'touch ' + {marker!r})\n",
 }
 
 
 @pytest.mark.parametrize("case", list(LATE))
 def test_a_refusal_after_the_runs_checks_still_fails_the_run(tmp_path, case):
-    """In a process of its own: the refusal comes as the process ends."""
+    """In a process of its own: the refusal comes after the task scored (a thread the run waits
+    for) or as the process ends (then results.json, written already, is rewritten as failed)."""
     import subprocess
     import sys
 
@@ -205,7 +214,10 @@ def test_a_refusal_after_the_runs_checks_still_fails_the_run(tmp_path, case):
     folder.mkdir()
     (folder / "rows.jsonl").write_text(json.dumps({"q": "1", "a": "1"}) + "\n")
     body = LATE[case].format(marker=str(marker))
-    utils = "import functools, operator, os, sched, threading, time\n\ndef score(doc, results):\n"
+    utils = (
+        "import _thread, functools, operator, os, sched, threading, time, weakref\n\n"
+        "class K:\n    pass\n\nKEEP = []\n\ndef score(doc, results):\n"
+    )
     (folder / "utils.py").write_text(utils + body + "    return {'ok': 1.0}\n")
     yaml = YAML + 'doc_to_text: "{{q}}"\nprocess_results: !function utils.score\n'
     (folder / "early.yaml").write_text(yaml)
@@ -219,3 +231,10 @@ def test_a_refusal_after_the_runs_checks_still_fails_the_run(tmp_path, case):
     assert not marker.exists()
     assert "Traceback" not in done.stderr and "compile Python source" not in done.stderr
     assert "start a process" in done.stderr or "register an exit handler" in done.stderr
+    results = tmp_path / "out" / "results.json"
+    if results.exists():  # a stopped run's file: it says so, with the refusal
+        recorded = json.loads(results.read_text())["assay"]
+        assert recorded["stopped_by"] == "error"
+        assert "runtime guard refused it" in recorded["refused"]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("assay: error:")]
+    assert len(errors) == 1 and "t/early.yaml" in errors[0], done.stderr[-2000:]

@@ -59,7 +59,7 @@ from assay.run.run_plan import plan_run
 from assay.run.settings import RunSettings
 from assay.run.shard import TaskStages
 from assay.tasks.registry import Resolved
-from assay.tasks.runtime_guard import raise_pending
+from assay.tasks.runtime_guard import CodeRunRefused, raise_pending, results_written, settle
 from assay.tasks.task import Task
 from assay.util.terminal import terminal_safe
 
@@ -273,6 +273,9 @@ class Evaluation:
                 if out:
                     running = self._bill(bill, judges, None, running=True)
                     out.write_results(results.results(self.executor.describe(), running))
+            # The threads and timers the tasks' code started end (or a bounded wait does)
+            # before the results are written as a success; a refusal stops the run as failed.
+            settle()
         except BaseException as exc:
             # The bill of a stopped run: every answer paid for, and what stopped it.
             stop = stopped_by(exc, self.spending)
@@ -280,8 +283,9 @@ class Evaluation:
             if out and (self.bill or results.tasks):  # a run that did or paid nothing: no file
                 stopped = results.results(self.executor.describe(), self.bill)
                 try:
+                    refused = {"refused": str(exc)} if isinstance(exc, CodeRunRefused) else {}
                     out.write_results(
-                        {**stopped, "assay": {**stopped["assay"], "stopped_by": stop}}
+                        {**stopped, "assay": {**stopped["assay"], "stopped_by": stop, **refused}}
                     )
                 except OSError as failed:  # a full disk: the first error is the one to tell
                     log.warning("could not record the stopped run's bill: %s", failed)
@@ -289,11 +293,10 @@ class Evaluation:
             if line and self.executor.primary:
                 print(terminal_safe(line), file=sys.stderr)
             raise
-        raise_pending()  # a refusal since the last task's check: no results written as success
         self.bill = self._bill(bill, judges, None)
         final = results.results(self.executor.describe(), self.bill)
         if out:
-            out.write_results(final)
+            results_written(out.write_results(final))
         if cache is not None:
             cache.close()
         return dict(final)

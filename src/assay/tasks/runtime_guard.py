@@ -116,6 +116,11 @@ class _State:
     stdlib: str = ""
     trusted: tuple[str, ...] = ()
     """assay's sandbox package: it launches programs on purpose."""
+    threads: set[object] = field(default_factory=set)
+    """A token per thread a guarded task started that has not ended (daemon threads aside)."""
+    ended: threading.Condition = field(default_factory=threading.Condition)
+    results_files: list[Path] = field(default_factory=list)
+    """The results files this process wrote as a success (`results_written`)."""
 
 
 _STATE = _State()
@@ -282,6 +287,27 @@ def _running(task: GuardedTask) -> Iterator[None]:
             _STATE.active[ident] = outer
 
 
+SETTLE_SECONDS = 5.0
+"""How long a run waits, before it writes its results, for the threads and timers its guarded
+tasks started (a timer that fires later is still caught: `exit_nonzero_after_late_refusals`)."""
+
+
+def settle(seconds: float = SETTLE_SECONDS) -> None:
+    """Wait (at most `seconds`) for the non-daemon threads guarded tasks started to end, then
+    raise the first refusal any guarded task met: a run calls this before it writes its
+    results as a success."""
+    state = _STATE
+    with state.ended:
+        state.ended.wait_for(lambda: not state.threads, timeout=seconds)
+    raise_pending()
+
+
+def results_written(path: Path) -> None:
+    """The run wrote `path` as a success: a refusal recorded later (as the process ends)
+    marks it as a failed run (`exit_nonzero_after_late_refusals`)."""
+    _STATE.results_files.append(path)
+
+
 def raise_pending() -> None:
     """Raise the first refusal a guarded task met outside its scoring windows (a thread, an
     exit or finalizer callback, its aggregation), if any."""
@@ -299,10 +325,12 @@ def exit_nonzero_after_late_refusals() -> None:
     def check() -> None:
         late = [t for t in {id(t): t for t in _STATE.tasks.values()}.values() if t.refusals]
         if late:
+            failed = [str(p) for p in _STATE.results_files if _mark_failed(p, late[0].refusals[0])]
+            marked = f"; {', '.join(failed)} now records a failed run" if failed else ""
             print(
                 f"assay: error: {late[0].where}: its Python was refused an operation after the "
-                "run's checks (said above); the run's results are not to be trusted: exit "
-                "code 2.",
+                f"run's checks (said above){marked}; the run's results are not to be trusted: "
+                "exit code 2.",
                 file=sys.stderr,
             )
             sys.stderr.flush()
@@ -310,6 +338,22 @@ def exit_nonzero_after_late_refusals() -> None:
             os._exit(2)
 
     atexit.register(check)  # registered first, so it runs last
+
+
+def _mark_failed(path: Path, refusal: CodeRunRefused) -> bool:
+    """Rewrite the results file `path` as a failed run's, as a refused run's is written:
+    `assay.stopped_by` "error", and the refusal said under `assay.refused`."""
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["assay"] = {**data.get("assay", {}), "stopped_by": "error", "refused": str(refusal)}
+        part = path.with_name(path.name + ".refused")
+        part.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+        os.replace(part, path)
+    except (OSError, ValueError, AttributeError):  # gone, or not ours to read: say so only
+        return False
+    return True
 
 
 def _first(task: GuardedTask) -> CodeRunRefused:
@@ -333,7 +377,10 @@ def _guard_finalizers(before: set[Any], task: GuardedTask) -> None:
         info.func = _in_window(info.func, task)
 
 
-def _in_window(func: Any, task: GuardedTask) -> Any:
+def _in_window(func: Any, task: GuardedTask, token: object | None = None) -> Any:
+    """`func`, run inside `task`'s window; `token` (a thread's) leaves `_STATE.threads` when
+    it returns."""
+
     def guarded(*args: Any, **kwargs: Any) -> Any:
         with _running(task):
             try:
@@ -342,8 +389,17 @@ def _in_window(func: Any, task: GuardedTask) -> Any:
                 # Already said and recorded (the run reports it, or the exit code does): the
                 # thread's default report would print a traceback from inside the window.
                 return None
+            finally:
+                if token is not None:
+                    _thread_ended(token)
 
     return guarded
+
+
+def _thread_ended(token: object) -> None:
+    with _STATE.ended:
+        _STATE.threads.discard(token)
+        _STATE.ended.notify_all()
 
 
 def _guard_exit(task: GuardedTask) -> None:
@@ -433,9 +489,20 @@ def _quiet_thread_refusals() -> None:
 def _starting_threads(key: str) -> Any:
     def start(function: Any, *args: Any, **kwargs: Any) -> Any:
         task = _task_here(sys._getframe(1))
-        if task is not None:
-            function = _in_window(function, task)
-        return _ORIGINALS[key](function, *args, **kwargs)
+        if task is None:
+            return _ORIGINALS[key](function, *args, **kwargs)
+        # A daemon Thread is not waited for (nor joined at exit); `_thread`'s bare threads are.
+        owner = getattr(function, "__self__", None)
+        token = None if isinstance(owner, threading.Thread) and owner.daemon else object()
+        if token is not None:
+            with _STATE.ended:
+                _STATE.threads.add(token)
+        try:
+            return _ORIGINALS[key](_in_window(function, task, token), *args, **kwargs)
+        except BaseException:
+            if token is not None:
+                _thread_ended(token)
+            raise
 
     return start
 
