@@ -97,6 +97,35 @@ def test_with_the_flag_import_time_code_runs_after_a_notice(tmp_path, capsys):
     assert "runtime guard saw" in err and "NOT in the sandbox" in err
 
 
+@pytest.mark.parametrize("consent", [False, True])
+@pytest.mark.parametrize("entry", ["evaluate", "validate --no-data", "validate"])
+def test_every_entry_point_passes_the_users_consent_to_the_loading(
+    tmp_path, capsys, entry, consent
+):
+    """`assay.evaluate(...)` and `assay validate` decide on import-time task code as `assay run`
+    does: refused without --confirm-run-unsafe-code, announced and run with it."""
+    from assay import evaluate
+    from assay.tasks.runtime_guard import CodeRunRefused
+
+    marker, folder = tmp_path / "ran", tmp_path / "t"
+    _task(folder, "os.system at the module's top level", marker)
+    if entry == "evaluate":
+        settings = {"confirm_run_unsafe_code": True} if consent else {}
+        if consent:
+            assert evaluate("dummy", "early", include_path=folder, cache=False, **settings)
+        else:
+            with pytest.raises(CodeRunRefused, match="runtime guard refused it"):
+                evaluate("dummy", "early", include_path=folder, cache=False, **settings)
+    else:
+        argv = ["validate", "--tasks", "early", "--include-path", str(folder)]
+        argv += ["--no-data"] if "no-data" in entry else []
+        code = main(argv + (["--confirm-run-unsafe-code"] if consent else []))
+        assert code == (0 if consent else (1 if "no-data" in entry else 2))
+    err = capsys.readouterr().err
+    assert marker.exists() == consent
+    assert ("runtime guard saw" in err and "NOT in the sandbox" in err) == consent
+
+
 FORK_EXEC = (
     "    r, w = os.pipe()\n"
     "    pid = fe([b'/bin/sh', b'-c', b'touch ' + {marker!r}.encode()], [b'/bin/sh'], True, (w,),"

@@ -32,6 +32,12 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     validate.add_argument(
         "--json", metavar="FILE", help="with --no-data: write every verdict to FILE as JSON"
     )
+    validate.add_argument(
+        "--confirm-run-unsafe-code",
+        action="store_true",
+        help="let the tasks' own Python run code of its own as it loads (a process, exec of a "
+        "string), after a notice, as `assay run --confirm-run-unsafe-code` does",
+    )
     validate.set_defaults(handler=main)
 
 
@@ -39,7 +45,9 @@ def main(args: argparse.Namespace) -> int:
     """Load every task's data and build its first doc; print one line per task."""
     from assay.run.evaluation import Evaluation
     from assay.tasks.registry import Registry
+    from assay.tasks.runtime_guard import start_run
 
+    start_run(args.confirm_run_unsafe_code)  # before any task file is imported, as `assay run`
     if args.no_data:
         return _definitions(args)
     if args.json:
@@ -51,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
         )
     evaluation = Evaluation(
         Registry(args.include_path, args.custom_tasks).resolve(split_csv(args.tasks)),
-        RunSettings(),
+        RunSettings(confirm_run_unsafe_code=args.confirm_run_unsafe_code),
     )
     evaluation.load_data()
     for task in evaluation.tasks:

@@ -43,6 +43,9 @@ def evaluate(
             f"include_path, custom_tasks and the RunSettings fields: {', '.join(_KEYWORDS)}."
         )
     run = RunSettings(model=model, **settings)
+    from assay.tasks.runtime_guard import start_run
+
+    start_run(run.confirm_run_unsafe_code)  # before any task file is imported, as `assay run`
     registry = Registry(_paths(include_path), _paths(custom_tasks))
     names = split_csv([tasks] if isinstance(tasks, str) else list(tasks))
     evaluation = Evaluation(registry.resolve(names), run)
