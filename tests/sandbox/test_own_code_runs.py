@@ -234,6 +234,49 @@ DISGUISED = {
 }
 
 
+TOP_LEVEL = {
+    "os.system bound at the top level": (
+        "import os\nRUN = os.system\n\ndef score(doc, results):\n    RUN(results[0])\n"
+        "    return {'ok': 1.0}\n",
+        "utils.py:2 os.system at its top level",
+    ),
+    "a thread made at the top level": (
+        "import os, threading\nT = threading.Thread(target=os.system, args=('true',))\n\n"
+        "def score(doc, results):\n    return {'ok': 1.0}\n",
+        "utils.py:2 os.system at its top level",
+    ),
+    "a default argument": (
+        "import os\n\ndef score(doc, results, _r=os.system):\n    _r(results[0])\n"
+        "    return {'ok': 1.0}\n",
+        "utils.py:3 os.system at its top level",
+    ),
+    "a class attribute": (
+        "import os\n\nclass K:\n    go = os.system\n\ndef score(doc, results):\n"
+        "    K.go(results[0])\n    return {'ok': 1.0}\n",
+        "utils.py:4 os.system at its top level",
+    ),
+    "exec bound under another name": (
+        "E = exec\n\ndef score(doc, results):\n    E(results[0], {})\n    return {'ok': 1.0}\n",
+        "utils.py:1 exec at its top level",
+    ),
+    "subprocess in a comprehension of the top level": (
+        "import subprocess\nR = [subprocess.Popen for _ in ()]\n\n"
+        "def score(doc, results):\n    return {'ok': 1.0}\n",
+        "utils.py:2 subprocess.Popen at its top level",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(TOP_LEVEL))
+def test_the_top_level_of_the_tasks_files_is_read(tmp_path, case):
+    """What a module's top level does (or binds for later) is read too: an import alone is no
+    finding, what it binds is judged where it is used."""
+    utils, expected = TOP_LEVEL[case]
+    write_task(tmp_path / "t", "process_results: !function utils.score\n", utils)
+    runs = runs_code_itself(Registry([tmp_path / "t"], builtins=False).get("quiet"))
+    assert expected in [str(r) for r in runs], case
+
+
 @pytest.mark.parametrize("case", list(DISGUISED))
 def test_exec_under_another_spelling_is_found(tmp_path, case):
     write_task(tmp_path / "t", "process_results: !function utils.score\n", DISGUISED[case])

@@ -1,6 +1,7 @@
 """The runtime guard: a task without unsafe_code whose Python runs code is refused as it runs.
 
-Each spelling below gets past the static scan (`runs_code_itself` finds nothing) and would run
+Each spelling below gets past the static scan (`runs_code_itself` finds nothing: the top level
+of the task's file names no runner either) and would run
 a shell command from a task's process_results; the audit hook refuses it: exit 2, naming the
 task, the file and line, the operation and the fix, and the command never runs. With
 --confirm-run-unsafe-code it runs, after a notice. Honest task code (dataclasses, namedtuple,
@@ -51,14 +52,21 @@ SPELLINGS = {
     "pkgutil.resolve_name": ("import pkgutil", "pkgutil.resolve_name('os:sys' + 'tem')({cmd!r})"),
     "os.spawnlp": ("import os", "os.spawnlp(os.P_WAIT, 'sh', 'sh', '-c', {cmd!r})"),
     "os.spawnvp": ("import os", "os.spawnvp(os.P_WAIT, 'sh', ['sh', '-c', {cmd!r}])"),
-    "a default argument": ("import os\n\ndef _run(c, _r=os.system):\n    _r(c)", "_run({cmd!r})"),
+    "a default argument": (
+        "import os, operator\n\ndef _run(c, _r=operator.attrgetter('sys' + 'tem')(os)):\n    _r(c)",
+        "_run({cmd!r})",
+    ),
     "functools.partial global": (
-        "import os, functools\nRUN = functools.partial(os.system)",
+        "import os, functools, operator\nRUN = functools.partial(operator.attrgetter('sys' + 'tem')(os))",
         "RUN({cmd!r})",
     ),
-    "a class attribute": ("import os\n\nclass K:\n    go = os.system", "K.go({cmd!r})"),
+    "a class attribute": (
+        "import os, operator\n\nclass K:\n    go = operator.attrgetter('sys' + 'tem')(os)",
+        "K.go({cmd!r})",
+    ),
     "a module dict": (
-        "import os, functools\nR = {{'x': functools.partial(os.system)}}",
+        "import os, functools, operator\n"
+        "R = {{'x': functools.partial(operator.attrgetter('sys' + 'tem')(os))}}",
         "R['x']({cmd!r})",
     ),
     "asyncio subprocess": (
@@ -77,7 +85,8 @@ SPELLINGS = {
         "'()': 'ext://os.sys' + 'tem', 'command': {cmd!r}}}}}}})",
     ),
     "functools.wraps over a lambda": (
-        "import os, functools\n_c = functools.partial(os.system, {cmd!r})\n\n"
+        "import os, functools, operator\n"
+        "_c = functools.partial(operator.attrgetter('sys' + 'tem')(os), {cmd!r})\n\n"
         "def _score(doc, results):\n    return None",
         "functools.wraps(_score)(lambda d, r, _c=_c: _c())(doc, results)",
     ),
@@ -184,10 +193,10 @@ def test_a_thread_the_task_started_is_watched_after_its_window(tmp_path, capsys)
     marker, folder = tmp_path / "ran", tmp_path / "t"
     utils = textwrap.dedent(
         f"""\
-        import os, threading
+        import operator, os, threading
         from concurrent.futures import ThreadPoolExecutor
 
-        RUN = {{"it": os.system}}  # out of the static scan's sight: the guard's case
+        RUN = {{"it": operator.attrgetter("sys" + "tem")(os)}}  # out of the static scan's sight
         gate = threading.Event()
         pool = None
 
@@ -220,9 +229,9 @@ def test_a_finalizer_the_task_registered_runs_guarded(tmp_path):
     marker, folder = tmp_path / "ran", tmp_path / "t"
     utils = textwrap.dedent(
         f"""\
-        import os, weakref
+        import operator, os, weakref
 
-        RUN = {{"it": os.system}}
+        RUN = {{"it": operator.attrgetter("sys" + "tem")(os)}}
         kept = []
 
         class Box:
@@ -261,7 +270,7 @@ def test_an_exit_handler_the_task_registered_runs_guarded(tmp_path, case):
     marker, folder = tmp_path / "ran", tmp_path / "t"
     setup, call, code = EXIT_HANDLERS[case]
     utils = (
-        f"import os\n{setup}\n\nRUN = {{'it': os.system}}\n\n"
+        f"import os, operator\n{setup}\n\nRUN = {{'it': operator.attrgetter('sys' + 'tem')(os)}}\n\n"
         f"def score(doc, results):\n    {call.format(cmd=f'touch {marker}')}\n"
         "    return {'ok': 1.0}\n"
     )
@@ -319,9 +328,9 @@ def test_a_thread_started_after_the_window_from_the_tasks_code_is_watched(tmp_pa
     marker, folder = tmp_path / "ran", tmp_path / "t"
     utils = textwrap.dedent(
         f"""\
-        import os, threading
+        import operator, os, threading
 
-        RUN = {{"it": os.system}}
+        RUN = {{"it": operator.attrgetter("sys" + "tem")(os)}}
         timers = []
 
         def score(doc, results):

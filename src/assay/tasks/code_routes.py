@@ -15,7 +15,8 @@ The run prints one line per code task saying which (`describe`).
 
 A task that does not declare `unsafe_code` is checked by what its scoring runs
 (`runs_code_itself`): when the Python that sees model output (process_results, metric and
-custom filter functions, and the functions of the task's own files they call) could run code
+custom filter functions, the functions of the task's own files they call, and the top level
+of those files) could run code
 (exec, eval, compile, a process, ctypes ..., or a lookup by a computed name that could reach
 any of them: `getattr(builtins, name)`, `vars()`, `globals()`, `__builtins__`), the task counts as a code task whose programs
 run in this process: the run is refused without --confirm-run-unsafe-code, naming the file,
@@ -212,7 +213,8 @@ class CodeRun:
     """What it calls or imports: exec, eval, subprocess, os.system ..."""
 
     def __str__(self) -> str:
-        return f"{Path(self.file).name}:{self.line} {self.what} in {self.function}()"
+        where = "at its top level" if self.function == "<module>" else f"in {self.function}()"
+        return f"{Path(self.file).name}:{self.line} {self.what} {where}"
 
 
 _MAX_FUNCTIONS = 500
@@ -221,8 +223,9 @@ _MAX_FUNCTIONS = 500
 
 def runs_code_itself(config: TaskConfig) -> list[CodeRun]:
     """Where the Python that scores `config` could run code itself: its process_results,
-    metric and custom filter functions, and every function or class method of the task's own
-    folders they name, followed through their globals. assay's own functions (built-in
+    metric and custom filter functions, every function or class method of the task's own
+    folders they name, followed through their globals, and the top level of those functions'
+    modules (class bodies, default arguments and module-level statements included). assay's own functions (built-in
     tasks) are not scanned: they run programs in the sandbox."""
     roots = [
         f
@@ -236,6 +239,7 @@ def runs_code_itself(config: TaskConfig) -> list[CodeRun]:
     }
     found: dict[tuple[str, int | None, str], CodeRun] = {}
     seen: set[CodeType] = set()
+    modules: set[str] = set()
     stack = list(roots)
     while stack and len(seen) < _MAX_FUNCTIONS:
         function = stack.pop()
@@ -246,12 +250,38 @@ def runs_code_itself(config: TaskConfig) -> list[CodeRun]:
             continue
         seen.add(code)
         namespace = getattr(function, "__globals__", {})
-        for run in _scan(code, namespace):
+        scans = [_scan(code, namespace)]
+        module = _module_code(namespace, folders, modules)
+        if module is not None:  # its top level ran as it imported: read it as well
+            scans.append(_scan(module, namespace, _runs_at_import, imports=False))
+        for run in (run for scan in scans for run in scan):
             if isinstance(run, CodeRun):
                 found.setdefault((run.file, run.line, run.what), run)
             elif _own(run, folders):
                 stack += _functions_of(run)
     return sorted(found.values(), key=lambda r: (r.file, r.line or 0, r.what))
+
+
+def _module_code(namespace: dict[str, Any], folders: set[str], done: set[str]) -> CodeType | None:
+    """The top-level code of the module whose globals are `namespace`, the first time it is
+    asked for, when that module is a file of the task's own folders (None otherwise)."""
+    file = namespace.get("__file__")
+    if not isinstance(file, str) or file in done or not file.startswith(tuple(folders)):
+        return None
+    done.add(file)
+    try:
+        return compile(Path(file).read_bytes(), file, "exec")
+    except (OSError, SyntaxError, ValueError):
+        return None  # it imported, so it compiled: a file changed since is the guard's
+
+
+def _runs_at_import(code: CodeType) -> bool:
+    """Whether nested `code` runs as its module's top level runs: a class body, a
+    comprehension or generator, a lambda (conservatively); a function's body runs only when
+    called (the scan follows the functions the top level names)."""
+    import inspect
+
+    return code.co_name.startswith("<") or not code.co_flags & inspect.CO_OPTIMIZED
 
 
 def _own(obj: Any, folders: set[str]) -> bool:
@@ -277,14 +307,21 @@ def _functions_of(obj: Any) -> list[Any]:
     return [obj]
 
 
-def _scan(code: CodeType, namespace: dict[str, Any]) -> Iterator[CodeRun | Any]:
-    """For one function's code (and the lambdas, comprehensions and nested functions in it):
-    a CodeRun for each call or import that could run code, and each other global it names
-    that is a function or class (for the caller to follow)."""
+def _scan(
+    code: CodeType,
+    namespace: dict[str, Any],
+    descend: Callable[[CodeType], bool] = lambda c: True,
+    imports: bool = True,
+) -> Iterator[CodeRun | Any]:
+    """For one function's code (and the lambdas, comprehensions and nested functions in it,
+    those `descend` accepts): a CodeRun for each call or import that could run code, and each
+    other global it names that is a function or class (for the caller to follow). Without
+    `imports`, (a module's top level) an import is no finding: what it binds is judged where
+    it is used."""
     stack = [code]
     while stack:
         current = stack.pop()
-        stack += [c for c in current.co_consts if isinstance(c, CodeType)]
+        stack += [c for c in current.co_consts if isinstance(c, CodeType) and descend(c)]
         receiver: Any = None
         for ins in dis.get_instructions(current):
             name = ins.argval if isinstance(ins.argval, str) else ""
@@ -302,8 +339,10 @@ def _scan(code: CodeType, namespace: dict[str, Any]) -> Iterator[CodeRun | Any]:
                 if what is None and isinstance(value, FunctionType | type):
                     yield value
                 receiver = value
-            elif ins.opname == "IMPORT_NAME" and (
-                name.split(".")[0] in _RUNNING_MODULES or name == "builtins"
+            elif (
+                imports
+                and ins.opname == "IMPORT_NAME"
+                and (name.split(".")[0] in _RUNNING_MODULES or name == "builtins")
             ):
                 what = name
             elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD"):
