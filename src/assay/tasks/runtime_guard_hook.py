@@ -7,13 +7,16 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
+from assay.tasks import runtime_guard_wrappers
 from assay.tasks.runtime_guard_refusals import refuse
 from assay.tasks.runtime_guard_state import (
     CODE_EVENTS,
+    FRAME_EVENTS,
     GC_EVENTS,
     PROCESS_EVENTS,
     STATE,
@@ -22,12 +25,7 @@ from assay.tasks.runtime_guard_state import (
     task_here,
     task_of,
 )
-from assay.tasks.runtime_guard_wrappers import (
-    audit_fork_exec,
-    check_exit_handlers,
-    follow_threads,
-    quiet_thread_refusals,
-)
+from assay.tasks.runtime_guard_wrappers import HANDOUT, quiet_thread_refusals, wrap_all
 
 _WATCHED = PROCESS_EVENTS | CODE_EVENTS
 
@@ -60,11 +58,42 @@ def install() -> None:
     state.stdlib = os.path.join(paths["stdlib"], "")
     state.trusted = (os.path.join(str(Path(assay.sandbox.__file__).parent), ""),)
     state.installed_at = time.time()
+    # The originals live in the handout hook's closure alone (nothing in Python can list the
+    # audit hooks): it is added first, so no wrapper ever asks before it can answer.
+    originals: dict[str, Any] = {}
+    codes: list[CodeType] = []
+    sys.addaudithook(handout(originals, codes))
     sys.addaudithook(_hook)
-    audit_fork_exec()
-    follow_threads()
-    check_exit_handlers()
+    wrap_all(originals, codes)
     quiet_thread_refusals()
+
+
+def handout(originals: dict[str, Any], codes: list[CodeType]) -> Callable[..., None]:
+    """The audit hook that hands a wrapper (a frame running one of `codes`, with the wrappers'
+    module as its globals, through `runtime_guard_wrappers.original`) the function it wraps;
+    anyone else asking gets nothing. A hook of its own, so that the frames of the guard's main
+    hook (which formats the task's objects in its messages) hold no original."""
+    asker = runtime_guard_wrappers.original.__code__
+    namespace = vars(runtime_guard_wrappers)
+
+    def hand_out(event: str, args: tuple[Any, ...]) -> None:
+        if event != HANDOUT:
+            return
+        asking = sys._getframe(1)
+        wrapper = asking.f_back
+        if (
+            asking.f_code is asker
+            and asking.f_globals is namespace
+            and wrapper is not None
+            and wrapper.f_globals is namespace
+            and any(wrapper.f_code is code for code in codes)
+            and len(args) == 2
+            and type(args[0]) is str
+            and type(args[1]) is list
+        ):
+            args[1].append(originals[args[0]])
+
+    return hand_out
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
@@ -74,6 +103,9 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
         return
     if event in GC_EVENTS:
         _refuse_reimport(event, args)
+        return
+    if event in FRAME_EVENTS:
+        _refuse_reimport(event, args, own_frame_only=True)
         return
     if event not in _WATCHED and not event.startswith("ctypes."):
         return
@@ -87,9 +119,11 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     refuse(found[0], event, args, found[1])
 
 
-def _refuse_reimport(event: str, args: tuple[Any, ...]) -> None:
-    """A guarded task importing a wrapped module afresh, or walking the object graph, is
-    refused: both lead back to the functions the guard wraps."""
+def _refuse_reimport(event: str, args: tuple[Any, ...], own_frame_only: bool = False) -> None:
+    """A guarded task importing a wrapped module afresh, walking the object graph, or setting a
+    trace function is refused: each leads back to the functions the guard wraps. With
+    `own_frame_only`, only when a frame of the task's files asks (a tracer that a coverage tool
+    set for every thread still starts in the task's threads)."""
     caller = sys._getframe(2)
     for frame in frames(caller):
         if frame.f_code.co_filename.startswith(STATE.trusted):
@@ -97,7 +131,8 @@ def _refuse_reimport(event: str, args: tuple[Any, ...]) -> None:
     task = task_here(caller)
     if task is not None:
         own = next((f for f in frames(caller) if task_of(f.f_code.co_filename)), None)
-        refuse(task, event, args, own)
+        if own is not None or not own_frame_only:
+            refuse(task, event, args, own)
 
 
 def _judge(

@@ -11,6 +11,7 @@ from types import FrameType
 from typing import Any
 
 from assay.tasks.runtime_guard_state import (
+    FRAME_EVENTS,
     GC_EVENTS,
     PROCESS_EVENTS,
     STATE,
@@ -84,6 +85,8 @@ def _event_words(event: str, args: tuple[Any, ...]) -> str:
         return f"load code with {event}"
     if event == "import":
         return f"import {args[0]} afresh (undoing the guard's wrappers)"
+    if event in FRAME_EVENTS:
+        return f"watch the interpreter's frames ({event})"
     if event in GC_EVENTS:
         return f"walk the object graph ({event})"
     if event == "atexit.register":

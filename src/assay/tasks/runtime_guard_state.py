@@ -43,6 +43,9 @@ PROCESS_EVENTS = frozenset(
 CODE_EVENTS = frozenset({"compile", "exec", "marshal.loads", "marshal.load", "code.__new__"})
 GC_EVENTS = frozenset({"gc.get_referents", "gc.get_referrers", "gc.get_objects"})
 """Walks of the object graph, another way to the originals the wrappers call."""
+FRAME_EVENTS = frozenset({"sys.settrace", "sys.setprofile", "sys._current_frames"})
+"""A trace or profile function, or other threads' frames: ways into the frames of the guard's
+own code (the hook that holds the originals) from outside them."""
 
 
 @dataclass

@@ -8,38 +8,60 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
+from types import CodeType
 from typing import Any
 
 from assay.tasks.runtime_guard_refusals import refuse
 from assay.tasks.runtime_guard_state import STATE, CodeRunRefused, GuardedTask, running, task_here
 
-_ORIGINALS: dict[str, Any] = {}
-"""The functions the guard wraps, by "module.name": the wrappers look them up here rather
-than hold them in a closure or attribute a task could read (`fork_exec.__closure__`); a task
-that reads this module's globals through a wrapper's `__globals__` can still reach them (see
-docs/reliability.md)."""
+HANDOUT = "assay.runtime_guard.original"
+"""The audit event by which a wrapper asks for the function it wraps (`original`)."""
 
 
-def _wrap(module: Any, name: str, make: Any) -> None:
-    """Replace `module.name` by `make(key)`, keeping the original in _ORIGINALS."""
+def original(key: str) -> Any:
+    """The function the guard wrapped as `key` ("module.name"). The originals are held by an
+    audit hook of their own (`runtime_guard_hook.handout`), which hands one out only to a
+    wrapper's frame of this module: no wrapper holds one in a closure, attribute or global, so
+    `fork_exec.__closure__` and `fork_exec.__globals__` lead to none."""
+    box: list[Any] = []
+    sys.audit(HANDOUT, key, box)
+    return box[0]
+
+
+def wrap_all(originals: dict[str, Any], codes: list[CodeType]) -> None:
+    """Replace the functions the guard wraps; each original goes to `originals`, and the code
+    of each wrapper (which may ask for one) to `codes`."""
+    audit_fork_exec(originals, codes)
+    follow_threads(originals, codes)
+    check_exit_handlers(originals, codes)
+
+
+def _wrap(
+    module: Any, name: str, make: Any, originals: dict[str, Any], codes: list[CodeType]
+) -> Any:
+    """Replace `module.name` by `make(key)`, keeping the original in `originals`; the wrapper."""
     key = f"{module.__name__}.{name}"
-    original = getattr(module, name, None)
-    if original is None or key in _ORIGINALS:
-        return
-    _ORIGINALS[key] = original
-    setattr(module, name, make(key))
+    found = getattr(module, name, None)
+    if found is None or key in originals:
+        return None
+    originals[key] = found
+    wrapper = make(key)
+    codes.append(wrapper.__code__)
+    setattr(module, name, wrapper)
+    return wrapper
 
 
-def follow_threads() -> None:
+def follow_threads(originals: dict[str, Any], codes: list[CodeType]) -> None:
     """A thread started while a guarded task's Python runs runs that task's Python too (a
     `Thread(target=os.system)` has no frame of the task's files): every way Python starts a
-    thread passes its function through here first."""
+    thread (`_thread.start_new` too, an old name of start_new_thread) passes its function
+    through here first."""
     import _thread
 
     for module in (_thread, threading):
-        for name in ("start_new_thread", "_start_new_thread", "start_joinable_thread",
-                     "_start_joinable_thread"):  # fmt: skip
-            _wrap(module, name, _starting_threads)
+        for name in ("start_new_thread", "start_new", "_start_new_thread",
+                     "start_joinable_thread", "_start_joinable_thread"):  # fmt: skip
+            _wrap(module, name, _starting_threads, originals, codes)
 
 
 def quiet_thread_refusals() -> None:
@@ -58,7 +80,7 @@ def _starting_threads(key: str) -> Any:
     def start(function: Any, *args: Any, **kwargs: Any) -> Any:
         task = task_here(sys._getframe(1))
         if task is None:
-            return _ORIGINALS[key](function, *args, **kwargs)
+            return original(key)(function, *args, **kwargs)
         # A daemon Thread is not waited for (nor joined at exit); `_thread`'s bare threads are.
         owner = getattr(function, "__self__", None)
         token = None if isinstance(owner, threading.Thread) and owner.daemon else object()
@@ -66,7 +88,7 @@ def _starting_threads(key: str) -> Any:
             with STATE.ended:
                 STATE.threads.add(token)
         try:
-            return _ORIGINALS[key](in_window(function, task, token), *args, **kwargs)
+            return original(key)(in_window(function, task, token), *args, **kwargs)
         except BaseException:
             if token is not None:
                 _thread_ended(token)
@@ -75,14 +97,16 @@ def _starting_threads(key: str) -> Any:
     return start
 
 
-def check_exit_handlers() -> None:
+def check_exit_handlers(originals: dict[str, Any], codes: list[CodeType]) -> None:
     """An exit handler that is itself a runner (atexit.register(os.system, cmd)) is refused
     when registered, inside the window, so the run stops with exit code 2: at exit a refusal can
     only be printed. Any other handler a guarded task registers runs guarded (`guard_exit`)."""
     import atexit
 
-    _wrap(atexit, "register", _registering)
-    _wrap(threading, "_register_atexit", _registering)  # runs as threads are joined at exit
+    _wrap(atexit, "register", _registering, originals, codes)
+    _wrap(
+        threading, "_register_atexit", _registering, originals, codes
+    )  # runs as threads are joined at exit
 
 
 def _registering(key: str) -> Any:
@@ -90,7 +114,7 @@ def _registering(key: str) -> Any:
         task = task_here(sys._getframe(1))
         if task is not None and _runs_code(function):
             refuse(task, "atexit.register", (function,), None)
-        return _ORIGINALS[key](function, *args, **kwargs)
+        return original(key)(function, *args, **kwargs)
 
     return register
 
@@ -106,7 +130,7 @@ def _runs_code(function: Any) -> bool:
     return _runner(function, getattr(function, "__name__", "")) is not None
 
 
-def audit_fork_exec() -> None:
+def audit_fork_exec(originals: dict[str, Any], codes: list[CodeType]) -> None:
     """CPython raises no audit event in `_posixsubprocess.fork_exec`, which starts every
     subprocess and multiprocessing child (`subprocess.Popen` raises one before calling it; a
     direct call does not): the module's function is replaced by one that raises an event first."""
@@ -116,14 +140,14 @@ def audit_fork_exec() -> None:
         return
     import subprocess
 
-    _wrap(_posixsubprocess, "fork_exec", lambda key: _fork_exec)
-    if hasattr(subprocess, "_fork_exec"):  # Python 3.12 on binds it by name
-        subprocess._fork_exec = _fork_exec
+    wrapper = _wrap(_posixsubprocess, "fork_exec", lambda key: _fork_exec, originals, codes)
+    if wrapper is not None and hasattr(subprocess, "_fork_exec"):  # 3.12 on binds it by name
+        subprocess._fork_exec = wrapper
 
 
 def _fork_exec(*args: Any) -> Any:
     sys.audit("_posixsubprocess.fork_exec", args[0] if args else None)
-    return _ORIGINALS["_posixsubprocess.fork_exec"](*args)
+    return original("_posixsubprocess.fork_exec")(*args)
 
 
 def in_window(func: Any, task: GuardedTask, token: object | None = None) -> Any:
