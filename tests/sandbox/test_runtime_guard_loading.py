@@ -267,3 +267,20 @@ def test_a_refusal_after_the_runs_checks_still_fails_the_run(tmp_path, case):
         assert "runtime guard refused it" in recorded["refused"]
     errors = [line for line in done.stderr.splitlines() if line.startswith("assay: error:")]
     assert len(errors) == 1 and "t/early.yaml" in errors[0], done.stderr[-2000:]
+
+
+def test_a_late_refusal_marks_only_the_results_file_this_run_wrote(tmp_path):
+    """The exit-time rewrite leaves a results.json that another run wrote since alone."""
+    from assay.tasks.runtime_guard_refusals import mark_failed
+    from assay.tasks.runtime_guard_state import CodeRunRefused
+
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"results": {}, "assay": {}}))
+    ours = path.read_bytes()
+    refusal = CodeRunRefused("task 't': the runtime guard refused it")
+    assert mark_failed(path, ours, refusal)
+    recorded = json.loads(path.read_text())["assay"]
+    assert recorded == {"stopped_by": "error", "refused": str(refusal)}
+    path.write_text(json.dumps({"results": {"other": {}}, "assay": {}}))
+    theirs = path.read_bytes()
+    assert not mark_failed(path, ours, refusal) and path.read_bytes() == theirs

@@ -42,6 +42,7 @@ threads and callbacks), `runtime_guard_refusals` (raising, recording and wording
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import weakref
@@ -238,7 +239,8 @@ def settle(seconds: float = SETTLE_SECONDS) -> None:
 def results_written(path: Path) -> None:
     """The run wrote `path` as a success: a refusal recorded later (as the process ends)
     marks it as a failed run (`exit_nonzero_after_late_refusals`)."""
-    STATE.results_files.append(path)
+    with contextlib.suppress(OSError):  # gone already: nothing of this run's to mark later
+        STATE.results_files.append((path, path.read_bytes()))
 
 
 def raise_pending() -> None:
@@ -258,7 +260,8 @@ def exit_nonzero_after_late_refusals() -> None:
     def check() -> None:
         late = [t for t in {id(t): t for t in STATE.tasks.values()}.values() if t.refusals]
         if late:
-            failed = [str(p) for p in STATE.results_files if mark_failed(p, late[0].refusals[0])]
+            refusal = late[0].refusals[0]
+            failed = [str(p) for p, text in STATE.results_files if mark_failed(p, text, refusal)]
             marked = f"; {', '.join(failed)} now records a failed run" if failed else ""
             print(
                 f"assay: error: {late[0].where}: its Python was refused an operation after the "

@@ -94,14 +94,21 @@ def _event_words(event: str, args: tuple[Any, ...]) -> str:
     return f"call into C with ctypes ({event})"
 
 
-def mark_failed(path: Path, refusal: CodeRunRefused) -> bool:
+def mark_failed(path: Path, written: bytes, refusal: CodeRunRefused) -> bool:
     """Rewrite the results file `path` as a failed run's, as a refused run's is written:
-    `assay.stopped_by` "error", and the refusal said under `assay.refused`."""
+    `assay.stopped_by` "error", and the refusal said under `assay.refused` (secrets hidden as
+    in every output). Only while it still holds the bytes this run `written` (a run that
+    wrote the folder since keeps its file)."""
     import json
 
+    from assay.util.redact import clean_text
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        data["assay"] = {**data.get("assay", {}), "stopped_by": "error", "refused": str(refusal)}
+        if path.read_bytes() != written:
+            return False
+        data = json.loads(written)
+        refused = clean_text(str(refusal))
+        data["assay"] = {**data.get("assay", {}), "stopped_by": "error", "refused": refused}
         part = path.with_name(path.name + ".refused")
         part.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
         os.replace(part, path)

@@ -80,8 +80,9 @@ class GuardState:
     threads: set[object] = field(default_factory=set)
     """A token per thread a guarded task started that has not ended (daemon threads aside)."""
     ended: threading.Condition = field(default_factory=threading.Condition)
-    results_files: list[Path] = field(default_factory=list)
-    """The results files this process wrote as a success (`results_written`)."""
+    results_files: list[tuple[Path, bytes]] = field(default_factory=list)
+    """The results files this process wrote as a success, with the bytes written
+    (`results_written`): a file another run has rewritten since is not this run's to mark."""
 
 
 STATE = GuardState()
