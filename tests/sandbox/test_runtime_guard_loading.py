@@ -284,3 +284,28 @@ def test_a_late_refusal_marks_only_the_results_file_this_run_wrote(tmp_path):
     path.write_text(json.dumps({"results": {"other": {}}, "assay": {}}))
     theirs = path.read_bytes()
     assert not mark_failed(path, ours, refusal) and path.read_bytes() == theirs
+
+
+def test_a_metric_script_from_the_current_directory_is_announced(tmp_path, capsys, monkeypatch):
+    """evaluate.load('name') imports ./name/name.py when the directory assay starts in has
+    one (as under lm-eval): the run says so before it runs, naming the file."""
+    pytest.importorskip("evaluate")
+    from assay.metrics.hf_evaluate import load_evaluate_metric
+
+    script = tmp_path / "localmetric" / "localmetric.py"
+    script.parent.mkdir()
+    script.write_text(
+        "import datasets\nimport evaluate\n\n\nclass Localmetric(evaluate.Metric):\n"
+        "    def _info(self):\n"
+        "        return evaluate.MetricInfo(description='', citation='', inputs_description='',"
+        " features=datasets.Features({'predictions': datasets.Value('string'),"
+        " 'references': datasets.Value('string')}))\n\n"
+        "    def _compute(self, predictions, references):\n"
+        "        return {'localmetric': float(predictions == references)}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "modules"))
+    compute = load_evaluate_metric("localmetric")
+    assert compute(predictions=["a"], references=["a"]) == {"localmetric": 1.0}
+    err = capsys.readouterr().err
+    assert f"imports {script}" in err and "runs in this process" in err

@@ -15,7 +15,9 @@ refuses the task when the load fails.
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
@@ -42,6 +44,15 @@ def load_evaluate_metric(name: str, known: Sequence[str] | None = None) -> Any:
             f"{why}, which needs the evaluate package; install it with "
             "pip install 'assay[evaluate]'."
         ) from None
+    local = _local_script(name)
+    if local is not None:
+        print(
+            f"assay: metric {name!r}: evaluate.load imports {local} from the directory assay "
+            "was started in, as it does for lm-eval: that file is Python and runs in this "
+            "process, neither sandboxed nor watched as the task's own code. Start assay "
+            "elsewhere if you do not trust it.",
+            file=sys.stderr,
+        )
     try:
         return evaluate.load(name).compute
     except Exception as exc:  # the library's own reasons (offline, unknown name) are kept
@@ -61,3 +72,11 @@ def load_evaluate_metric(name: str, known: Sequence[str] | None = None) -> Any:
             "with HF_EVALUATE_OFFLINE=1; or put the metric's script in a local folder NAME/NAME.py "
             "(evaluate.load looks there first)."
         ) from None
+
+
+def _local_script(name: str) -> Path | None:
+    """The script `evaluate.load(name)` imports from the current directory, if there is one
+    (a NAME.py path, or a folder NAME holding NAME.py: evaluate looks there before the hub)."""
+    path = Path(name)
+    script = path if name.endswith(".py") else path / f"{path.name}.py"
+    return script.resolve() if script.is_file() else None
