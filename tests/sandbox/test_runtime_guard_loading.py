@@ -308,4 +308,4 @@ def test_a_metric_script_from_the_current_directory_is_announced(tmp_path, capsy
     compute = load_evaluate_metric("localmetric")
     assert compute(predictions=["a"], references=["a"]) == {"localmetric": 1.0}
     err = capsys.readouterr().err
-    assert f"imports {script}" in err and "runs in this process" in err
+    assert f"imports {script}" in err and "runs in this process as it imports" in err

@@ -48,9 +48,9 @@ def load_evaluate_metric(name: str, known: Sequence[str] | None = None) -> Any:
     if local is not None:
         print(
             f"assay: metric {name!r}: evaluate.load imports {local} from the directory assay "
-            "was started in, as it does for lm-eval: that file is Python and runs in this "
-            "process, neither sandboxed nor watched as the task's own code. Start assay "
-            "elsewhere if you do not trust it.",
+            "was started in, as it does for lm-eval: that file is Python, and its top level "
+            "runs in this process as it imports, not sandboxed. Start assay elsewhere if you "
+            "do not trust it.",
             file=sys.stderr,
         )
     try:
