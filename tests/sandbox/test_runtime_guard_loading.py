@@ -309,3 +309,31 @@ def test_a_metric_script_from_the_current_directory_is_announced(tmp_path, capsy
     assert compute(predictions=["a"], references=["a"]) == {"localmetric": 1.0}
     err = capsys.readouterr().err
     assert f"imports {script}" in err and "runs in this process as it imports" in err
+
+
+def test_a_refusal_hides_the_runs_secrets(tmp_path):
+    """A refused command that holds a secret of the run (a key given in the model's arguments)
+    is shown with the secret hidden."""
+    from assay.tasks.registry import Registry
+    from assay.tasks.runtime_guard import CodeRunRefused, scoring_window
+    from assay.util.redact import remember
+
+    secret = "sk-guard-secret-0123456789"
+    remember(secret)
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "rows.jsonl").write_text(json.dumps({"q": "1", "a": "1"}) + "\n")
+    (folder / "utils.py").write_text(
+        "import operator, os\n\ndef score(doc, results):\n"
+        f"    operator.attrgetter('sys' + 'tem')(os)('echo {secret}')\n    return {{'ok': 1.0}}\n"
+    )
+    (folder / "early.yaml").write_text(
+        YAML.replace("rows.jsonl", str(folder / "rows.jsonl"))
+        + 'doc_to_text: "{{q}}"\nprocess_results: !function utils.score\n'
+    )
+    config = Registry([folder], builtins=False).get("early")
+    assert config.process_results is not None
+    with pytest.raises(CodeRunRefused) as refused, scoring_window(config, confirmed=False):
+        config.process_results({}, ["x"])
+    assert "start a process (os.system" in str(refused.value)
+    assert secret not in str(refused.value)

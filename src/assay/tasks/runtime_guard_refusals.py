@@ -21,8 +21,11 @@ from assay.tasks.runtime_guard_state import (
 
 
 def refuse(task: GuardedTask, event: str, args: tuple[Any, ...], frame: FrameType | None) -> None:
-    """Raise (and record) the refusal of `event`; with the consent flag, say so once instead."""
-    refusal = CodeRunRefused(_message(task, event, args, frame))
+    """Raise (and record) the refusal of `event`; with the consent flag, say so once instead.
+    Its message hides secrets as every output does (a command may hold a key)."""
+    from assay.util.redact import clean_text
+
+    refusal = CodeRunRefused(clean_text(_message(task, event, args, frame)))
     if task.confirmed:
         if not task.announced:
             task.announced = True
