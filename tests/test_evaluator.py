@@ -155,6 +155,38 @@ def test_results_record_the_few_shot_layout_the_prompts_used():
     assert run([task])[0]["fewshot_as_multiturn"] is False
 
 
+@pytest.mark.parametrize(
+    ("asked", "task_string", "own", "fixed"),
+    [
+        (None, None, 2, 0),  # each task's own count
+        (1, None, 1, 0),  # --num_fewshot, except where a YAML fixes 0
+        (0, None, 0, 0),  # an explicit 0 is a count
+        (1, 3, 3, 0),  # `task|3` beats --num_fewshot
+    ],
+)
+def test_recorded_n_shot_and_prompts_follow_the_few_shot_count(asked, task_string, own, fixed):
+    def task(name, mark, **kwargs):
+        return gen_task(
+            name=name,
+            prompt_function=lambda row, _: Doc(f"{mark}{row['q']}", [row["a"]], gold_index=0),
+            dataset_loader=lambda **_: {"train": ROWS[1:], "validation": ROWS[:1]},
+            **kwargs,
+        )
+
+    configs = [
+        task("own", "<", num_fewshots=2),
+        task("fixed", "[", num_fewshots=0, num_fewshots_fixed=True),
+    ]
+    lm = RecordingLM()
+    settings = RunSettings(model=lm, num_fewshot=asked, show_progress=False)
+    resolved = Resolved([TaskRequest(c, task_string) for c in configs])
+    results = Evaluation(resolved, settings).run()
+    assert results["n-shot"] == {"own": own, "fixed": fixed}
+    # Each prompt holds its doc's question and one more per few-shot example.
+    counts = sorted((r.prompt.count("<"), r.prompt.count("[")) for r in lm.generate)
+    assert counts == sorted([(own + 1, 0), (0, fixed + 1)])
+
+
 def test_streaming_in_small_shards_changes_nothing(monkeypatch, tmp_path):
     mc = TaskConfig(
         name="mc",
