@@ -471,11 +471,25 @@ def test_bad_prompt_layout_is_a_task_config_error():
         run([lighteval_mc(target_delimiter="")])
 
 
-def test_batch_size_flag_and_model_arg_that_disagree_are_refused_before_any_task_loads():
-    with pytest.raises(ConfigError, match="--batch-size 8 and --model-args batch_size=4 disagree"):
-        Evaluation(
-            Resolved([]), RunSettings(model="dummy", model_args={"batch_size": 4}, batch_size=8)
-        )
+@pytest.mark.parametrize(
+    ("model_args", "flag", "ran", "said"),
+    [
+        ({"batch_size": 4}, 8, 8, True),  # --batch-size wins over the model arg, and says so
+        ({"batch_size": "4"}, 4, 4, False),  # the same size, spelled as text: nothing to say
+        ({"batch_size": 4}, None, 4, False),  # the model arg alone, as lm-eval's users write it
+        ({}, 8, 8, False),
+    ],
+)
+def test_batch_size_flag_wins_over_the_model_arg(model_args, flag, ran, said, capsys):
+    settings = RunSettings(
+        model="dummy", model_args=model_args, batch_size=flag, show_progress=False
+    )
+    run = Evaluation(Resolved([TaskRequest(gen_task())]), settings)
+    results = run.run()
+    assert run.executor.model.batch_size == ran  # what the backend was built with
+    assert str(results["config"]["batch_size"]) == str(ran)
+    line = f"--batch-size {flag} wins over --model-args batch_size={model_args.get('batch_size')}"
+    assert (line in capsys.readouterr().err) is said
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,8 @@ def test_the_backend_arguments_are_computed_once_for_the_description_build_and_h
     # check_settings asks once for the flags that contradict --model-args; the plan holds the
     # arguments the description, the build and results.json's header read.
     assert len(calls) == 1
-    assert run.plan.backend.args is not None and run.plan.backend.args["batch_size"] == 4
+    assert run.plan.backend.batch_size == 4
+    assert run.plan.backend.args is not None and "batch_size" not in run.plan.backend.args
     results = (tmp_path / "out" / "results.json").read_text(encoding="utf-8")
     assert '"batch_size": 4' in results
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -22,21 +23,41 @@ log = logging.getLogger(__name__)
 
 
 def backend_args(settings: RunSettings) -> dict[str, Any]:
-    """--model-args with the run-level --batch-size and --device merged in.
+    """--model-args with the run-level --device and --batch-api merged in (the batch size is
+    passed to the backend's builder on its own: `run_batch_size`).
 
     A flag and a model arg that disagree are refused: either choice would ignore one of them."""
     args = dict(settings.model_args)
-    for key, value in (("batch_size", settings.batch_size), ("device", settings.device)):
-        if value is None:
-            continue
-        if key in args and str(args[key]) != str(value):
-            flag = "--" + key.replace("_", "-")
+    if settings.device is not None:
+        given = args.get("device")
+        if given is not None and str(given) != str(settings.device):
             raise ConfigError(
-                f"{flag} {value} and --model-args {key}={args[key]} disagree; give one of them."
+                f"--device {settings.device} and --model-args device={given} disagree; give "
+                "one of them."
             )
-        args.setdefault(key, value)
+        args["device"] = settings.device
     _batch_api_args(settings, args)
     return args
+
+
+def run_batch_size(settings: RunSettings, announce: bool = False) -> int | str | None:
+    """The batch size the run's backend is built with and results.json records: --batch-size
+    where given, otherwise --model-args batch_size= (lm-eval's spelling, still accepted),
+    otherwise None (the backend's default).
+
+    When both are given and differ, --batch-size wins; with `announce`, a line on stderr says
+    so (the plan announces it once per run)."""
+    given = settings.model_args.get("batch_size") if isinstance(settings.model, str) else None
+    if settings.batch_size is None:
+        return given
+    if announce and given is not None and str(given) != str(settings.batch_size):
+        print(
+            f"assay: --batch-size {settings.batch_size} wins over --model-args "
+            f"batch_size={given}: the run setting is what the backend gets and results.json "
+            "records.",
+            file=sys.stderr,
+        )
+    return settings.batch_size
 
 
 def _batch_api_args(settings: RunSettings, args: dict[str, Any]) -> None:
@@ -103,29 +124,33 @@ def build_model(
     settings: RunSettings,
     args: Mapping[str, Any] | None = None,
     spending: SpendingLimit | None = None,
+    batch_size: int | str | None = None,
 ) -> LM:
     """The backend named by the settings (or the LM object given), built with the run's
-    spending limit where it spends (`LM.spends`); `args`: its `backend_args`, when computed
-    already."""
+    spending limit where it spends (`LM.spends`) and the run's batch size; `args` and
+    `batch_size`: its `backend_args` and `run_batch_size`, when computed already."""
     if not isinstance(settings.model, str):
         return checked_backend(settings.model, "model")
-    return load_model(settings.model, _build_args(settings, args, spending))
+    return load_model(settings.model, _build_args(settings, args, spending, batch_size))
 
 
 def described_model(
     settings: RunSettings,
     args: Mapping[str, Any] | None = None,
     spending: SpendingLimit | None = None,
+    batch_size: int | str | None = None,
 ) -> LM | None:
     """The settings' backend as known before any weight loads (`LM.unloaded`): a stand-in
     without weights, or the backend itself where building it loads nothing. None for a model
-    object (built already) and for a backend that must be built to be known (logged). `args`:
-    the settings' `backend_args`, when computed already."""
+    object (built already) and for a backend that must be built to be known (logged). `args`,
+    `batch_size`: as for `build_model`."""
     if not isinstance(settings.model, str):
         return None
     backend = registered_class(settings.model)
     described = (
-        backend.unloaded(_build_args(settings, args, spending)) if backend is not None else None
+        backend.unloaded(_build_args(settings, args, spending, batch_size))
+        if backend is not None
+        else None
     )
     if described is None:
         log.debug("--model %s tells its identity once built: it is built first", settings.model)
@@ -133,16 +158,27 @@ def described_model(
 
 
 def _build_args(
-    settings: RunSettings, args: Mapping[str, Any] | None, spending: SpendingLimit | None
+    settings: RunSettings,
+    args: Mapping[str, Any] | None,
+    spending: SpendingLimit | None,
+    batch_size: int | str | None,
 ) -> dict[str, Any]:
     """The arguments the settings' backend is built with: its model args (`args`, when
-    computed already), and the run's spending limit for a backend that spends (`LM.spends`:
-    the API backends)."""
-    args = dict(backend_args(settings) if args is None else args)
+    computed already), the run's batch size over theirs, and the run's spending limit for a
+    backend that spends (`LM.spends`: the API backends)."""
+    args = _sized(
+        backend_args(settings) if args is None else args,
+        run_batch_size(settings) if batch_size is None else batch_size,
+    )
     backend = registered_class(settings.model) if isinstance(settings.model, str) else None
     if spending is not None and backend is not None and backend.spends:
         args.setdefault("spending", spending)  # a model arg of that name is refused by the backend
     return args
+
+
+def _sized(args: Mapping[str, Any], batch_size: int | str | None) -> dict[str, Any]:
+    """`args` with the run's batch size (where it has one) as the backend's batch_size."""
+    return dict(args) if batch_size is None else {**args, "batch_size": batch_size}
 
 
 def backend_class(settings: RunSettings) -> type[LM] | None:
@@ -184,17 +220,23 @@ def build_executor(
     described: LM | None = None,
     args: Mapping[str, Any] | None = None,
     spending: SpendingLimit | None = None,
+    batch_size: int | str | None = None,
 ) -> Executor:
     """The executor named by settings.executor, holding the settings' model (or `model`),
-    built with the run's `spending` limit where it spends.
+    built with the run's `spending` limit where it spends and its batch size.
 
     Model args that ask for replicas run them on the Ray executor, as --executor ray would.
     The local executor holds `described` (from `described_model`) where it was given: a
     stand-in without weights builds the backend only for a request the response cache cannot
-    answer. `args`: the settings' `backend_args`, when computed already."""
+    answer. `args` and `batch_size`: the settings' `backend_args` and `run_batch_size`, when
+    computed already."""
     s = settings
     if args is None and isinstance(s.model, str):
         args = backend_args(s)
+    if batch_size is None:
+        batch_size = run_batch_size(s)
+    if args is not None:
+        args = _sized(args, batch_size)
     plan = None
     if model is None and isinstance(s.model, str):
         assert args is not None
@@ -229,7 +271,7 @@ def build_executor(
     if model is None and s.device is None and _has_cuda():
         # The rank's device joins the backend's arguments.
         s, args = replace(s, device=f"cuda:{launch.local_rank}"), None
-    return DataParallelExecutor(model or build_model(s, args, spending), launch)
+    return DataParallelExecutor(model or build_model(s, args, spending, batch_size), launch)
 
 
 def _local_model(

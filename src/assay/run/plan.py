@@ -173,7 +173,7 @@ def check_settings(settings: RunSettings) -> None:
     if isinstance(settings.model, str):
         from assay.run.backend import backend_args
 
-        backend_args(settings)  # a --batch-size / --device that contradicts --model-args
+        backend_args(settings)  # a --device or --batch-api that contradicts --model-args
     _check_max_cost(settings)
     if settings.fewshot_as_multiturn and not settings.apply_chat_template:
         raise ConfigError("--fewshot-as-multiturn needs --apply-chat-template.")

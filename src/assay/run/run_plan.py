@@ -15,7 +15,7 @@ from typing import Any
 
 from assay.metrics.judges.grading import JudgeMetric, judge_metrics
 from assay.results.layout import OutputPlace, output_place
-from assay.run.backend import backend_args
+from assay.run.backend import backend_args, run_batch_size
 from assay.run.judging import JudgeSpec, check_judges
 from assay.run.plan import Scorers, check_settings, check_task, check_tasks, configure_task
 from assay.run.resume import run_key
@@ -38,16 +38,11 @@ class BackendPlan:
     """The run's settings, with the folder where the backend keeps its batch journals and
     default cache (the run's state folder under --output-path) as `output_dir`."""
     args: Mapping[str, Any] | None
-    """--model-args with --batch-size, --device and --batch-api merged in (`backend_args`);
-    None for a model object given to evaluate() (built already)."""
-
-    @property
-    def batch_size(self) -> int | str | None:
-        """The batch size the backend is asked for (a flag or a model arg)."""
-        if self.args is None:
-            return self.settings.batch_size
-        size: int | str | None = self.args.get("batch_size")
-        return size
+    """--model-args with --device and --batch-api merged in (`backend_args`); None for a model
+    object given to evaluate() (built already)."""
+    batch_size: int | str | None
+    """The batch size the backend is built with and results.json records (`run_batch_size`:
+    --batch-size, over a --model-args batch_size=)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,8 +111,13 @@ def _backend_plan(settings: RunSettings, place: OutputPlace | None) -> BackendPl
     if place is not None and place.kind != "folder":
         # The backend keeps batch journals (and its default cache) in the run's state folder.
         settings = replace(settings, output_dir=place.state)
-    args = backend_args(settings) if isinstance(settings.model, str) else None
-    return BackendPlan(settings=settings, args=args)
+    if not isinstance(settings.model, str):
+        return BackendPlan(settings=settings, args=None, batch_size=settings.batch_size)
+    return BackendPlan(
+        settings=settings,
+        args=backend_args(settings),
+        batch_size=run_batch_size(settings, announce=True),
+    )
 
 
 def _sandbox_policy(settings: RunSettings, tasks: Sequence[Task]) -> SandboxPolicy:
