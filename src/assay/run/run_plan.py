@@ -15,7 +15,7 @@ from typing import Any
 
 from assay.metrics.judges.grading import JudgeMetric, judge_metrics
 from assay.results.layout import OutputPlace, output_place
-from assay.run.backend import backend_args, run_batch_size
+from assay.run.backend import BackendSource, run_batch_size, run_source
 from assay.run.judging import JudgeSpec, check_judges
 from assay.run.plan import Scorers, check_settings, check_task, check_tasks, configure_task
 from assay.run.resume import run_key
@@ -34,12 +34,10 @@ from assay.util.redact import remember_in
 class BackendPlan:
     """What the run's backend is built from."""
 
-    settings: RunSettings
-    """The run's settings, with the folder where the backend keeps its batch journals and
-    default cache (the run's state folder under --output-path) as `output_dir`."""
-    args: Mapping[str, Any] | None
-    """--model-args with --device and --batch-api merged in (`backend_args`); None for a model
-    object given to evaluate() (built already)."""
+    source: BackendSource
+    """--model with its arguments (`run_source`: --model-args with --device, --batch-api and
+    the batch size merged), computed with the folder where the backend keeps its batch
+    journals and default cache (the run's state folder under --output-path)."""
     batch_size: int | str | None
     """The batch size the backend is built with and results.json records (`run_batch_size`:
     --batch-size, over a --model-args batch_size=)."""
@@ -73,6 +71,12 @@ def plan_run(resolved: Resolved, settings: RunSettings) -> RunPlan:
     # Secrets in model args are hidden from every file and line from the start (the run's
     # lock records its command before any backend is built).
     remember_in([settings.model_args, settings.judge_model_args, settings.second_judge_model_args])
+    key = run_key(settings, [r.config.name for r in resolved.tasks])
+    model = settings.model if isinstance(settings.model, str) else type(settings.model).__name__
+    place = output_place(settings.output_path, settings.output_dir, model, settings.model_args, key)
+    # A --device or --batch-api that contradicts --model-args is refused before any task is
+    # checked.
+    backend = _backend_plan(settings, place)
     tasks = tuple(
         Task(
             configure_task(r.config, settings),
@@ -91,9 +95,6 @@ def plan_run(resolved: Resolved, settings: RunSettings) -> RunPlan:
     judged = {name: found for name, s in scorers.items() if (found := judge_metrics(s.metrics))}
     judges = check_judges(settings, {task.name: task.config for task in tasks}, list(judged))
     sandbox = _sandbox_policy(settings, tasks)
-    key = run_key(settings, [t.name for t in tasks])
-    model = settings.model if isinstance(settings.model, str) else type(settings.model).__name__
-    place = output_place(settings.output_path, settings.output_dir, model, settings.model_args, key)
     return RunPlan(
         settings=settings,
         tasks=tasks,
@@ -103,7 +104,7 @@ def plan_run(resolved: Resolved, settings: RunSettings) -> RunPlan:
         sandbox=sandbox,
         run_key=key,
         place=place,
-        backend=_backend_plan(settings, place),
+        backend=backend,
     )
 
 
@@ -111,12 +112,9 @@ def _backend_plan(settings: RunSettings, place: OutputPlace | None) -> BackendPl
     if place is not None and place.kind != "folder":
         # The backend keeps batch journals (and its default cache) in the run's state folder.
         settings = replace(settings, output_dir=place.state)
-    if not isinstance(settings.model, str):
-        return BackendPlan(settings=settings, args=None, batch_size=settings.batch_size)
     return BackendPlan(
-        settings=settings,
-        args=backend_args(settings),
-        batch_size=run_batch_size(settings, announce=True),
+        source=run_source(settings),
+        batch_size=run_batch_size(settings, announce=isinstance(settings.model, str)),
     )
 
 
