@@ -492,6 +492,12 @@ def test_batch_size_flag_wins_over_the_model_arg(model_args, flag, ran, said, ca
     assert (line in capsys.readouterr().err) is said
 
 
+def test_a_model_arg_batch_size_the_flag_overrides_is_still_checked():
+    settings = RunSettings(model="dummy", model_args={"batch_size": "lots"}, batch_size=4)
+    with pytest.raises(ConfigError, match="--model-args batch_size 'lots': not a number or 'auto'"):
+        Evaluation(Resolved([TaskRequest(gen_task())]), settings)
+
+
 @pytest.mark.parametrize(
     ("model_args", "batch_size"), [({"batch_size": 4}, None), ({}, 4), ({"batch_size": "4"}, 4)]
 )

@@ -29,6 +29,7 @@ from assay.models.base import (
     load_model,
 )
 from assay.requests.cache import CACHE_FILE
+from assay.run import setting_checks as checks
 from assay.run.deferred import DeferredBackend
 from assay.run.settings import RunSettings, executor_names, unused_on_local, where
 
@@ -99,11 +100,13 @@ def run_batch_size(settings: RunSettings, announce: bool = False) -> int | str |
     otherwise None (the backend's default).
 
     When both are given and differ, --batch-size wins; with `announce`, a line on stderr says
-    so (the plan announces it once per run)."""
+    so (the plan announces it once per run). The model arg it overrides is still checked: a
+    value no backend would take is refused, not dropped."""
     given = settings.model_args.get("batch_size") if isinstance(settings.model, str) else None
-    if settings.batch_size is None:
-        return given
-    if announce and given is not None and str(given) != str(settings.batch_size):
+    if settings.batch_size is None or given is None:
+        return settings.batch_size if given is None else given
+    checked = checks.batch_size(given, "--model-args batch_size")
+    if announce and str(checked) != str(settings.batch_size):
         print(
             f"assay: --batch-size {settings.batch_size} wins over --model-args "
             f"batch_size={given}: the run setting is what the backend gets and results.json "
