@@ -48,7 +48,7 @@ def test_the_backend_arguments_are_computed_once_for_the_description_build_and_h
     # The plan holds the arguments the description, the build and results.json's header read.
     assert len(calls) == 1
     assert run.plan.backend.batch_size == 4
-    assert run.plan.backend.source.args == {"batch_size": 4}  # handed to the builder as is
+    assert run.plan.backend.args == {}  # the batch size is handed to the builder on its own
     results = (tmp_path / "out" / "results.json").read_text(encoding="utf-8")
     assert '"batch_size": 4' in results
 
@@ -93,7 +93,7 @@ def test_the_plan_and_the_records_are_frozen(tmp_path):
 
 def test_a_judge_is_built_from_its_own_source_not_the_evaluated_models_flags():
     settings = RunSettings(model="dummy", model_args={"seed": 1}, batch_size=8, device="cpu")
-    assert run_source(settings).args == {"seed": 1, "device": "cpu", "batch_size": 8}
+    assert run_source(settings).factory_args() == {"seed": 1, "device": "cpu", "batch_size": 8}
     judge = judge_source(settings, "dummy", {"response": "yes"})
     # --device and --batch-size are the evaluated model's; the judge keeps its own model args.
-    assert (judge.model, judge.args, judge.device) == ("dummy", {"response": "yes"}, None)
+    assert (judge.model, judge.factory_args(), judge.device) == ("dummy", {"response": "yes"}, None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -43,20 +43,33 @@ class BackendSource:
 
     model: str | LM | BackendLike
     args: Mapping[str, Any] | None = None
-    """For a backend name: the arguments its factory gets (the spending limit aside); None for
-    a model object."""
+    """For a backend name: its model args with the run's flags merged (`backend_args`); None
+    for a model object."""
+    batch_size: int | str | None = None
+    """The run's batch size (`run_batch_size`), handed to the builder as the backend's
+    batch_size over its model args'; None: theirs. For a model object, the one results.json
+    records."""
     device: str | None = None
     """The run's --device where it applies to this backend (the evaluated model's, not a
     judge's); without one, each rank of a data-parallel launch runs on its own GPU."""
 
+    def factory_args(self) -> dict[str, Any]:
+        """The arguments the backend's factory gets (the spending limit aside)."""
+        sized = {} if self.batch_size is None else {"batch_size": self.batch_size}
+        return {**(self.args or {}), **sized}
 
-def run_source(settings: RunSettings) -> BackendSource:
-    """The run's own backend: --model, with --model-args, --device, --batch-api (`backend_args`)
-    and the batch size (`run_batch_size`) merged."""
+
+def run_source(settings: RunSettings, announce: bool = False) -> BackendSource:
+    """The run's own backend: --model with --model-args, --device and --batch-api merged
+    (`backend_args`), and the batch size (`run_batch_size`; `announce` as there)."""
     if not isinstance(settings.model, str):
-        return BackendSource(model=settings.model)
-    args = {**backend_args(settings), **_sized(run_batch_size(settings))}
-    return BackendSource(model=settings.model, args=args, device=settings.device)
+        return BackendSource(model=settings.model, batch_size=settings.batch_size)
+    return BackendSource(
+        model=settings.model,
+        args=backend_args(settings),
+        batch_size=run_batch_size(settings, announce),
+        device=settings.device,
+    )
 
 
 def judge_source(settings: RunSettings, model: str, model_args: Mapping[str, Any]) -> BackendSource:
@@ -114,11 +127,6 @@ def run_batch_size(settings: RunSettings, announce: bool = False) -> int | str |
             file=sys.stderr,
         )
     return settings.batch_size
-
-
-def _sized(batch_size: int | str | None) -> dict[str, Any]:
-    """The run's batch size as the backend's batch_size argument (none without one)."""
-    return {} if batch_size is None else {"batch_size": batch_size}
 
 
 def _batch_api_args(settings: RunSettings, model: str, args: dict[str, Any]) -> None:
@@ -207,7 +215,7 @@ def _build_args(source: BackendSource, spending: SpendingLimit | None) -> dict[s
     """The arguments the backend `source` names is built with: its arguments, and the run's
     spending limit for a backend that spends (`LM.spends`: the API backends)."""
     assert isinstance(source.model, str)
-    args = dict(source.args or {})
+    args = source.factory_args()
     backend = registered_class(source.model)
     if spending is not None and backend is not None and backend.spends:
         args.setdefault("spending", spending)  # a model arg of that name is refused by the backend
@@ -267,7 +275,7 @@ def build_executor(
     source = source or run_source(s)
     plan = None
     if model is None and isinstance(source.model, str):
-        plan = replica_plan(source.model, dict(source.args or {}))
+        plan = replica_plan(source.model, source.factory_args())
     if s.executor == "ray" or plan is not None:
         if model is not None or not isinstance(source.model, str):
             raise ConfigError(
@@ -278,7 +286,7 @@ def build_executor(
 
         return replica_executor(
             source.model,
-            dict(source.args or {}),
+            source.factory_args(),
             plan,
             replicas=s.replicas,
             gpus_per_replica=s.gpus_per_replica,
@@ -299,7 +307,7 @@ def build_executor(
         device = f"cuda:{launch.local_rank}"
         args = dict(source.args or {})
         _check_device(device, "--device", args)
-        source = BackendSource(model=source.model, args={**args, "device": device}, device=device)
+        source = replace(source, args={**args, "device": device}, device=device)
     return DataParallelExecutor(model or build_model(source, spending), launch)
 
 

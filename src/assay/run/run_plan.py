@@ -15,7 +15,7 @@ from typing import Any
 
 from assay.metrics.judges.grading import JudgeMetric, judge_metrics
 from assay.results.layout import OutputPlace, output_place
-from assay.run.backend import BackendSource, run_batch_size, run_source
+from assay.run.backend import BackendSource, run_source
 from assay.run.judging import JudgeSpec, check_judges
 from assay.run.plan import Scorers, check_settings, check_task, check_tasks, configure_task
 from assay.run.resume import run_key
@@ -28,19 +28,6 @@ from assay.tasks.code_routes import describe as describe_code_route
 from assay.tasks.registry import Resolved
 from assay.tasks.task import Task, fewshot_count
 from assay.util.redact import remember_in
-
-
-@dataclass(frozen=True, kw_only=True)
-class BackendPlan:
-    """What the run's backend is built from."""
-
-    source: BackendSource
-    """--model with its arguments (`run_source`: --model-args with --device, --batch-api and
-    the batch size merged), computed with the folder where the backend keeps its batch
-    journals and default cache (the run's state folder under --output-path)."""
-    batch_size: int | str | None
-    """The batch size the backend is built with and results.json records (`run_batch_size`:
-    --batch-size, over a --model-args batch_size=)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,7 +49,9 @@ class RunPlan:
     """What makes two runs the same run (`run.resume.run_key`)."""
     place: OutputPlace | None
     """Where the run writes (None: nowhere)."""
-    backend: BackendPlan
+    backend: BackendSource
+    """What the run's backend is built from (`run_source`), with the folder where it keeps its
+    batch journals and default cache (the run's state folder under --output-path)."""
 
 
 def plan_run(resolved: Resolved, settings: RunSettings) -> RunPlan:
@@ -108,14 +97,11 @@ def plan_run(resolved: Resolved, settings: RunSettings) -> RunPlan:
     )
 
 
-def _backend_plan(settings: RunSettings, place: OutputPlace | None) -> BackendPlan:
+def _backend_plan(settings: RunSettings, place: OutputPlace | None) -> BackendSource:
     if place is not None and place.kind != "folder":
         # The backend keeps batch journals (and its default cache) in the run's state folder.
         settings = replace(settings, output_dir=place.state)
-    return BackendPlan(
-        source=run_source(settings),
-        batch_size=run_batch_size(settings, announce=isinstance(settings.model, str)),
-    )
+    return run_source(settings, announce=True)
 
 
 def _sandbox_policy(settings: RunSettings, tasks: Sequence[Task]) -> SandboxPolicy:
