@@ -90,9 +90,14 @@ VOLATILE = frozenset(
 
 ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
+CHECKOUT = "checkout.txt"
+"""The file `run` writes into OUT naming the checkout that ran: paths under it (a task's
+config_source) are compared relative to it, so that two checkouts' trees compare equal."""
+
 
 def _run_all(out: Path, only: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
+    (out / CHECKOUT).write_text(str(ROOT), encoding="utf-8")
     # The inputs stay in one place, so that two trees record the same paths and weights.
     work = INPUTS
     work.mkdir(exist_ok=True)
@@ -128,24 +133,33 @@ def _run_all(out: Path, only: list[str]) -> int:
     return 1 if failed else 0
 
 
-def _stable(value: Any) -> Any:
-    """`value` without the volatile fields, at any depth."""
+def _stable(value: Any, root: str | None) -> Any:
+    """`value` without the volatile fields, at any depth, with the checkout `root` (where
+    known) written as `<checkout>`."""
     if isinstance(value, dict):
-        return {k: _stable(v) for k, v in value.items() if k not in VOLATILE}
+        return {k: _stable(v, root) for k, v in value.items() if k not in VOLATILE}
     if isinstance(value, list):
-        return [_stable(v) for v in value]
+        return [_stable(v, root) for v in value]
     if isinstance(value, str):  # a function's repr holds its address in that process
-        return ADDRESS.sub(" at 0x", value)
+        value = ADDRESS.sub(" at 0x", value)
+        return value.replace(root, "<checkout>") if root else value
     return value
 
 
-def _comparable(results: dict[str, Any]) -> Any:
-    """A results.json as compared: without volatile fields, and without the task hash of a
-    task whose config holds a function's repr (its address, so its hash, changes per process)."""
+def _comparable(results: dict[str, Any], root: str | None) -> Any:
+    """A results.json as compared: without volatile fields, paths under the checkout `root`
+    relative to it, and without the task hash of a task whose config holds a function's repr
+    (its address, so its hash, changes per process)."""
     for name, config in results.get("configs", {}).items():
         if ADDRESS.search(json.dumps(config)):
             results.get("provenance", {}).get("tasks", {}).get(name, {}).pop("task_hash", None)
-    return _stable(results)
+    return _stable(results, root)
+
+
+def _checkout(tree: Path) -> str | None:
+    """The checkout that wrote `tree` (None for a tree written before `run` recorded it)."""
+    path = tree / CHECKOUT
+    return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
 def _diff(a: Path, b: Path) -> int:
@@ -157,8 +171,8 @@ def _diff(a: Path, b: Path) -> int:
             print(f"missing in {b}: {rel}")
             differ += 1
         elif rel.name.startswith("results") and rel.suffix == ".json":
-            one = _comparable(json.loads(left.read_text(encoding="utf-8")))
-            two = _comparable(json.loads(right.read_text(encoding="utf-8")))
+            one = _comparable(json.loads(left.read_text(encoding="utf-8")), _checkout(a))
+            two = _comparable(json.loads(right.read_text(encoding="utf-8")), _checkout(b))
             if one != two:
                 print(f"differs: {rel}")
                 differ += 1

@@ -155,6 +155,38 @@ def test_results_record_the_few_shot_layout_the_prompts_used():
     assert run([task])[0]["fewshot_as_multiturn"] is False
 
 
+@pytest.mark.parametrize(
+    ("asked", "task_string", "own", "fixed"),
+    [
+        (None, None, 2, 0),  # each task's own count
+        (1, None, 1, 0),  # --num_fewshot, except where a YAML fixes 0
+        (0, None, 0, 0),  # an explicit 0 is a count
+        (1, 3, 3, 0),  # `task|3` beats --num_fewshot
+    ],
+)
+def test_recorded_n_shot_and_prompts_follow_the_few_shot_count(asked, task_string, own, fixed):
+    def task(name, mark, **kwargs):
+        return gen_task(
+            name=name,
+            prompt_function=lambda row, _: Doc(f"{mark}{row['q']}", [row["a"]], gold_index=0),
+            dataset_loader=lambda **_: {"train": ROWS[1:], "validation": ROWS[:1]},
+            **kwargs,
+        )
+
+    configs = [
+        task("own", "<", num_fewshots=2),
+        task("fixed", "[", num_fewshots=0, num_fewshots_fixed=True),
+    ]
+    lm = RecordingLM()
+    settings = RunSettings(model=lm, num_fewshot=asked, show_progress=False)
+    resolved = Resolved([TaskRequest(c, task_string) for c in configs])
+    results = Evaluation(resolved, settings).run()
+    assert results["n-shot"] == {"own": own, "fixed": fixed}
+    # Each prompt holds its doc's question and one more per few-shot example.
+    counts = sorted((r.prompt.count("<"), r.prompt.count("[")) for r in lm.generate)
+    assert counts == sorted([(own + 1, 0), (0, fixed + 1)])
+
+
 def test_streaming_in_small_shards_changes_nothing(monkeypatch, tmp_path):
     mc = TaskConfig(
         name="mc",
@@ -439,11 +471,31 @@ def test_bad_prompt_layout_is_a_task_config_error():
         run([lighteval_mc(target_delimiter="")])
 
 
-def test_batch_size_flag_and_model_arg_that_disagree_are_refused_before_any_task_loads():
-    with pytest.raises(ConfigError, match="--batch-size 8 and --model-args batch_size=4 disagree"):
-        Evaluation(
-            Resolved([]), RunSettings(model="dummy", model_args={"batch_size": 4}, batch_size=8)
-        )
+@pytest.mark.parametrize(
+    ("model_args", "flag", "ran", "said"),
+    [
+        ({"batch_size": 4}, 8, 8, True),  # --batch-size wins over the model arg, and says so
+        ({"batch_size": "4"}, 4, 4, False),  # the same size, spelled as text: nothing to say
+        ({"batch_size": 4}, None, 4, False),  # the model arg alone, as lm-eval's users write it
+        ({}, 8, 8, False),
+    ],
+)
+def test_batch_size_flag_wins_over_the_model_arg(model_args, flag, ran, said, capsys):
+    settings = RunSettings(
+        model="dummy", model_args=model_args, batch_size=flag, show_progress=False
+    )
+    run = Evaluation(Resolved([TaskRequest(gen_task())]), settings)
+    results = run.run()
+    assert run.executor.model.batch_size == ran  # what the backend was built with
+    assert str(results["config"]["batch_size"]) == str(ran)
+    line = f"--batch-size {flag} wins over --model-args batch_size={model_args.get('batch_size')}"
+    assert (line in capsys.readouterr().err) is said
+
+
+def test_a_model_arg_batch_size_the_flag_overrides_is_still_checked():
+    settings = RunSettings(model="dummy", model_args={"batch_size": "lots"}, batch_size=4)
+    with pytest.raises(ConfigError, match="--model-args batch_size 'lots': not a number or 'auto'"):
+        Evaluation(Resolved([TaskRequest(gen_task())]), settings)
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,7 @@
 """The run plan and the shard's records: built once, never changed by a later stage.
 
-The backend's arguments are computed once per run (the check of contradicting flags aside),
-an output folder is checked once where the model's identity is known before it loads, and
-each stage's record is frozen."""
+The backend's arguments are computed once per run, an output folder is checked once where the
+model's identity is known before it loads, and each stage's record is frozen."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ import assay.run.backend as backend_module
 import assay.run.resume as resume_module
 from assay.models.dummy import DummyLM
 from assay.requests.doc_result import DocResult
+from assay.run.backend import judge_source, run_source
 from assay.run.evaluation import Evaluation
 from assay.run.run_plan import plan_run
 from assay.run.settings import RunSettings
@@ -45,10 +45,10 @@ def test_the_backend_arguments_are_computed_once_for_the_description_build_and_h
     calls = counting(monkeypatch, backend_module, "backend_args")
     run = evaluation(model="dummy", batch_size=4, output_dir=tmp_path / "out")
     run.run()
-    # check_settings asks once for the flags that contradict --model-args; the plan holds the
-    # arguments the description, the build and results.json's header read.
+    # The plan holds the arguments the description, the build and results.json's header read.
     assert len(calls) == 1
-    assert run.plan.backend.args is not None and run.plan.backend.args["batch_size"] == 4
+    assert run.plan.backend.batch_size == 4
+    assert run.plan.backend.args == {}  # the batch size is handed to the builder on its own
     results = (tmp_path / "out" / "results.json").read_text(encoding="utf-8")
     assert '"batch_size": 4' in results
 
@@ -89,3 +89,11 @@ def test_the_plan_and_the_records_are_frozen(tmp_path):
         record.values = {}  # type: ignore[misc]
     with pytest.raises(TypeError):
         DocResult(0, record.doc, [], [])  # type: ignore[misc]  # keyword-only
+
+
+def test_a_judge_is_built_from_its_own_source_not_the_evaluated_models_flags():
+    settings = RunSettings(model="dummy", model_args={"seed": 1}, batch_size=8, device="cpu")
+    assert run_source(settings).factory_args() == {"seed": 1, "device": "cpu", "batch_size": 8}
+    judge = judge_source(settings, "dummy", {"response": "yes"})
+    # --device and --batch-size are the evaluated model's; the judge keeps its own model args.
+    assert (judge.model, judge.factory_args(), judge.device) == ("dummy", {"response": "yes"}, None)

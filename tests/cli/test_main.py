@@ -7,33 +7,14 @@ import subprocess
 import sys
 
 import pytest
+from fixtures.json_tasks import choice_yaml, even_rows, write_task
 
 from assay.cli.main import build_parser, main
-
-YAML = """\
-task: cli_task
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: rows.jsonl
-test_split: test
-output_type: multiple_choice
-doc_to_text: "{{q}}"
-doc_to_target: label
-doc_to_choice: ["no", "yes"]
-"""
 
 
 @pytest.fixture
 def folder(tmp_path):
-    (tmp_path / "cli.yaml").write_text(YAML, encoding="utf-8")
-    (tmp_path / "rows.jsonl").write_text(
-        "".join(
-            json.dumps({"q": f"Is {i} even?", "label": int(i % 2 == 0)}) + "\n" for i in range(4)
-        ),
-        encoding="utf-8",
-    )
-    return tmp_path
+    return write_task(tmp_path, choice_yaml("cli_task"), even_rows(4), "cli.yaml")
 
 
 def test_help_lists_commands_and_imports_nothing_heavy():

@@ -6,31 +6,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from fixtures.json_tasks import choice_yaml, even_rows, write_task
 
 from assay.cli.main import build_parser, main
 from assay.cli.run import settings_from_args
 from assay.run.settings import RunSettings
 
-YAML = """\
-task: cli_task
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: rows.jsonl
-test_split: test
-output_type: multiple_choice
-doc_to_text: "{{q}}"
-doc_to_target: label
-doc_to_choice: ["no", "yes"]
-"""
-
 
 @pytest.fixture
 def folder(tmp_path):
-    (tmp_path / "cli.yaml").write_text(YAML, encoding="utf-8")
-    rows = [json.dumps({"q": f"Is {i} even?", "label": int(i % 2 == 0)}) for i in range(6)]
-    (tmp_path / "rows.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return tmp_path
+    return write_task(tmp_path, choice_yaml("cli_task"), even_rows(6), "cli.yaml")
 
 
 LM_EVAL_SPELLINGS = [

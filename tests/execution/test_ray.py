@@ -6,7 +6,6 @@ import json
 import os
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -240,28 +239,36 @@ def test_prefix_cache_counters_sum_the_replicas_and_a_death_voids_one_reading():
     assert pool.prefix_cache_counts() == {"queries": 46, "hits": 11}
 
 
+class _KillOnSecondChunk(list):
+    """A RayExecutor's `chunks_done` that kills replica 1 as the driver records the run's
+    second chunk: the kill lands mid-run whatever the machine's load (a thread watching the
+    counts could wake only after the run's end)."""
+
+    def __init__(self, counts: list[int], kill: Any) -> None:
+        super().__init__(counts)
+        self.kill, self.fired = kill, False
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        super().__setitem__(index, value)
+        if not self.fired and sum(self) >= 2:
+            self.fired = True
+            self.kill()
+
+
 def _kill_a_replica_mid_run(ray, tmp_path, model: str, args: dict[str, Any], **settings: Any):
     """A run on two replicas whose second dies once work flows, next to a local run."""
     from assay.execution.ray import RayExecutor
 
     local, local_samples = evaluate_to(tmp_path / "local", model=model, model_args=args, **settings)
     executor = RayExecutor(model, args, replicas=2)
-
-    def kill_second_replica_once_work_flows() -> None:
-        deadline = time.monotonic() + 60
-        while sum(executor.chunks_done) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        ray.kill(executor.actors[1])
-
-    killer = threading.Thread(target=kill_second_replica_once_work_flows)
-    killer.start()
+    counts = _KillOnSecondChunk(executor.chunks_done, lambda: ray.kill(executor.actors[1]))
+    executor.chunks_done = counts
     try:
         remote, remote_samples = evaluate_to(
             tmp_path / "ray", pool=executor, model=model, model_args=args, **settings
         )
-        assert executor.alive == [0]
+        assert counts.fired and executor.alive == [0]
     finally:
-        killer.join()
         executor.close()
     assert executor.lost == 1
     assert executor.requeued >= 1

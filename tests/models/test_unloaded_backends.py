@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from fixtures.waiting import HANG
 
 from assay.models.base import LM, MODELS, Unloaded
-from assay.run.backend import build_executor, described_model
+from assay.run.backend import build_executor, described_model, run_source
 from assay.run.deferred import DeferredBackend
 from assay.run.settings import RunSettings
 
@@ -32,7 +33,7 @@ def replay_file(tmp_path):
 def test_light_backends_are_their_own_description(tmp_path, name, args):
     args = {"path": replay_file(tmp_path)} if args is None else args
     factory = MODELS.get(name)
-    described = described_model(RunSettings(model=name, model_args=args))
+    described = described_model(run_source(RunSettings(model=name, model_args=args)))
     assert isinstance(described, LM) and not isinstance(described, Unloaded)
     assert described.identity() == factory(**args).identity()
     # The run answers with it: nothing is deferred, nothing built twice.
@@ -43,7 +44,8 @@ def test_light_backends_are_their_own_description(tmp_path, name, args):
 
 def test_a_backend_that_cannot_tell_unbuilt_is_built_first():
     assert LM.unloaded({"anything": 1}) is None
-    assert described_model(RunSettings(model=MODELS.get("dummy")())) is None  # a model object
+    model_object = RunSettings(model=MODELS.get("dummy")())
+    assert described_model(run_source(model_object)) is None
 
 
 class _Described(Unloaded):
@@ -97,9 +99,8 @@ def test_a_built_model_unlike_its_description_is_refused():
 
 def test_a_deferred_hf_model_takes_tools_as_the_loaded_one_does(tiny_model_dir):
     # An agent task (tools) run from the CLI meets the deferred backend first.
-    described = described_model(
-        RunSettings(model="hf", model_args={"pretrained": str(tiny_model_dir), "device": "cpu"})
-    )
+    args = {"pretrained": str(tiny_model_dir), "device": "cpu"}
+    described = described_model(run_source(RunSettings(model="hf", model_args=args)))
     assert isinstance(described, Unloaded) and described.accepts_tools
     assert DeferredBackend(described, lambda: _Built("abc")).accepts_tools
     assert not DeferredBackend(_Described(), lambda: _Built("abc")).accepts_tools
@@ -114,7 +115,7 @@ def test_a_prefetched_backend_is_built_once_in_the_background_and_waited_for():
     release = threading.Event()
 
     def build() -> LM:
-        release.wait(10)
+        release.wait(HANG)  # a bound only a hang reaches: the test releases it
         builds.append(threading.current_thread().name)
         return _Built("abc")
 

@@ -11,26 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures.json_tasks import choice_yaml, even_rows, write_task
 
 from assay.cli.main import main
 from assay.errors import ConfigError
 from assay.results.trackers import check_trackers, log_run
 
-YAML = """\
-task: track_task
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: rows.jsonl
-test_split: test
-output_type: multiple_choice
-doc_to_text: "{{q}}"
-doc_to_target: label
-doc_to_choice: ["no", "yes"]
-metric_list:
-  - metric: acc
-  - metric: acc_norm
-"""
 SECRET = "sk-test-0123456789abcdef"
 
 
@@ -54,12 +40,8 @@ def wandb_offline(tmp_path, monkeypatch):
 
 @pytest.fixture
 def tasks(tmp_path):
-    folder = tmp_path / "tasks"
-    folder.mkdir()
-    (folder / "track.yaml").write_text(YAML, encoding="utf-8")
-    rows = [json.dumps({"q": f"Is {i} even?", "label": int(i % 2 == 0)}) for i in range(8)]
-    (folder / "rows.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return folder
+    yaml = choice_yaml("track_task", ["acc", "acc_norm"])
+    return write_task(tmp_path / "tasks", yaml, even_rows(8), "track.yaml")
 
 
 def run(tasks: Path, out: Path, *extra: str) -> dict:

@@ -47,7 +47,7 @@ CLASSES = {
     "exception": "def add(a, b):\n    return undefined_name\n",
     "syntax error": "def add(a, b):\n    return (\n",
     "never ends": "while True:\n    pass\n",
-    "returns after its time": "import time\ntime.sleep(1.6)\n" + ADD,
+    "returns after its time": "import time\ntime.sleep(4.5)\n" + ADD,
     # code_eval runs programs without a __name__ of their own: a script block does not run.
     "correct with a script block": ADD
     + "if __name__ == '__main__':\n    print(add(int(input()), 1))\n",
@@ -74,7 +74,11 @@ def test_each_honest_class_gets_code_eval_s_verdict_and_pass_at_k(mode):
     tests = ["assert add(2, 3) == 5\n"] * 2
     with using(SandboxPolicy(mode)):  # type: ignore[arg-type]
         scores, results = SandboxedCodeEval().compute(
-            predictions=predictions, references=tests, k=[1, 2, 5, 7], timeout=1.0
+            # code_eval's own default of 3 s: room for a program's start on a busy machine
+            predictions=predictions,
+            references=tests,
+            k=[1, 2, 5, 7],
+            timeout=3.0,
         )
     verdicts = [r["result"] for _, r in results[0]]
     kinds = ["failed" if v.startswith("failed: ") else v for v in verdicts]

@@ -14,7 +14,7 @@ from assay.errors import DataError, TaskConfigError, UnknownNameError
 from assay.models.base import LM
 from assay.prompts.manager import PromptManager
 from assay.tasks.registry import Registry
-from assay.tasks.task import Task
+from assay.tasks.task import Task, fewshot_count
 
 ROWS = [
     {"question": "2+2?", "options": ["3", "4", "5"], "answer": 1, "word": "four"},
@@ -73,7 +73,7 @@ def write(folder, name, text):
 
 def load(folder, name, shots=None):
     config = Registry([folder], builtins=False).get(name)
-    return Task(config, num_fewshot=shots)
+    return Task(config, num_fewshot=fewshot_count(config, run=shots))
 
 
 def render(task, doc):

@@ -161,7 +161,7 @@ class Evaluation:
         self.spending = spending_limit(self.settings.max_cost)
         described = None
         if model is None and executor is None:
-            described = described_model(backend.settings, backend.args, self.spending)
+            described = described_model(backend, self.spending)
         if writes is not None:
             # Before any weight loads, with the identity where the backend tells it unbuilt
             # (otherwise it is checked once the model is built).
@@ -169,7 +169,7 @@ class Evaluation:
             replaces = check_place(writes, self.plan.run_key, identity, self.settings.overwrite)
             self._replaces = replaces if identity is not None else None
         self.executor = executor or build_executor(
-            backend.settings, model, described, backend.args, self.spending
+            self.settings, model, described, backend, self.spending
         )
         self.answering = Answering(self.executor, self.settings.unclosed_thinking)
         seed_torch(self.settings.seed)

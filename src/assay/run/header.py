@@ -33,7 +33,7 @@ def run_info(
     time.perf_counter(), `date` from time.time(); `judges` are the run's judges with their
     identities (those a flag names are recorded in the config; a task's own judge is recorded
     under assay.judges); `batch_size` the one the backend was asked for
-    (`run_plan.BackendPlan.batch_size`)."""
+    (`RunPlan.backend.batch_size`)."""
     s = settings
     config: Any = {
         "model": s.model if isinstance(s.model, str) else type(s.model).__name__,

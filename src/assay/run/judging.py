@@ -36,7 +36,7 @@ from assay.models.base import MODELS
 from assay.requests.cache import ResponseCache
 from assay.requests.doc_result import DocResult
 from assay.requests.types import canonical_json
-from assay.run.backend import build_executor
+from assay.run.backend import build_executor, judge_source
 from assay.run.settings import RunSettings
 from assay.tasks.config import TaskConfig
 from assay.util.redact import redact
@@ -190,14 +190,8 @@ class JudgeRole:
     ) -> JudgeRole:
         """The judge `spec` (its backend loaded now, under the run's `spending` limit where it
         spends), caching into `cache_path`."""
-        judge_settings = replace(
-            settings,
-            model=spec.model,
-            model_args=dict(spec.model_args),
-            batch_size=None,  # --batch-size and --device are the evaluated model's
-            device=None,
-        )
-        executor = build_executor(judge_settings, spending=spending)
+        source = judge_source(settings, spec.model, spec.model_args)
+        executor = build_executor(settings, source=source, spending=spending)
         cache = ResponseCache(cache_path, executor.model.identity()) if cache_path else None
         return cls(spec, executor, cache, settings.seed.torch, settings.executor == "local")
 

@@ -170,10 +170,6 @@ def check_settings(settings: RunSettings) -> None:
             "--batch-api applies to a backend named by --model; a model object given to "
             "evaluate() is built already: build it with batch_api=True (and batch_dir=...)."
         )
-    if isinstance(settings.model, str):
-        from assay.run.backend import backend_args
-
-        backend_args(settings)  # a --batch-size / --device that contradicts --model-args
     _check_max_cost(settings)
     if settings.fewshot_as_multiturn and not settings.apply_chat_template:
         raise ConfigError("--fewshot-as-multiturn needs --apply-chat-template.")

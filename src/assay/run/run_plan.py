@@ -15,7 +15,7 @@ from typing import Any
 
 from assay.metrics.judges.grading import JudgeMetric, judge_metrics
 from assay.results.layout import OutputPlace, output_place
-from assay.run.backend import backend_args
+from assay.run.backend import BackendSource, run_source
 from assay.run.judging import JudgeSpec, check_judges
 from assay.run.plan import Scorers, check_settings, check_task, check_tasks, configure_task
 from assay.run.resume import run_key
@@ -28,26 +28,6 @@ from assay.tasks.code_routes import describe as describe_code_route
 from assay.tasks.registry import Resolved
 from assay.tasks.task import Task, fewshot_count
 from assay.util.redact import remember_in
-
-
-@dataclass(frozen=True, kw_only=True)
-class BackendPlan:
-    """What the run's backend is built from."""
-
-    settings: RunSettings
-    """The run's settings, with the folder where the backend keeps its batch journals and
-    default cache (the run's state folder under --output-path) as `output_dir`."""
-    args: Mapping[str, Any] | None
-    """--model-args with --batch-size, --device and --batch-api merged in (`backend_args`);
-    None for a model object given to evaluate() (built already)."""
-
-    @property
-    def batch_size(self) -> int | str | None:
-        """The batch size the backend is asked for (a flag or a model arg)."""
-        if self.args is None:
-            return self.settings.batch_size
-        size: int | str | None = self.args.get("batch_size")
-        return size
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,7 +49,9 @@ class RunPlan:
     """What makes two runs the same run (`run.resume.run_key`)."""
     place: OutputPlace | None
     """Where the run writes (None: nowhere)."""
-    backend: BackendPlan
+    backend: BackendSource
+    """What the run's backend is built from (`run_source`), with the folder where it keeps its
+    batch journals and default cache (the run's state folder under --output-path)."""
 
 
 def plan_run(resolved: Resolved, settings: RunSettings) -> RunPlan:
@@ -78,6 +60,12 @@ def plan_run(resolved: Resolved, settings: RunSettings) -> RunPlan:
     # Secrets in model args are hidden from every file and line from the start (the run's
     # lock records its command before any backend is built).
     remember_in([settings.model_args, settings.judge_model_args, settings.second_judge_model_args])
+    key = run_key(settings, [r.config.name for r in resolved.tasks])
+    model = settings.model if isinstance(settings.model, str) else type(settings.model).__name__
+    place = output_place(settings.output_path, settings.output_dir, model, settings.model_args, key)
+    # A --device or --batch-api that contradicts --model-args is refused before any task is
+    # checked.
+    backend = _backend_plan(settings, place)
     tasks = tuple(
         Task(
             configure_task(r.config, settings),
@@ -96,9 +84,6 @@ def plan_run(resolved: Resolved, settings: RunSettings) -> RunPlan:
     judged = {name: found for name, s in scorers.items() if (found := judge_metrics(s.metrics))}
     judges = check_judges(settings, {task.name: task.config for task in tasks}, list(judged))
     sandbox = _sandbox_policy(settings, tasks)
-    key = run_key(settings, [t.name for t in tasks])
-    model = settings.model if isinstance(settings.model, str) else type(settings.model).__name__
-    place = output_place(settings.output_path, settings.output_dir, model, settings.model_args, key)
     return RunPlan(
         settings=settings,
         tasks=tasks,
@@ -108,16 +93,15 @@ def plan_run(resolved: Resolved, settings: RunSettings) -> RunPlan:
         sandbox=sandbox,
         run_key=key,
         place=place,
-        backend=_backend_plan(settings, place),
+        backend=backend,
     )
 
 
-def _backend_plan(settings: RunSettings, place: OutputPlace | None) -> BackendPlan:
+def _backend_plan(settings: RunSettings, place: OutputPlace | None) -> BackendSource:
     if place is not None and place.kind != "folder":
         # The backend keeps batch journals (and its default cache) in the run's state folder.
         settings = replace(settings, output_dir=place.state)
-    args = backend_args(settings) if isinstance(settings.model, str) else None
-    return BackendPlan(settings=settings, args=args)
+    return run_source(settings, announce=True)
 
 
 def _sandbox_policy(settings: RunSettings, tasks: Sequence[Task]) -> SandboxPolicy:

@@ -86,7 +86,8 @@ class RunSettings:
     )  # fmt: skip
     batch_size: int | str | None = declare(
         None, _NUMERICS,
-        "rows per batch, or auto (lm-eval's auto:N runs as auto); default the backend's",
+        "rows per batch, or auto (lm-eval's auto:N runs as auto; wins over --model-args "
+        "batch_size=, saying so); default the backend's",
         "--batch-size", "-b", check=checks.optional(checks.batch_size),
     )  # fmt: skip
     device: str | None = declare(

@@ -10,7 +10,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from typing import Any
 
 from assay.doc import Doc, OutputType
@@ -55,12 +55,13 @@ def fewshot_count(
 class Task:
     """A task ready to produce docs.
 
-    `num_fewshot`, the count asked for (None: the config's default), takes effect by the rule
-    of `fewshot_count`: `shots` is the count in effect.
+    `num_fewshot` is the few-shot count in effect, resolved once by whoever builds the task
+    with `fewshot_count` (the run plan, `assay tasks show`); the task takes it as given, as
+    `shots`. Left out, it is the config's own count.
     """
 
     config: TaskConfig
-    num_fewshot: int | None = None
+    num_fewshot: InitVar[int | None] = None
     fewshot_seed: int | None = DEFAULT_FEWSHOT_SEED
     keep_self: bool = False
     """lm-eval's rule exactly: a doc drawn as its own few-shot example (from the evaluated
@@ -71,6 +72,11 @@ class Task:
     _splits: dict[str, Any] = field(default_factory=dict, repr=False)
     _eval: Sequence[dict[str, Any]] | None = field(default=None, repr=False)
     _pool: Sequence[dict[str, Any]] | None = field(default=None, repr=False)
+    shots: int = field(init=False)
+    """Number of few-shot examples per doc."""
+
+    def __post_init__(self, num_fewshot: int | None) -> None:
+        self.shots = self.config.num_fewshots if num_fewshot is None else num_fewshot
 
     @property
     def name(self) -> str:
@@ -79,11 +85,6 @@ class Task:
     @property
     def output_type(self) -> OutputType:
         return self.config.resolved_output_type
-
-    @property
-    def shots(self) -> int:
-        """Number of few-shot examples per doc (`fewshot_count`)."""
-        return fewshot_count(self.config, run=self.num_fewshot)
 
     # ------------------------------------------------------------------ data
     def load(self) -> Task:

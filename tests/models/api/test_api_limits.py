@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from fixtures.json_tasks import generate_yaml, write_task
 from fixtures.limited_server import LimitedServer
 
 from assay.cli.main import main
@@ -80,34 +81,14 @@ def test_waiting_past_max_wait_fails_with_the_fix():
 
 # -- assay run: usage in results.json, --max-cost -------------------------------------------------
 
-YAML = """\
-task: limited_gen
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: rows.jsonl
-test_split: test
-output_type: generate_until
-doc_to_text: "{{q}}"
-doc_to_target: "{{a}}"
-generation_kwargs:
-  until: ["\\n"]
-  max_gen_toks: 8
-metric_list:
-  - metric: exact_match
-"""
 
 QUESTIONS = [f"what is item {i}" for i in range(6)]
 
 
 @pytest.fixture
 def tasks(tmp_path):
-    folder = tmp_path / "tasks"
-    folder.mkdir()
-    (folder / "limited_gen.yaml").write_text(YAML, encoding="utf-8")
-    rows = [json.dumps({"q": q, "a": "echo: " + " ".join(q.split()[-3:])}) for q in QUESTIONS]
-    (folder / "rows.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return folder
+    rows = [{"q": q, "a": "echo: " + " ".join(q.split()[-3:])} for q in QUESTIONS]
+    return write_task(tmp_path / "tasks", generate_yaml("limited_gen"), rows)
 
 
 def _run(server, tasks, out, model_args: str, *extra: str) -> int:
@@ -302,10 +283,8 @@ def test_max_cost_holds_the_judges_the_run_builds(tasks, tmp_path, capsys):
 
 
 def test_a_budget_stop_in_a_later_task_records_every_answer_paid_for(tasks, tmp_path):
-    yaml = (tasks / "limited_gen.yaml").read_text()
-    second = yaml.replace("task: limited_gen", "task: limited_gen2")
     # Other prompts, so that the cache answers none of them; the answers stay 4 tokens.
-    (tasks / "limited_gen2.yaml").write_text(second.replace('"{{q}}"', '"again: {{q}}"'))
+    (tasks / "limited_gen2.yaml").write_text(generate_yaml("limited_gen2", "again: {{q}}"))
     out = tmp_path / "out"
     with LimitedServer() as server:
         code = main(

@@ -13,28 +13,12 @@ import sys
 import time
 
 import pytest
+from fixtures.json_tasks import generate_yaml, write_task
 from fixtures.limited_server import LimitedServer
 
 from assay.cli.main import main
 from assay.models.api.pacing import Pacer, ProviderSignals
 from assay.models.api.runner import RetryPolicy, TransientFailure, run_calls
-
-YAML = """\
-task: paid_gen
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: rows.jsonl
-test_split: test
-output_type: generate_until
-doc_to_text: "{{q}}"
-doc_to_target: "{{a}}"
-generation_kwargs:
-  until: ["\\n"]
-  max_gen_toks: 8
-metric_list:
-  - metric: exact_match
-"""
 
 DOCS = 40
 
@@ -49,12 +33,8 @@ class FakeClock:
 
 @pytest.fixture
 def tasks(tmp_path):
-    folder = tmp_path / "tasks"
-    folder.mkdir()
-    (folder / "paid_gen.yaml").write_text(YAML, encoding="utf-8")
-    rows = [json.dumps({"q": f"what is item {i}", "a": f"echo: is item {i}"}) for i in range(DOCS)]
-    (folder / "rows.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return folder
+    rows = [{"q": f"what is item {i}", "a": f"echo: is item {i}"} for i in range(DOCS)]
+    return write_task(tmp_path / "tasks", generate_yaml("paid_gen"), rows)
 
 
 def _argv(server, tasks, out, model_args=""):

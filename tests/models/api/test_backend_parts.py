@@ -9,6 +9,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from fixtures.json_tasks import generate_yaml, write_task
 from fixtures.limited_server import LimitedServer
 from fixtures.provider_fakes import FakeProviders
 
@@ -182,30 +183,9 @@ def test_close_ends_the_event_loop_thread_and_the_backend_still_works_after(back
     assert set(_loop_threads()) <= before
 
 
-TASK = """\
-task: tiny_gen
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: rows.jsonl
-test_split: test
-output_type: generate_until
-doc_to_text: "{{q}}"
-doc_to_target: "{{a}}"
-generation_kwargs:
-  until: ["\\n"]
-  max_gen_toks: 8
-metric_list:
-  - metric: exact_match
-"""
-
-
 def test_a_run_closes_the_backends_it_built(tmp_path):
-    tasks = tmp_path / "tasks"
-    tasks.mkdir()
-    (tasks / "tiny_gen.yaml").write_text(TASK, encoding="utf-8")
-    rows = [json.dumps({"q": f"item {i}", "a": f"answer: item {i}"}) for i in range(3)]
-    (tasks / "rows.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    rows = [{"q": f"item {i}", "a": f"answer: item {i}"} for i in range(3)]
+    tasks = write_task(tmp_path / "tasks", generate_yaml("tiny_gen"), rows)
     before = set(_loop_threads())
     with FakeProviders() as fake:
         results = assay.evaluate(

@@ -11,36 +11,16 @@ import sys
 import time
 
 import pytest
+from fixtures.json_tasks import generate_yaml, write_task
 from fixtures.provider_fakes import FakeProviders
 
 from assay.cli.main import main
 
-YAML = """\
-task: batch_gen
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: rows.jsonl
-test_split: test
-output_type: generate_until
-doc_to_text: "{{q}}"
-doc_to_target: "{{a}}"
-generation_kwargs:
-  until: ["\\n"]
-  max_gen_toks: 8
-metric_list:
-  - metric: exact_match
-"""
-
 
 @pytest.fixture
 def folder(tmp_path):
-    tasks = tmp_path / "tasks"
-    tasks.mkdir()
-    (tasks / "batch_gen.yaml").write_text(YAML, encoding="utf-8")
-    rows = [json.dumps({"q": f"question {i}", "a": f"answer: question {i}"}) for i in range(6)]
-    (tasks / "rows.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return tasks
+    rows = [{"q": f"question {i}", "a": f"answer: question {i}"} for i in range(6)]
+    return write_task(tmp_path / "tasks", generate_yaml("batch_gen"), rows)
 
 
 def _run_args(fake, folder, out):
@@ -131,7 +111,7 @@ def test_a_failed_batch_fails_its_run_once_and_the_rerun_resubmits(folder, tmp_p
 
 @pytest.mark.parametrize("batch", [False, True])
 def test_nothing_is_sent_for_later_tasks_once_a_task_failed(folder, tmp_path, capsys, batch):
-    (folder / "batch_gen2.yaml").write_text(YAML.replace("task: batch_gen", "task: batch_gen2"))
+    (folder / "batch_gen2.yaml").write_text(generate_yaml("batch_gen2"))
     out = tmp_path / "out"
     with FakeProviders(fail_batch=lambda n: True) as fake:
         fake.fail_next = [400]

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from fixtures.provider_fakes import FakeProviders
-from test_secrets import YAML
+from test_secrets import secret_task
 
 from assay.cli.main import main
 from assay.run.bill import Bill, bill_line, earlier_invocations
@@ -15,12 +15,7 @@ from assay.run.bill import Bill, bill_line, earlier_invocations
 
 @pytest.fixture
 def tasks(tmp_path):
-    folder = tmp_path / "tasks"
-    folder.mkdir()
-    (folder / "secret_gen.yaml").write_text(YAML, encoding="utf-8")
-    rows = [json.dumps({"q": f"question {i}", "a": f"answer: question {i}"}) for i in range(4)]
-    (folder / "rows.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return folder
+    return secret_task(tmp_path / "tasks")
 
 
 def test_batch_answers_are_billed_at_the_discount_and_the_bill_says_so(tasks, tmp_path, capsys):

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures.json_tasks import generate_yaml, write_task
 from fixtures.provider_fakes import FakeProviders
 
 from assay.util.redact import (
@@ -29,23 +30,6 @@ URL_QUERY = "planted-urlquery-0004"
 QUERY = "planted-query-0005"
 HEADER = "planted-header-0006"
 SECRETS = (ENV_KEY, URL_USER, URL_PASS, URL_QUERY, QUERY, HEADER)
-
-YAML = """\
-task: secret_gen
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: rows.jsonl
-test_split: test
-output_type: generate_until
-doc_to_text: "{{q}}"
-doc_to_target: "{{a}}"
-generation_kwargs:
-  until: ["\\n"]
-  max_gen_toks: 8
-metric_list:
-  - metric: exact_match
-"""
 
 
 def test_urls_lose_their_user_info_and_secret_query_values():
@@ -79,12 +63,13 @@ def test_model_args_are_cleaned_by_name_and_their_secrets_are_hidden_in_any_text
 
 @pytest.fixture
 def tasks(tmp_path):
-    folder = tmp_path / "tasks"
-    folder.mkdir()
-    (folder / "secret_gen.yaml").write_text(YAML, encoding="utf-8")
-    rows = [json.dumps({"q": f"question {i}", "a": f"answer: question {i}"}) for i in range(4)]
-    (folder / "rows.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return folder
+    return secret_task(tmp_path / "tasks")
+
+
+def secret_task(folder: Path) -> Path:
+    """The generation task `secret_gen` and its 4 rows, in `folder`."""
+    rows = [{"q": f"question {i}", "a": f"answer: question {i}"} for i in range(4)]
+    return write_task(folder, generate_yaml("secret_gen"), rows)
 
 
 def _assay(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

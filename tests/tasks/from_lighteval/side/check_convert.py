@@ -20,7 +20,7 @@ from assay.doc import Doc, OutputType, SamplingMethod
 from assay.errors import TaskConfigError
 from assay.prompts.chat import TokenizerChatTemplate
 from assay.prompts.manager import PromptManager
-from assay.tasks.task import Task
+from assay.tasks.task import Task, fewshot_count
 
 
 def keep_all(row: dict) -> bool:
@@ -175,7 +175,9 @@ def lighteval_docs(source: LightevalTaskConfig, shots: int) -> dict[str, Lightev
 
 def assay_docs(source: LightevalTaskConfig, shots: int) -> dict[str, Doc]:
     config = config_from_lighteval(source, "f.py")
-    return {doc.id: doc for doc in Task(config, num_fewshot=shots).eval_docs()}
+    return {
+        doc.id: doc for doc in Task(config, num_fewshot=fewshot_count(config, shots)).eval_docs()
+    }
 
 
 @pytest.mark.parametrize("selector", SELECTORS)
