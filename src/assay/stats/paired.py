@@ -158,7 +158,7 @@ def paired_mean(
     if clusters is not None and result.note is None and len(sums) < SPARSE_DISCORDANT:
         result = few_differing_clusters(result, sums)
     if clusters is not None and result.note is None:
-        result = mark_skewed(result, sums, len(sums), unit="clusters")
+        result = mark_skewed(result, sums, sums, unit="clusters")
     if clusters is None and result.note is None and n < SMALL_NORMAL:
         result = replace(
             result,
@@ -167,7 +167,7 @@ def paired_mean(
             "the interval, p-value and MDE are optimistic",
         )
     if clusters is None and result.note is None:
-        result = mark_skewed(result, d, len(differing))
+        result = mark_skewed(result, d, differing)
     if binary:
         result = clipped(result)
     return within_range(result, binary)
