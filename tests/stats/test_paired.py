@@ -277,14 +277,24 @@ def test_one_cluster_holding_nearly_every_doc_marks_the_interval():
     assert "unreliable" in (r.note or "")
 
 
-def test_values_that_overflow_floating_point_give_no_statistic():
-    a = [-1e308, 1e308, 3.0] * 10
-    r = paired_mean(a, [-v for v in a])
-    assert math.isnan(r.ci_low) and math.isnan(r.p_value) and math.isnan(r.diff)
-    assert "too large for floating point" in (r.note or "")
-    # Squares overflow even where the values and their means do not.
-    r = paired_mean([1e300 * i for i in range(40)], [1e300 * (i + i % 3) for i in range(40)])
-    assert math.isnan(r.ci_high) and r.mean_a == pytest.approx(19.5e300)
+def test_values_whose_squares_overflow_are_compared_at_a_smaller_scale():
+    # The difference of means of 1e300-sized values is representable: it is computed, and so
+    # are the stderr and interval (the squares overflowed and nothing was shown before).
+    r = paired_mean([1e300] * 5, [1e300] * 4 + [-1e300])
+    assert r.diff == pytest.approx(-4e299) and r.stderr == pytest.approx(4e299)
+    assert "floating point" not in (r.note or "")
+    a = [1e300 * i for i in range(40)]
+    b = [1e300 * (i + i % 3) for i in range(40)]
+    r, small = paired_mean(a, b), paired_mean(list(range(40)), [i + i % 3 for i in range(40)])
+    assert r.ci_low == pytest.approx(small.ci_low * 1e300) and r.p_value == pytest.approx(
+        small.p_value
+    )
+    assert r.mean_a == pytest.approx(19.5e300) and r.note is None
+    # A difference of means beyond floating point is not shown; the p-value has no scale.
+    r = paired_mean([-1.5e308, -1.4e308] * 15, [1.5e308, 1.4e308] * 15)
+    assert math.isnan(r.diff) and math.isnan(r.ci_high) and r.p_value < 0.001
+    assert "the difference, interval's lower end, interval's upper end exceed" in (r.note or "")
+    assert r.stderr == pytest.approx(paired_mean([-1.5, -1.4] * 15, [1.5, 1.4] * 15).stderr * 1e308)
 
 
 def test_one_doc_says_once_that_it_has_no_mde():

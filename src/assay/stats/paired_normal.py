@@ -216,31 +216,50 @@ def not_finite(
     )
 
 
-def overflowed(
-    n: int,
-    means: tuple[float, float],
-    x: np.ndarray,
-    y: np.ndarray,
-    confidence: float,
-    clusters: int | None,
-    method: str,
-) -> PairedResult:
-    """Finite values too large for floating point: their difference, mean or variance
-    overflows, so no statistic of the difference is a number."""
-    largest = float(np.abs(np.concatenate([x, y])).max())
-    mean_a, mean_b = (m if math.isfinite(m) else math.nan for m in means)
-    return unestimated(
-        n,
-        mean_a,
-        mean_b,
-        math.nan,
-        confidence,
-        clusters=clusters,
-        method=method,
-        note=f"values up to {largest:.3g} in magnitude are too large for floating point: "
-        "their means, difference or variance overflow, so there is no difference, stderr, "
-        "interval, p-value or MDE (rescale the metric)",
+def overflowed(scaled: PairedResult, scale: float) -> PairedResult:
+    """The comparison of values whose differences or squares overflow floating point, from
+    `scaled`, the comparison of the values divided by `scale`: its means, difference,
+    stderr, interval and MDE multiplied back (the p-value has no scale). A statistic that
+    exceeds the largest floating-point number even so is NaN, and the note names it."""
+    fields = ("mean_a", "mean_b", "diff", "stderr", "ci_low", "ci_high", "mde")
+    with np.errstate(over="ignore"):
+        values = {f: float(np.float64(getattr(scaled, f)) * scale) for f in fields}
+        bound = (
+            None if scaled.stderr_bound is None else float(np.float64(scaled.stderr_bound) * scale)
+        )
+    too_large = [f for f, v in values.items() if math.isinf(v)]
+    shown = {f: math.nan if f in too_large else v for f, v in values.items()}
+    result = replace(
+        scaled,
+        mean_a=shown["mean_a"],
+        mean_b=shown["mean_b"],
+        diff=shown["diff"],
+        stderr=shown["stderr"],
+        ci_low=shown["ci_low"],
+        ci_high=shown["ci_high"],
+        mde=shown["mde"],
+        stderr_bound=bound,
     )
+    if not too_large:
+        return result
+    names = ", ".join(_NAMES[f] for f in too_large)
+    verb = "exceeds" if len(too_large) == 1 else "exceed"
+    why = (
+        f"the {names} {verb} the largest floating-point number (about 1.8e308): not shown "
+        "(rescale the metric)"
+    )
+    return replace(result, note=why if result.note is None else f"{result.note}; {why}")
+
+
+_NAMES = {
+    "mean_a": "mean of a",
+    "mean_b": "mean of b",
+    "diff": "difference",
+    "stderr": "stderr",
+    "ci_low": "interval's lower end",
+    "ci_high": "interval's upper end",
+    "mde": "MDE",
+}
 
 
 def no_stderr_reason(n: int, clusters: int | None) -> str:
