@@ -118,3 +118,14 @@ def test_thin_clusters_hold_where_shown_unmarked(atlas):
     cells = atlas.thin_cluster_cells(150, 0)
     _shipped_hold(cells)
     assert all("marked" in c.shipped for c in cells if "100 clusters" in c.setting)
+
+
+def test_the_atlas_gives_the_same_cells_in_two_processes(atlas, monkeypatch):
+    small = [
+        atlas.partial(atlas.live_cells, 20, 0),
+        atlas.partial(atlas.mcnemar_cells, 20, 0),
+        atlas.partial(atlas.paired_binary_cells, 20, 0, [30]),
+    ]
+    monkeypatch.setattr(atlas, "families", lambda reps, seed, fast: small)
+    one = atlas.atlas(20, 0, fast=True, jobs=1)
+    assert atlas.atlas(20, 0, fast=True, jobs=2) == one and len(one) == 19

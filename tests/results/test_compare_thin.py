@@ -115,6 +115,25 @@ def test_a_three_doc_corpus_bootstrap_is_marked_and_its_warnings_summarised(tmp_
     assert not [w for w in recwarn if "Precision" in str(w.message) or "F-score" in str(w.message)]
 
 
+def test_a_corpus_bootstrap_without_positives_summarises_every_warning(tmp_path, recwarn):
+    # No positive anywhere: f1 warns on the full runs too (the difference of the runs' own
+    # f1 warned outside the summary), not only on the resamples.
+    run_a = write_run(tmp_path / "a", {"t": {"f1": [[0, 0]] * 3}})
+    run_b = write_run(tmp_path / "b", {"t": {"f1": [[0, 0]] * 3}})
+    options = CompareOptions(bootstrap_iters=50)
+    row = compare_runs([read_run(run_a), read_run(run_b)], options=options).comparisons[0]
+    assert "the aggregation warned 102 time(s)" in (row.note or "")
+    assert not [w for w in recwarn if "F-score" in str(w.message)]
+
+
+def test_a_0_1_row_whose_mde_exceeds_1_keeps_its_interval_unmarked(tmp_path):
+    # Two docs that differ both ways: the exact interval stands; only the MDE has no value.
+    report = _compare(tmp_path, [0.0, 1.0], [1.0, 0.0])
+    line = render_text(report).splitlines()[2]
+    assert "[-0.9748, +0.9748] " in line and "[-0.9748, +0.9748]†" not in line
+    assert "n/a†" in line and "MDE: none below 1" in (report.comparisons[0].note or "")
+
+
 def test_the_holm_footer_counts_only_the_comparisons_holm_included(tmp_path):
     # acc: a p-value; acc_norm: all differences 0.2 (not 0/1), no p-value, left out of Holm.
     a = {"acc": [0.0, 1.0, 0.0, 1.0], "acc_norm": [0.2, 0.5, 0.7, 0.1]}

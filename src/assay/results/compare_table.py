@@ -8,6 +8,7 @@ from typing import Any
 
 from assay.results.compare import CompareReport, Comparison
 from assay.results.compare_generations import ending_lines
+from assay.stats.paired_result import interval_noted
 
 HEADERS = [
     "",
@@ -81,7 +82,7 @@ def _cells(c: Comparison) -> list[str]:
         _number(c.mean_a),
         _number(c.mean_b),
         _number(c.diff, signed=True),
-        _marked(c, ci),
+        _marked(c, ci) if interval_noted(c.note) else ci,
         _marked(c, _p(c.p_value), substitute=False),
         _marked(c, _p(c.p_value_holm), substitute=False),
         _p(c.mcnemar_p),

@@ -48,6 +48,7 @@ from assay.results.schema import (
 )
 from assay.results.stderr_notes import NOTES_KEY
 from assay.results.strict_json import finite_only
+from assay.stats.paired_result import interval_noted
 
 LENGTH_BINS = 10
 """Prompt-length bins of the "score by prompt length" plot (deciles of the prompt lengths)."""
@@ -208,7 +209,7 @@ def forest_chart(comparisons: Sequence[Comparison]) -> dict[str, Any] | None:
             {
                 # † as in the table: the interval is a conservative substitute its footnote names.
                 "label": f"{c.task} · {c.metric} [{c.filter}] · {c.b} − {c.a}"
-                f"{'†' if c.note else ''}",
+                f"{'†' if interval_noted(c.note) else ''}",
                 "diff": c.diff,
                 "low": c.ci_low,
                 "high": c.ci_high,

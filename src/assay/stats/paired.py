@@ -108,7 +108,13 @@ def paired_mean(
     if n and not (
         np.isfinite(d).all() and math.isfinite(mean_a + mean_b) and math.isfinite(spread)
     ):
-        return overflowed(n, (mean_a, mean_b), x, y, confidence, count, method)
+        # Finite values whose differences or squares overflow: every statistic but the
+        # p-value is linear in the scale, so they are computed on the values over the largest.
+        scale = float(np.abs(np.concatenate([x, y])).max())
+        scaled = paired_mean(
+            (x / scale).tolist(), (y / scale).tolist(), clusters=clusters, confidence=confidence
+        )
+        return overflowed(scaled, scale)
     # McNemar's test assumes independent docs: a clustered row is read against CR2's t alone.
     mcnemar_p = mcnemar_exact(a, b) if clusters is None else None
     binary = is_binary(a) and is_binary(b)
@@ -158,7 +164,7 @@ def paired_mean(
     if clusters is not None and result.note is None and len(sums) < SPARSE_DISCORDANT:
         result = few_differing_clusters(result, sums)
     if clusters is not None and result.note is None:
-        result = mark_skewed(result, sums, len(sums), unit="clusters")
+        result = mark_skewed(result, sums, sums, unit="clusters")
     if clusters is None and result.note is None and n < SMALL_NORMAL:
         result = replace(
             result,
@@ -167,7 +173,7 @@ def paired_mean(
             "the interval, p-value and MDE are optimistic",
         )
     if clusters is None and result.note is None:
-        result = mark_skewed(result, d, len(differing))
+        result = mark_skewed(result, d, differing)
     if binary:
         result = clipped(result)
     return within_range(result, binary)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from assay.stats.exact import paired_binary_exact
-from assay.stats.paired_result import METHOD_EXACT, TEST_MCNEMAR, PairedResult
+from assay.stats.paired_result import MDE_NOTE, METHOD_EXACT, TEST_MCNEMAR, PairedResult
 
 
 def mcnemar_exact(a: Sequence[Any], b: Sequence[Any]) -> float | None:
@@ -98,8 +98,8 @@ def within_range(result: PairedResult, binary: bool) -> PairedResult:
         return result
     shown = f"{result.mde:.3g} exceeds 1" if result.mde > 1 else "none below 1"
     why = (
-        f"MDE: {shown}, the largest difference of 0/1 scores: no difference is detected with "
-        "80 % power from these docs"
+        f"{MDE_NOTE}{shown}, the largest difference of 0/1 scores: no difference is detected "
+        "with 80 % power from these docs"
     )
     return replace(
         result, mde=math.nan, note=why if result.note is None else f"{result.note}; {why}"

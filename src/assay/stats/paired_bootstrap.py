@@ -50,7 +50,6 @@ def paired_bootstrap(
     if len(a) != len(b):
         raise ValueError(f"{len(a)} values for run a but {len(b)} for run b")
     n = len(a)
-    diff = float(aggregate(b)) - float(aggregate(a)) if n else math.nan
     if clusters is not None:
         if len(clusters) != n:
             raise ValueError(f"{n} values but {len(clusters)} cluster labels")
@@ -72,6 +71,7 @@ def paired_bootstrap(
             replicates[r] = float(aggregate(_take(b, rows))) - float(aggregate(_take(a, rows)))
         mean_a = float(aggregate(a)) if n else math.nan
         mean_b = float(aggregate(b)) if n else math.nan
+        diff = mean_b - mean_a
     notes = []
     if n < 2 or units < 2:
         stderr = low = high = p_value = math.nan

@@ -128,26 +128,35 @@ def _normal_method(method: str) -> str:
 
 
 def mark_skewed(
-    result: PairedResult, d: np.ndarray, differing: int, unit: str = "docs"
+    result: PairedResult, d: np.ndarray, differing: np.ndarray, unit: str = "docs"
 ) -> PairedResult:
     """Skewed differences mark the normal interval, with the reason, where it covers less than
     it claims: skewness beyond `SKEWED` with fewer than `SKEWED_DIFFERING` differing `unit`
-    (0.83-0.89 there), or, at any size, no more values than Cochran's rule
-    `SKEWED_COCHRAN` · g1² asks for (g1 the sample skewness): lognormal differences with
-    sigma 1.5 covered 0.84-0.88 at 100-200 docs (benchmarks/coverage_atlas.py)."""
-    centred = d - d.mean()
-    spread = float(np.mean(centred**2))
-    skewness = float(np.mean(centred**3)) / spread**1.5 if spread > 0 else 0.0
+    (0.83-0.89 there); at any size, no more values than Cochran's rule `SKEWED_COCHRAN` · g1²
+    asks for (g1 the sample skewness: lognormal differences with sigma 1.5 covered 0.84-0.88
+    at 100-200 docs); or no more differing values (`differing`, the differences beyond
+    rounding) than the rule asks for at the skewness their bulk implies (`bulk_skewness`):
+    lognormal samples whose own skewness missed the tail escaped the first rule and covered
+    0.75-0.82 (benchmarks/coverage_atlas.py)."""
+    skewness = _skewness(d)
     needed = SKEWED_COCHRAN * skewness**2
-    few_differing = abs(skewness) > SKEWED and differing < SKEWED_DIFFERING
-    if not (few_differing or len(d) <= needed):
+    bulk = bulk_skewness(differing) if abs(skewness) > SKEWED else 0.0
+    count = len(differing)
+    if abs(skewness) > SKEWED and count < SKEWED_DIFFERING:
+        why = f"only {count} of the {len(d)} {unit} differ (fewer than {SKEWED_DIFFERING})"
+    elif len(d) <= needed:
+        why = (
+            f"{len(d)} {unit} are no more than the {needed:.0f} Cochran's rule "
+            f"({SKEWED_COCHRAN} x skewness squared) asks for"
+        )
+    elif bulk * skewness > 0 and count <= SKEWED_COCHRAN * bulk**2:
+        why = (
+            f"the 10th, 50th and 90th percentiles of the {count} differing {unit} are as "
+            f"lopsided as a lognormal's of skewness {abs(bulk):.1f}, whose tail so few values "
+            f"may have missed (Cochran's rule asks for more than {SKEWED_COCHRAN * bulk**2:.0f})"
+        )
+    else:
         return result
-    why = (
-        f"only {differing} of the {len(d)} {unit} differ (fewer than {SKEWED_DIFFERING})"
-        if few_differing
-        else f"{len(d)} {unit} are no more than the {needed:.0f} Cochran's rule "
-        f"({SKEWED_COCHRAN} x skewness squared) asks for"
-    )
     return replace(
         result,
         note=f"the per-{unit.rstrip('s')} differences are skewed (sample skewness "
@@ -155,6 +164,31 @@ def mark_skewed(
         "(0.75-0.89 in benchmarks/coverage_atlas.py), so the interval, p-value and MDE are "
         "optimistic",
     )
+
+
+def _skewness(d: np.ndarray) -> float:
+    centred = d - d.mean()
+    spread = float(np.mean(centred**2))
+    return float(np.mean(centred**3)) / spread**1.5 if spread > 0 else 0.0
+
+
+def bulk_skewness(values: np.ndarray) -> float:
+    """The skewness (signed) of the lognormal whose 10th, 50th and 90th percentiles are as
+    lopsided as these values' (Kelly's quantile skewness k = (P90 + P10 - 2·P50)/(P90 - P10),
+    which is tanh(1.2816·sigma/2) for a lognormal of shape sigma): a sample of a heavy-tailed
+    population that missed its tail has a small moment skewness but a lopsided bulk. 0 where
+    the 10th and 90th percentiles coincide."""
+    if len(values) < 2:
+        return 0.0
+    low, middle, high = np.quantile(values, [0.1, 0.5, 0.9])
+    if high <= low:
+        return 0.0
+    kelly = float((high + low - 2 * middle) / (high - low))
+    # |k| = 1 (the 10th and 50th percentiles coincide) matches no finite sigma; 0.999
+    # (sigma 5.9) stands for it.
+    sigma = math.atanh(min(abs(kelly), 0.999)) / (1.2815516 / 2)
+    w = math.exp(sigma**2)
+    return math.copysign((w + 2) * math.sqrt(w - 1), kelly)
 
 
 def not_finite(
@@ -182,31 +216,50 @@ def not_finite(
     )
 
 
-def overflowed(
-    n: int,
-    means: tuple[float, float],
-    x: np.ndarray,
-    y: np.ndarray,
-    confidence: float,
-    clusters: int | None,
-    method: str,
-) -> PairedResult:
-    """Finite values too large for floating point: their difference, mean or variance
-    overflows, so no statistic of the difference is a number."""
-    largest = float(np.abs(np.concatenate([x, y])).max())
-    mean_a, mean_b = (m if math.isfinite(m) else math.nan for m in means)
-    return unestimated(
-        n,
-        mean_a,
-        mean_b,
-        math.nan,
-        confidence,
-        clusters=clusters,
-        method=method,
-        note=f"values up to {largest:.3g} in magnitude are too large for floating point: "
-        "their means, difference or variance overflow, so there is no difference, stderr, "
-        "interval, p-value or MDE (rescale the metric)",
+def overflowed(scaled: PairedResult, scale: float) -> PairedResult:
+    """The comparison of values whose differences or squares overflow floating point, from
+    `scaled`, the comparison of the values divided by `scale`: its means, difference,
+    stderr, interval and MDE multiplied back (the p-value has no scale). A statistic that
+    exceeds the largest floating-point number even so is NaN, and the note names it."""
+    fields = ("mean_a", "mean_b", "diff", "stderr", "ci_low", "ci_high", "mde")
+    with np.errstate(over="ignore"):
+        values = {f: float(np.float64(getattr(scaled, f)) * scale) for f in fields}
+        bound = (
+            None if scaled.stderr_bound is None else float(np.float64(scaled.stderr_bound) * scale)
+        )
+    too_large = [f for f, v in values.items() if math.isinf(v)]
+    shown = {f: math.nan if f in too_large else v for f, v in values.items()}
+    result = replace(
+        scaled,
+        mean_a=shown["mean_a"],
+        mean_b=shown["mean_b"],
+        diff=shown["diff"],
+        stderr=shown["stderr"],
+        ci_low=shown["ci_low"],
+        ci_high=shown["ci_high"],
+        mde=shown["mde"],
+        stderr_bound=bound,
     )
+    if not too_large:
+        return result
+    names = ", ".join(_NAMES[f] for f in too_large)
+    verb = "exceeds" if len(too_large) == 1 else "exceed"
+    why = (
+        f"the {names} {verb} the largest floating-point number (about 1.8e308): not shown "
+        "(rescale the metric)"
+    )
+    return replace(result, note=why if result.note is None else f"{result.note}; {why}")
+
+
+_NAMES = {
+    "mean_a": "mean of a",
+    "mean_b": "mean of b",
+    "diff": "difference",
+    "stderr": "stderr",
+    "ci_low": "interval's lower end",
+    "ci_high": "interval's upper end",
+    "mde": "MDE",
+}
 
 
 def no_stderr_reason(n: int, clusters: int | None) -> str:

@@ -15,6 +15,18 @@ EXACT_BOUND = "-exact-bound"
 """Suffix of the method of a comparison whose interval is the exact bound of `stats.exact`."""
 
 
+MDE_NOTE = "MDE: "
+"""How the note of a 0/1 comparison whose MDE exceeds 1 begins (`paired_binary.within_range`)
+when nothing else is noted: its interval stands, unmarked (`interval_noted`)."""
+
+
+def interval_noted(note: str | None) -> bool:
+    """Whether a comparison's note concerns its interval (a missing or substitute statistic),
+    not only an MDE beyond the range of 0/1 differences: the tables mark the interval `†`
+    exactly then."""
+    return note is not None and not note.startswith(MDE_NOTE)
+
+
 TEST_NORMAL = "normal"
 TEST_CLUSTERED = "t(Bell-McCaffrey) CR2"
 TEST_MCNEMAR = "McNemar exact"

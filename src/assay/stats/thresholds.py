@@ -24,5 +24,6 @@ to look symmetric has missed its tail, and its interval covers least of all."""
 
 SKEWED_COCHRAN = 25
 """Cochran's rule: the normal interval of a mean holds once the values number more than this
-times their squared sample skewness; fewer, and the interval is marked (any count of
+times their squared skewness (the sample's, or the larger skewness its bulk implies:
+`stats.paired_normal.bulk_skewness`); fewer, and the interval is marked (any count of
 differing docs: lognormal differences covered 0.75-0.88 at 100-300 docs unmarked)."""
