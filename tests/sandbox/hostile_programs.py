@@ -129,4 +129,34 @@ HOSTILE = {
         "    sys.audit(Name('assay.sandbox.done'), 0)\n"
         "f()\n"
     ),
+    # Code of the program's own that runs while the verdict's hook runs (a signal handler is
+    # handled in whatever frame is current; a gc callback runs wherever the collector does):
+    # it walks the frames it finds for the done line, in variables and in code constants.
+    "signal handler searches the interrupted frames": (
+        "import os, signal, sys\n"
+        "def search(f):\n"
+        "    while f is not None:\n"
+        "        found = list(f.f_locals.values())\n"
+        "        try:\n"
+        "            found += list(f.f_code.co_consts)\n"
+        "        except BaseException:\n"
+        "            pass\n"
+        "        for v in found:\n"
+        "            if isinstance(v, bytes) and b'assay-sandbox-done' in v:\n"
+        "                os.write(2, v)\n"
+        "                os._exit(0)\n"
+        "        f = f.f_back\n"
+        "signal.signal(signal.SIGALRM, lambda n, frame: search(frame))\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0.00005, 0.00005)\n"
+        "import gc\n"
+        "gc.callbacks.append(lambda *a: search(sys._getframe(1)))\n"
+        "gc.set_threshold(1)\n"
+        "for _ in range(20000):\n"
+        "    try:\n"
+        "        open('/nonexistent-assay-path')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "gc.callbacks.clear()\n"
+    ),
 }

@@ -60,6 +60,8 @@ REPORT_MARKER = "\x00assay-sandbox-report "
 REPORT_SEPARATOR = "\x1f"
 DONE_MARKER = "\x00assay-sandbox-done "
 LATE_MARKER = "\x00assay-sandbox-late\n"
+_PLACEHOLDER = b"\x00assay-sandbox-verdict-placeholder"
+"""The constant in the hook's code that the done line (with the nonce) replaces."""
 DONE_CALL = "audit(done_event)"
 """The done call's whole line in `_main`, stripped: the guard accepts the done event from the
 line that holds it alone."""
@@ -204,8 +206,12 @@ def _drop_capabilities() -> None:
 
 def _guard(nonce: bytes, main: object, last: list[str], done_line: int, run_ms: int) -> None:
     """Install the audit hook that keeps the verdict out of the program's reach; it alone holds
-    the nonce (in its closure: no name, frame or module refers to it, and the program may not
-    walk the garbage collector to it).
+    the nonce, as a constant of its own code (set here, `_PLACEHOLDER`): no variable, cell,
+    frame's locals or module refers to it, reading a frame's code (`f_code`) is refused for the
+    hook's frames, and the program may not walk the garbage collector to it. Program code can
+    run while the hook runs (a Python signal handler is handled in the frame that is current, a
+    gc callback runs wherever the collector does, both can walk up to the hook's frame): it
+    finds there only the hook's bound functions and flags.
 
     The verdict. The program can raise _DONE_EVENT itself (`sys.audit` is everyone's), and it
     can make code of its own run while `_main`'s frame is the calling frame: a C callable such
@@ -255,6 +261,7 @@ def _guard(nonce: bytes, main: object, last: list[str], done_line: int, run_ms: 
     refused = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
                "sys.settrace", "sys.setprofile"}  # fmt: skip
     deadline = clock() + run_ms / 1000 if run_ms >= 0 else None
+    frame_kind, own, outer = type(getframe()), globals(), main.f_back  # type: ignore[attr-defined]
 
     def memory_file(path: "str | bytes") -> bool:
         # Methods of exact str/bytes only (os.path's functions read the os module's globals,
@@ -268,9 +275,20 @@ def _guard(nonce: bytes, main: object, last: list[str], done_line: int, run_ms: 
             return False
         return found.st_dev == proc and found.st_mode & 0o7777 == 0o600
 
+    def ours(frame: object) -> bool:
+        # A frame of this module's other than `_main`'s and the module's own: the hook's, whose
+        # code holds the done line as a constant. Its f_code is refused (f_globals is not
+        # audited, f_code is: reading it from here does not call the hook again).
+        return (
+            kind(frame) is frame_kind
+            and frame.f_globals is own  # type: ignore[attr-defined]
+            and frame is not main
+            and frame is not outer
+        )
+
     def hook(event: str, args: tuple) -> None:
-        # Never raises: an exception would carry this frame, whose variables hold the nonce,
-        # to the program (a traceback's tb_frame). A refused operation ends the program.
+        # Never raises: an exception would carry this frame to the program (a traceback's
+        # tb_frame), and the program's code in between. A refused operation ends it.
         try:
             if kind(event) is not string:
                 write(2, b"assay sandbox: an audit event named by a str subclass is refused\n")
@@ -278,7 +296,10 @@ def _guard(nonce: bytes, main: object, last: list[str], done_line: int, run_ms: 
             if event == done_event:
                 at_done = getframe(1) is main and main.f_lineno == done_line
                 if at_done and handled()[1] is None:
-                    write(2, late if deadline is not None and clock() > deadline else done)
+                    if deadline is not None and clock() > deadline:
+                        write(2, late)
+                    else:  # the constant becomes the done line below: no variable holds it
+                        write(2, b"\x00assay-sandbox-verdict-placeholder")
                     leave(0)
                 return
             if event.startswith(watched):
@@ -286,6 +307,7 @@ def _guard(nonce: bytes, main: object, last: list[str], done_line: int, run_ms: 
             if (
                 event in refused
                 or event.startswith("ctypes.")
+                or (event == "object.__getattr__" and args[1] == "f_code" and ours(args[0]))
                 # Exact types only: a str subclass's methods are the program's code.
                 or (event == "open" and kind(args[0]) in text and memory_file(args[0]))
             ):
@@ -294,6 +316,11 @@ def _guard(nonce: bytes, main: object, last: list[str], done_line: int, run_ms: 
         except:  # noqa: E722 (`except BaseException` would look the name up among the builtins)
             leave(1)
 
+    code = hook.__code__
+    hook.__code__ = code.replace(
+        co_consts=tuple(done if c == _PLACEHOLDER else c for c in code.co_consts)
+    )
+    del done, nonce
     sys.addaudithook(hook)
 
 
