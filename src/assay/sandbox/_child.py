@@ -254,7 +254,7 @@ def _guard(nonce: bytes, main: object, last: list[str], done_line: int, run_ms: 
     late = LATE_MARKER.encode()
     # Bound now: the program may replace module attributes, builtins and this module's globals.
     write, leave, getframe, stat, handled = os.write, os._exit, sys._getframe, os.stat, sys.exc_info
-    kind, string, text, clock = type, str, (str, bytes), time.monotonic
+    kind, string, raw, clock = type, str, bytes, time.monotonic
     done_event, watched = _DONE_EVENT, _WATCHED
     proc = stat("/proc").st_dev
     ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -307,9 +307,19 @@ def _guard(nonce: bytes, main: object, last: list[str], done_line: int, run_ms: 
             if (
                 event in refused
                 or event.startswith("ctypes.")
-                or (event == "object.__getattr__" and args[1] == "f_code" and ours(args[0]))
-                # Exact types only: a str subclass's methods are the program's code.
-                or (event == "open" and kind(args[0]) in text and memory_file(args[0]))
+                # Exact types only, compared by identity: a str subclass's methods, or a
+                # metaclass's __eq__, are the program's code.
+                or (
+                    event == "object.__getattr__"
+                    and kind(args[1]) is string
+                    and args[1] == "f_code"
+                    and ours(args[0])
+                )
+                or (
+                    event == "open"
+                    and (kind(args[0]) is string or kind(args[0]) is raw)
+                    and memory_file(args[0])
+                )
             ):
                 write(2, b"assay sandbox: " + event.encode() + b" is not allowed to the program\n")
                 leave(1)
