@@ -98,6 +98,10 @@ def test_the_rewritten_command_line_keeps_everything_but_the_secrets():
     # A secret shorter than the placeholder is cut, never shown.
     assert hidden_command_line([b"api_key=ab"]) == [b"api_key=**"]
     assert hidden_command_line([b"plain", b"words"]) == [b"plain", b"words"]
+    # The flag and its value in one word, as argparse also reads it.
+    assert hidden_command_line([b"--model_args=model=m,api_key=sk-abcdef12"]) == [
+        b"--model_args=model=m,api_key=***"
+    ]
 
 
 def test_the_assay_command_hides_its_secret_arguments_once_parsed():

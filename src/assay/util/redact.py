@@ -108,12 +108,16 @@ def redact_words(argv: Iterable[str]) -> list[str]:
             words.append(PLACEHOLDER)
             hide_next = False
             continue
-        flag, sep, _ = word.partition("=")
-        if word.startswith("-") and is_secret_key(flag.lstrip("-")):
-            words.append(f"{flag}={PLACEHOLDER}" if sep else word)
-            hide_next = not sep
-            continue
-        word = _SECRET_PAIR.sub(
+        flag, sep, value = word.partition("=")
+        prefix = ""
+        if word.startswith("-"):
+            if is_secret_key(flag.lstrip("-")):
+                words.append(f"{flag}={PLACEHOLDER}" if sep else word)
+                hide_next = not sep
+                continue
+            if sep:  # --model-args=api_key=...: the value is read as its own word
+                prefix, word = f"{flag}=", value
+        word = prefix + _SECRET_PAIR.sub(
             lambda m: f"{m[1]}={PLACEHOLDER}" if is_secret_key(m[1]) else m[0], word
         )
         word = _QUOTED_PAIR.sub(
