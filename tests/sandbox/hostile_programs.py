@@ -64,4 +64,99 @@ HOSTILE = {
         "signal.setitimer(signal.ITIMER_REAL, 0.001)\n"
         "import time\ntime.sleep(1)\n"
     ),
+    # The verdict's own audit event, raised by a C callable while the bootstrap's frame is the
+    # calling one: put where the bootstrap reports the failure, it used to write the pass.
+    "os.write replaced by a done-event partial": (
+        "import functools, os, sys\n"
+        "os.write = functools.partial(sys.audit, 'assay.sandbox.done', 0)\n"
+    ),
+    "builtins replaced by done-event partials": (
+        "import builtins, functools, sys\n"
+        "done = functools.partial(sys.audit, 'assay.sandbox.done', 0)\n"
+        "for name in ('getattr', 'str', 'type', 'len', 'id', 'isinstance'):\n"
+        "    setattr(builtins, name, done)\n"
+    ),
+    "its own exception answers with done-event partials": (
+        "import functools, sys\n"
+        "done = functools.partial(sys.audit, 'assay.sandbox.done', 0)\n"
+        "class Meta(type):\n"
+        "    __name__ = property(done)\n"
+        "    __module__ = property(done)\n"
+        "Evil = Meta('Evil', (OSError,), {'__str__': done, '__repr__': done, '__del__': done,\n"
+        "            'errno': property(done), 'strerror': property(done),\n"
+        "            'args': property(done), 'filename': property(done)})\n"
+        "raise Evil()\n"
+    ),
+    "builtin exception carrying done-event partials": (
+        "import functools, sys\n"
+        "done = functools.partial(sys.audit, 'assay.sandbox.done', 0)\n"
+        "Text = type('Text', (str,), {'__str__': done, 'replace': done, '__add__': done})\n"
+        "Number = type('Number', (int,), {'__str__': done, '__repr__': done})\n"
+        "error = OSError(Number(5), Text('x'), Text('y'))\n"
+        "error.errno = Number(5)\n"
+        "raise error\n"
+    ),
+    "signal handler is a done-event partial, alarms during the report": (
+        "import functools, signal, sys\n"
+        "signal.signal(signal.SIGALRM, functools.partial(sys.audit, 'assay.sandbox.done', 0))\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0.0005, 0.0001)\n"
+    ),
+    "threads raise the done event all along": (
+        "import _thread, functools, sys, threading\n"
+        "done = functools.partial(sys.audit, 'assay.sandbox.done', 0)\n"
+        "def spin():\n"
+        "    for _ in range(10 ** 6):\n"
+        "        done()\n"
+        "threading.Thread(target=spin, daemon=True).start()\n"
+    ),
+    "the bootstrap's globals rewritten": (
+        "import functools, sys\n"
+        "done = functools.partial(sys.audit, 'assay.sandbox.done', 0)\n"
+        "f = sys._getframe()\n"
+        "while f is not None:\n"
+        "    if '_guard' in f.f_globals:\n"
+        "        for name in ('REPORT_MARKER', 'REPORT_SEPARATOR', '_DONE_EVENT', 'contextlib'):\n"
+        "            f.f_globals[name] = done\n"
+        "        f.f_locals.update(write=done, leave=done)\n"
+        "    f = f.f_back\n"
+        "sys.exc_info = lambda: (None, None, None)\n"
+    ),
+    "audit event named by a str subclass": (
+        "import sys\n"
+        "Name = type('Name', (str,), {'__eq__': lambda s, o: True, '__hash__': str.__hash__})\n"
+        "sys.audit(Name('assay.sandbox.done'), 0)\n"
+        "def f():\n"
+        "    sys.audit(Name('assay.sandbox.done'), 0)\n"
+        "f()\n"
+    ),
+    # Code of the program's own that runs while the verdict's hook runs (a signal handler is
+    # handled in whatever frame is current; a gc callback runs wherever the collector does):
+    # it walks the frames it finds for the done line, in variables and in code constants.
+    "signal handler searches the interrupted frames": (
+        "import os, signal, sys\n"
+        "def search(f):\n"
+        "    while f is not None:\n"
+        "        found = list(f.f_locals.values())\n"
+        "        try:\n"
+        "            found += list(f.f_code.co_consts)\n"
+        "        except BaseException:\n"
+        "            pass\n"
+        "        for v in found:\n"
+        "            if isinstance(v, bytes) and b'assay-sandbox-done' in v:\n"
+        "                os.write(2, v)\n"
+        "                os._exit(0)\n"
+        "        f = f.f_back\n"
+        "signal.signal(signal.SIGALRM, lambda n, frame: search(frame))\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0.00005, 0.00005)\n"
+        "import gc\n"
+        "gc.callbacks.append(lambda *a: search(sys._getframe(1)))\n"
+        "gc.set_threshold(1)\n"
+        "for _ in range(20000):\n"
+        "    try:\n"
+        "        open('/nonexistent-assay-path')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "gc.callbacks.clear()\n"
+    ),
 }

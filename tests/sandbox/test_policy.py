@@ -15,7 +15,7 @@ from assay.errors import SandboxError
 from assay.sandbox import Limits, SandboxPolicy, run_many, run_untrusted
 from assay.sandbox import policy as policy_module
 from assay.sandbox._docker import docker_argv
-from assay.sandbox._run import classify
+from assay.sandbox._run import classify, done_line
 from assay.sandbox._seccomp import seccomp_program
 from assay.sandbox.policy import resolve
 
@@ -108,7 +108,7 @@ def test_the_docker_command_isolates_network_files_user_and_limits():
     tail = argv[argv.index("python:3.11-slim") :]
     assert tail[1:4] == ["python3", "-I", "-c"]
     assert tail[5:] == [
-        "-1", str(512 * 1024 * 1024), "4", str(limits.file_bytes), "-1", "-1", "1"
+        "-1", str(512 * 1024 * 1024), "4", str(limits.file_bytes), "-1", "-1", "1", str(done_line())
     ]  # fmt: skip
 
 
@@ -246,3 +246,12 @@ def test_docker_runs_contained_where_an_engine_answers_and_is_refused_where_none
     result = run_untrusted(code, mode="docker", image=image)
     assert result.outcome == "blocked" and result.detail.startswith("network"), result
     assert run_cli(tmp_path, "--sandbox", "docker", "--sandbox-image", image) == 0
+
+
+def test_the_done_line_is_the_bootstraps_one_done_call():
+    from assay.sandbox._child import DONE_CALL
+    from assay.sandbox._run import child_source
+
+    lines = child_source().splitlines()
+    assert lines[done_line() - 1].strip() == DONE_CALL
+    assert [line.strip() for line in lines].count(DONE_CALL) == 1

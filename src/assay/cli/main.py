@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from assay import __version__
 from assay.cli import compare, power, report, run, tasks, validate
+from assay.cli._argv import hide_secrets_in_command_line
 from assay.cli._parser import Parser, common_flags
 from assay.errors import AssayError
 from assay.util.disk import DiskFull, disk_full_cause
@@ -83,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AssayError as exc:
         sys.stderr.write(f"assay: error: {terminal_safe(str(exc))}\n")
         return exc.exit_code
+    if argv is None:  # this process's own command line: no other process may read its secrets
+        hide_secrets_in_command_line()
     handler = logging.StreamHandler()
     # Task names and values from files reach log records: escapes print as text.
     handler.setFormatter(TerminalSafeFormatter("%(levelname)s %(name)s: %(message)s"))

@@ -1,10 +1,11 @@
 """The first code that runs in every sandbox, before the untrusted program (stdlib only).
 
-Its source is passed to the sandboxed interpreter with `python -I -c`, followed by seven
+Its source is passed to the sandboxed interpreter with `python -I -c`, followed by eight
 integers: uid, address-space bytes, CPU seconds, file-size bytes, process count, the
-milliseconds the program's own code may run (-1 leaves these alone), and 1 to run the program
-as `__main__` (0: as code_eval does). In the `rlimits` and `none` modes those come after `supervise`, assay's pid
-and a folder for temporary files: the process first becomes the program's supervisor (below).
+milliseconds the program's own code may run (-1 leaves these alone), 1 to run the program
+as `__main__` (0: as code_eval does), and the number of the line of this source that holds
+the done call (DONE_CALL; the parent finds it, `_run.done_line`). In the `rlimits` and `none`
+modes those come after `supervise`, assay's pid and a folder for temporary files: the process first becomes the program's supervisor (below).
 
 It reads a one-line nonce and then the program from standard input, then:
 
@@ -25,7 +26,9 @@ It reads a one-line nonce and then the program from standard input, then:
    DONE_MARKER and the nonce to stderr and leaves at once; code that returned later gets
    LATE_MARKER instead, a time-out. This line, not the exit status,
    is what makes a pass: `sys.exit(0)`, `raise SystemExit`, `os._exit(0)`, an atexit handler,
-   a replaced `sys.excepthook` or a signal all end the process without it. The nonce is read
+   a replaced `sys.excepthook` or a signal all end the process without it, and the guard
+   writes it for the done call alone, not for the program raising the same audit event from
+   anywhere, `_main`'s failure path included (`_guard` says how). The nonce is read
    before the program starts, from a pipe it can no longer read, and kept only by the audit
    hook that writes the line (`_guard`), out of the program's reach: no frame holds it, and
    the hook refuses the ways into this interpreter's memory (gc, ctypes, trace functions,
@@ -57,6 +60,11 @@ REPORT_MARKER = "\x00assay-sandbox-report "
 REPORT_SEPARATOR = "\x1f"
 DONE_MARKER = "\x00assay-sandbox-done "
 LATE_MARKER = "\x00assay-sandbox-late\n"
+_PLACEHOLDER = b"\x00assay-sandbox-verdict-placeholder"
+"""The constant in the hook's code that the done line (with the nonce) replaces."""
+DONE_CALL = "audit(done_event)"
+"""The done call's whole line in `_main`, stripped: the guard accepts the done event from the
+line that holds it alone."""
 
 # Audit events whose failure says what the sandbox stopped.
 _WATCHED = (
@@ -196,64 +204,150 @@ def _drop_capabilities() -> None:
     libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
-def _guard(nonce: bytes, main: object, last: list[str]) -> None:
+def _guard(nonce: bytes, main: object, last: list[str], done_line: int, run_ms: int) -> None:
     """Install the audit hook that keeps the verdict out of the program's reach; it alone holds
-    the nonce (in its closure: no name, frame or module refers to it, and the program may not
-    walk the garbage collector to it).
+    the nonce, as a constant of its own code (set here, `_PLACEHOLDER`): no variable, cell,
+    frame's locals or module refers to it, reading a frame's code (`f_code`) is refused for the
+    hook's frames, and the program may not walk the garbage collector to it. Program code can
+    run while the hook runs (a Python signal handler is handled in the frame that is current, a
+    gc callback runs wherever the collector does, both can walk up to the hook's frame): it
+    finds there only the hook's bound functions and flags.
 
-    It writes the verdict when `_main`'s own frame (`main`, by identity) raises _DONE_EVENT,
-    which only the return of the program's code leads to, then leaves. Once the program runs it
-    refuses what would read this interpreter's memory or rewrite its running code: the garbage
-    collector's object lists, other threads' frames, trace and profile functions, ctypes, and
-    opening a process's memory file (/proc/PID/mem, found by name or, through a link, as
-    procfs's only file of mode 0600). The process is made non-dumpable, so no other process
-    of this user (one the program starts with a fresh interpreter, without this hook) can read
-    its memory either. It also notes the last watched event, for the report of a failure.
+    The verdict. The program can raise _DONE_EVENT itself (`sys.audit` is everyone's), and it
+    can make code of its own run while `_main`'s frame is the calling frame: a C callable such
+    as `functools.partial(sys.audit, _DONE_EVENT)` put where `_main` calls or touches the
+    program's objects (a replaced `os.write` or `builtins.getattr`, an exception's `__str__`,
+    a property, a metaclass's `__name__`, a `__del__`), or a Python signal handler of that
+    kind, which runs in whatever frame is current when the signal is handled. So the hook
+    writes the verdict only when all three hold:
+
+    - the caller's frame is `_main`'s own (`main`, by identity): code the program runs in its
+      own frames, in a thread (each thread has its own frames), or once `_main` has ended (an
+      atexit handler, `sys.excepthook`) fails this;
+    - `_main` stands at `done_line`, the one line of the done call (DONE_CALL), which only the
+      return of the program's code leads to (the parent computes the number from this source,
+      `_run.done_line`): a partial or signal handler firing anywhere else in `_main` (its
+      failure report, its `except` clauses, the clean-up of `exc`) fails this;
+    - no exception is being handled (`sys.exc_info()`, bound before the program runs): a
+      second lock on the same door, should the failure path ever share the line.
+
+    The program's objects are never consulted: the event's arguments are ignored, and whether
+    the run was late is measured here, from the moment the hook is installed (just before the
+    program is compiled) against `run_ms`, with a clock bound beforehand.
+
+    Once the program runs the hook refuses what would read this interpreter's memory or
+    rewrite its running code: the garbage collector's object lists, other threads' frames,
+    trace and profile functions, ctypes, and opening a process's memory file (/proc/PID/mem,
+    found by name or, through a link, as procfs's only file of mode 0600). The process is
+    made non-dumpable, so no other process of this user (one the program starts with a fresh
+    interpreter, without this hook) can read its memory either. It also notes the last
+    watched event, for the report of a failure.
+
+    The hook itself calls none of the program's code: every name it uses is bound here (a
+    global or builtin would be the program's to replace, through `_main`'s frame), it calls C
+    functions only, on exact str and bytes, and it refuses an event named by a str subclass
+    (whose comparison methods would be the program's).
     """
     import ctypes
 
     done = DONE_MARKER.encode() + nonce + b"\n"
     late = LATE_MARKER.encode()
-    # Bound now: the program may replace module attributes and builtins before the hook runs.
-    write, leave, getframe, stat = os.write, os._exit, sys._getframe, os.stat
-    basename, fsdecode, kind, text = os.path.basename, os.fsdecode, type, (str, bytes)
+    # Bound now: the program may replace module attributes, builtins and this module's globals.
+    write, leave, getframe, stat, handled = os.write, os._exit, sys._getframe, os.stat, sys.exc_info
+    kind, string, raw, clock = type, str, bytes, time.monotonic
+    done_event, watched = _DONE_EVENT, _WATCHED
     proc = stat("/proc").st_dev
     ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     refused = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
                "sys.settrace", "sys.setprofile"}  # fmt: skip
+    deadline = clock() + run_ms / 1000 if run_ms >= 0 else None
+    frame_kind, own, outer = type(getframe()), globals(), main.f_back  # type: ignore[attr-defined]
 
     def memory_file(path: "str | bytes") -> bool:
-        if basename(fsdecode(path)) == "mem":
+        # Methods of exact str/bytes only (os.path's functions read the os module's globals,
+        # which the program may replace).
+        name = path.rpartition("/" if kind(path) is string else b"/")[2]  # type: ignore[arg-type]
+        if name == "mem" or name == b"mem":
             return True
         try:
             found = stat(path)
-        except (OSError, ValueError):
+        except:  # noqa: E722 (`except OSError` would look the name up among the builtins)
             return False
         return found.st_dev == proc and found.st_mode & 0o7777 == 0o600
 
+    def ours(frame: object) -> bool:
+        # A frame of this module's other than `_main`'s and the module's own: the hook's, whose
+        # code holds the done line as a constant. Its f_code is refused (f_globals is not
+        # audited, f_code is: reading it from here does not call the hook again).
+        return (
+            kind(frame) is frame_kind
+            and frame.f_globals is own  # type: ignore[attr-defined]
+            and frame is not main
+            and frame is not outer
+        )
+
     def hook(event: str, args: tuple) -> None:
-        # Never raises: an exception would carry this frame, whose variables hold the nonce,
-        # to the program (a traceback's tb_frame). A refused operation ends the program.
+        # Never raises: an exception would carry this frame to the program (a traceback's
+        # tb_frame), and the program's code in between. A refused operation ends it.
         try:
-            if event == _DONE_EVENT:
-                if getframe(1) is main:
-                    write(2, late if args[0] else done)
+            if kind(event) is not string:
+                write(2, b"assay sandbox: an audit event named by a str subclass is refused\n")
+                leave(1)
+            if event == done_event:
+                at_done = getframe(1) is main and main.f_lineno == done_line
+                if at_done and handled()[1] is None:
+                    if deadline is not None and clock() > deadline:
+                        write(2, late)
+                    else:  # the constant becomes the done line below: no variable holds it
+                        write(2, b"\x00assay-sandbox-verdict-placeholder")
                     leave(0)
                 return
-            if event.startswith(_WATCHED):
+            if event.startswith(watched):
                 last[0] = event
             if (
                 event in refused
                 or event.startswith("ctypes.")
-                # Exact types only: a str subclass's methods are the program's code.
-                or (event == "open" and kind(args[0]) in text and memory_file(args[0]))
+                # Exact types only, compared by identity: a str subclass's methods, or a
+                # metaclass's __eq__, are the program's code.
+                or (
+                    event == "object.__getattr__"
+                    and kind(args[1]) is string
+                    and args[1] == "f_code"
+                    and ours(args[0])
+                )
+                or (
+                    event == "open"
+                    and (kind(args[0]) is string or kind(args[0]) is raw)
+                    and memory_file(args[0])
+                )
             ):
                 write(2, b"assay sandbox: " + event.encode() + b" is not allowed to the program\n")
                 leave(1)
-        except BaseException:
+        except:  # noqa: E722 (`except BaseException` would look the name up among the builtins)
             leave(1)
 
+    code = hook.__code__
+    hook.__code__ = code.replace(
+        co_consts=tuple(done if c == _PLACEHOLDER else c for c in code.co_consts)
+    )
+    del done, nonce
     sys.addaudithook(hook)
+
+
+def _exception_names() -> "tuple[dict[int, str], frozenset[int]]":
+    """The names of the builtin exception types, by the type's id, and the ids of the OSError
+    family: the failure report names an exception only by these (a type of the program's own
+    could answer `__name__` with its own code)."""
+    import builtins
+
+    names: dict[int, str] = {}
+    oserrors: set[int] = set()
+    for name, value in vars(builtins).items():
+        if isinstance(value, type) and issubclass(value, BaseException):
+            names[id(value)] = name
+            if issubclass(value, OSError):
+                oserrors.add(id(value))
+    return names, frozenset(oserrors)
 
 
 def _main(argv: list[str]) -> None:
@@ -262,7 +356,7 @@ def _main(argv: list[str]) -> None:
 
     if argv and argv[0] == "supervise":
         argv = _supervise(argv[1:])
-    uid, memory, cpu, fsize, nproc, run_ms, as_main = (int(v) for v in argv)
+    uid, memory, cpu, fsize, nproc, run_ms, as_main, done_line = (int(v) for v in argv)
     nonce = sys.stdin.buffer.readline().strip()
     code = sys.stdin.buffer.read()
     if uid >= 0:
@@ -286,11 +380,19 @@ def _main(argv: list[str]) -> None:
     os.dup2(null, 0)
     os.close(null)
     last = [""]
-    # Held here, so a program that replaces os._exit or sys.stdout cannot change what happens
-    # once its code has returned.
-    leave, out, err, audit = os._exit, sys.stdout, sys.stderr, sys.audit
-    _guard(nonce, sys._getframe(), last)
-    del nonce
+    # Held here, so a program that replaces os._exit, os.write, sys.stdout, builtins or this
+    # module's globals (reachable through this frame) cannot change what the code below does
+    # once its own has returned or raised (a frame's locals cannot be rebound from outside).
+    leave, write, out, err, audit = os._exit, os.write, sys.stdout, sys.stderr, sys.audit
+    names, oserrors = _exception_names()
+    kind, size, number_text, names_by_id = type, len, str, types.MappingProxyType(names)
+    identity, exits, everything, done_event = (
+        id,
+        (SystemExit, KeyboardInterrupt),
+        BaseException,
+        _DONE_EVENT,
+    )
+    marker, separator = REPORT_MARKER, REPORT_SEPARATOR
     sys.argv = ["solution.py"]
     main = types.ModuleType("__main__")
     if as_main:
@@ -298,23 +400,35 @@ def _main(argv: list[str]) -> None:
     else:  # code_eval's namespace: no __name__ of its own, so `__name__` is 'builtins'
         del main.__dict__["__name__"]
     sys.modules["__main__"] = main  # pickle and multiprocessing find the program's names
-    clock = time.monotonic
-    started = clock()
+    _guard(nonce, sys._getframe(), last, done_line, run_ms)
+    del nonce, names
     try:
         exec(compile(code, "solution.py", "exec"), main.__dict__)
-    except (SystemExit, KeyboardInterrupt):
+    except exits:
         raise
-    except BaseException as exc:
-        number = getattr(exc, "errno", None)
-        fields = [type(exc).__name__, "" if number is None else str(number), last[0], str(exc)]
-        line = REPORT_SEPARATOR.join(f.replace("\n", " ")[:300] for f in fields)
-        os.write(2, (REPORT_MARKER + line + "\n").encode(errors="replace"))
+    except everything as exc:
+        # Exact builtin types and exact str/int values only: anything else the program made
+        # could run its code here (a __str__, a property, a metaclass's __name__).
+        klass, number, message = identity(kind(exc)), None, ""
+        args = exc.args if klass in names_by_id else ()
+        oserror: OSError = exc  # type: ignore[assignment]  # read only when klass says so
+        if klass in oserrors and kind(oserror.errno) is int and kind(oserror.strerror) is str:
+            number = oserror.errno
+            message = "[Errno " + number_text(number) + "] " + oserror.strerror  # type: ignore[operator]
+            if kind(oserror.filename) is str:
+                message += ": '" + oserror.filename + "'"
+        elif size(args) == 1 and kind(args[0]) is str:
+            message = args[0]
+        event = last[0] if kind(last[0]) is str else ""
+        number_field = "" if number is None else number_text(number)
+        fields = (names_by_id.get(klass, ""), number_field, event, message)
+        line = separator.join([field.replace("\n", " ")[:300] for field in fields])
+        write(2, (marker + line + "\n").encode(errors="replace"))
         raise
-    late = run_ms >= 0 and (clock() - started) * 1000 > run_ms
     for stream in (out, err):
         with contextlib.suppress(BaseException):  # the program's own output is not the verdict
             stream.flush()
-    audit(_DONE_EVENT, late)  # the guard writes the verdict and leaves
+    audit(done_event)
     leave(1)
 
 

@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from assay.sandbox._child import DONE_MARKER, LATE_MARKER, REPORT_MARKER, REPORT_SEPARATOR
+from assay.sandbox._child import (
+    DONE_CALL,
+    DONE_MARKER,
+    LATE_MARKER,
+    REPORT_MARKER,
+    REPORT_SEPARATOR,
+)
 from assay.sandbox._types import Limits, Outcome, SandboxResult
 
 _TAIL_BYTES = 16 * 1024
@@ -50,11 +56,22 @@ def child_source() -> str:
     return Path(__file__).with_name("_child.py").read_text(encoding="utf-8")
 
 
+@functools.cache
+def done_line() -> int:
+    """The number of the bootstrap's line holding its done call: the guard accepts the done
+    event from that line of `_main` alone (`_child._guard`)."""
+    lines = child_source().splitlines()
+    found = [n for n, line in enumerate(lines, start=1) if line.strip() == DONE_CALL]
+    if len(found) != 1:
+        raise RuntimeError(f"the sandbox bootstrap must hold {DONE_CALL!r} on exactly one line")
+    return found[0]
+
+
 def child_args(
     limits: Limits, *, uid: int = -1, rlimits: bool = True, nproc: bool = False
 ) -> list[str]:
-    """The bootstrap's seven arguments (see `_child.py`); -1 leaves a limit alone."""
-    values = [uid, -1, -1, -1, -1, -1, int(limits.as_main)]
+    """The bootstrap's eight arguments (see `_child.py`); -1 leaves a limit alone."""
+    values = [uid, -1, -1, -1, -1, -1, int(limits.as_main), done_line()]
     if rlimits:
         cpu = math.ceil(limits.timeout_s) + 1
         values[1:4] = [limits.memory_mb * 1024 * 1024, cpu, limits.file_bytes]

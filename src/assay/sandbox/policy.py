@@ -45,14 +45,16 @@ ISOLATION: dict[str, tuple[str, str]] = {
         "NETWORK ACCESS, READING YOUR FILES (home folder, ~/.ssh, tokens, the checkout), "
         "writing wherever your user may (as root: wherever root's file modes allow), the "
         "environment of your other processes when not run as root (a shell that exported keys), "
-        "signalling your processes (a program that kills its supervisor first can leave "
+        "every process's command line (assay hides the secret values of its own; a shell that "
+        "started assay with a key as an argument shows it), signalling your processes (a program that kills its supervisor first can leave "
         "processes behind), fork bombs (no process limit)",
     ),
     "none": (
         "environment (as in rlimits), wall-clock time, output; every process the program "
         "starts ends with it",
         "NETWORK ACCESS, READING AND WRITING YOUR FILES, the environment of your other "
-        "processes when not run as root, memory, CPU, processes",
+        "processes when not run as root, every process's command line (as in rlimits), "
+        "memory, CPU, processes",
     ),
 }
 """Per concrete mode: (what is isolated, what is not)."""

@@ -96,6 +96,11 @@ def redact_command(argv: Iterable[str]) -> str:
     `key=value` pairs (model args), of quoted `"name": "value"` pairs whose names look like
     secret query parameters or headers (default_query, default_headers), of secret-looking
     flags, and URL user info, replaced by the placeholder; remembered secrets too."""
+    return clean_text(" ".join(redact_words(argv)))
+
+
+def redact_words(argv: Iterable[str]) -> list[str]:
+    """`argv` word by word, as `redact_command` hides it (without the remembered secrets)."""
     words: list[str] = []
     hide_next = False
     for word in argv:
@@ -103,19 +108,23 @@ def redact_command(argv: Iterable[str]) -> str:
             words.append(PLACEHOLDER)
             hide_next = False
             continue
-        flag, sep, _ = word.partition("=")
-        if word.startswith("-") and is_secret_key(flag.lstrip("-")):
-            words.append(f"{flag}={PLACEHOLDER}" if sep else word)
-            hide_next = not sep
-            continue
-        word = _SECRET_PAIR.sub(
+        flag, sep, value = word.partition("=")
+        prefix = ""
+        if word.startswith("-"):
+            if is_secret_key(flag.lstrip("-")):
+                words.append(f"{flag}={PLACEHOLDER}" if sep else word)
+                hide_next = not sep
+                continue
+            if sep:  # --model-args=api_key=...: the value is read as its own word
+                prefix, word = f"{flag}=", value
+        word = prefix + _SECRET_PAIR.sub(
             lambda m: f"{m[1]}={PLACEHOLDER}" if is_secret_key(m[1]) else m[0], word
         )
         word = _QUOTED_PAIR.sub(
             lambda m: f"{m[1]}{m[4]}{PLACEHOLDER}{m[4]}" if is_secret_param(m[3]) else m[0], word
         )
         words.append(_USERINFO.sub(f"{PLACEHOLDER}@", word))
-    return clean_text(" ".join(words))
+    return words
 
 
 # -- one redaction for every output -----------------------------------------------------------
