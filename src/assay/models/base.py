@@ -134,12 +134,6 @@ class LM(ABC):
     made by the run from --max-cost and shared with its judges) and admits each request under
     it; --max-cost leaves other backends alone."""
 
-    slow_to_describe: bool = False
-    """True when describing the backend (`unloaded`) imports large libraries (torch,
-    transformers): the run then describes it, and loads its weights where no response cache
-    can answer, in a background thread from the moment its settings are known
-    (`run.early`)."""
-
     batch_size: BatchSize | None = None
     """Requests per call as the user set it: a whole number makes the executor commit results
     batch by batch; "auto" or None leaves chunking to the executor."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -184,7 +184,6 @@ def build_executor(
     described: LM | None = None,
     args: Mapping[str, Any] | None = None,
     spending: SpendingLimit | None = None,
-    build: Callable[[], LM] | None = None,
 ) -> Executor:
     """The executor named by settings.executor, holding the settings' model (or `model`),
     built with the run's `spending` limit where it spends.
@@ -192,8 +191,7 @@ def build_executor(
     Model args that ask for replicas run them on the Ray executor, as --executor ray would.
     The local executor holds `described` (from `described_model`) where it was given: a
     stand-in without weights builds the backend only for a request the response cache cannot
-    answer. `args`: the settings' `backend_args`, when computed already; `build`: what builds
-    the backend `described` stands for, when not `build_model` (`run.early`'s load)."""
+    answer. `args`: the settings' `backend_args`, when computed already."""
     s = settings
     if args is None and isinstance(s.model, str):
         args = backend_args(s)
@@ -224,7 +222,7 @@ def build_executor(
 
     launch = launch_rank()
     if launch is None:
-        return LocalExecutor(model or _local_model(s, described, args, spending, build))
+        return LocalExecutor(model or _local_model(s, described, args, spending))
     # Started by accelerate/torchrun: one model per rank, on the rank's own GPU when there are GPUs.
     from assay.execution.distributed import DataParallelExecutor
 
@@ -239,13 +237,11 @@ def _local_model(
     described: LM | None,
     args: Mapping[str, Any] | None,
     spending: SpendingLimit | None,
-    build: Callable[[], LM] | None = None,
 ) -> LM:
     """The model of a run in this process: `described` itself when it is the built backend, a
-    deferred backend when it is a stand-in (built by `build`, by default `build_model`), the
-    settings' backend built now without one."""
+    deferred backend when it is a stand-in, the settings' backend built now without one."""
     if isinstance(described, Unloaded):
-        return DeferredBackend(described, build or (lambda: build_model(settings, args, spending)))
+        return DeferredBackend(described, lambda: build_model(settings, args, spending))
     return described or build_model(settings, args, spending)
 
 

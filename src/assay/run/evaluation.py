@@ -44,8 +44,6 @@ from assay.run.answering import Answering
 from assay.run.backend import backend_class, build_executor, described_model
 from assay.run.bill import Bill, Reading, bill_line, earlier_invocations, stopped_by
 from assay.run.deferred import DeferredBackend, overlap_enabled
-from assay.run.early import EarlyModel
-from assay.run.early import start as start_early
 from assay.run.header import run_info
 from assay.run.judging import Judges, TaskJudging
 from assay.run.lock import RunLock
@@ -127,14 +125,9 @@ class Evaluation:
         place = self.plan.place
         lock = self._lock(place)
         try:
-            # The model described, and its weights loading, before the data are read.
-            backend = self.plan.backend
-            early = None
-            if model is None and executor is None and backend.args is not None:
-                early = start_early(self.settings, backend.settings, backend.args)
             self.load_data()
             results = self._run_locked(
-                place if lock else None, place, model, executor, started, date, early
+                place if lock else None, place, model, executor, started, date
             )
         finally:
             if lock is not None:
@@ -162,15 +155,12 @@ class Evaluation:
         executor: Executor | None,
         started: float,
         date: float,
-        early: EarlyModel | None = None,
     ) -> dict[str, Any]:
         backend = self.plan.backend
         # One limit for the run, held by every API backend it builds (the model and its judges).
         self.spending = spending_limit(self.settings.max_cost)
         described = None
-        if early is not None:
-            described = early.described()
-        elif model is None and executor is None:
+        if model is None and executor is None:
             described = described_model(backend.settings, backend.args, self.spending)
         if writes is not None:
             # Before any weight loads, with the identity where the backend tells it unbuilt
@@ -179,12 +169,10 @@ class Evaluation:
             replaces = check_place(writes, self.plan.run_key, identity, self.settings.overwrite)
             self._replaces = replaces if identity is not None else None
         self.executor = executor or build_executor(
-            backend.settings, model, described, backend.args, self.spending,
-            early.build if early is not None else None,
-        )  # fmt: skip
+            backend.settings, model, described, backend.args, self.spending
+        )
         self.answering = Answering(self.executor, self.settings.unclosed_thinking)
-        if early is None or not early.loads:  # a loading thread seeded torch before its load
-            seed_torch(self.settings.seed)
+        seed_torch(self.settings.seed)
         if isinstance(self.executor.model, DeferredBackend):
             # Torch may be imported only by the deferred build (in the background): seed it
             # again once the backend is built, before its first request.

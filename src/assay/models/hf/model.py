@@ -53,8 +53,6 @@ class HuggingFaceLM(LM):
     """The --model name its messages give."""
 
     accepts_tools = True
-    slow_to_describe = True
-    """Its description imports torch and transformers: the run starts it early (`run.early`)."""
     """Tools go through the chat template's own tool support; calls are read from the text by
     `tool_parser` (see `models.tool_parsers`)."""
 
