@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/compare_lm_eval.py [--rounds 3] [--cases hellaswag,gsm8k]
         [--lmeval-python ../lmeval-venv/bin/python] [--no-floor] [--shared ../shared]
+        [--baseline-src ../main/src] [--no-unshared]
 
 Cases (settings of the peer figures):
 - hellaswag: benchmarks/tasks/hellaswag.yaml, first 300 docs, zero-shot, llama-38m, float32,
@@ -17,6 +18,10 @@ Cases (settings of the peer figures):
 - mmlu_builtin: the built-in mmlu subject tasks over local MMLU-shaped rows
   (benchmarks/tasks/mmlu_local.py: 4 subjects x 50 docs, 5-shot), assay with and without
   prefix reuse (lm-eval has no local copy of these rows): the speed-up on the real MMLU prompts.
+
+--baseline-src also runs assay from another checkout's sources (its `src` folder, e.g. before a
+change) in the same rounds, and reports its times beside this tree's with the parity of the two
+samples files: "no case slower", measured. --no-unshared skips the prefix_cache=false runs.
 
 Each command runs as a whole (`assay run` from the project venv, `python -m lm_eval` from the
 side venv when it exists) through benchmarks/timed_run.py, rounds interleaved, median reported:
@@ -162,7 +167,7 @@ def lmeval_command(python: Path, case: Case, out: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def measure(command: list[str], out: Path, cwd: Path) -> Run:
+def measure(command: list[str], out: Path, cwd: Path, src: Path | None = None) -> Run:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "command.log"
     # data_files in the task YAMLs are relative to the working directory, for both harnesses.
@@ -174,7 +179,16 @@ def measure(command: list[str], out: Path, cwd: Path) -> Run:
         check=True,
         # Offline for both tools: a hub look-up timing out on a machine without a network is
         # not evaluation work.
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+        env={
+            **os.environ,
+            **(
+                {"PYTHONPATH": f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+                if src
+                else {}
+            ),
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+        },
     )
     report = json.loads(done.stdout)
     if report["code"] != 0:
@@ -264,6 +278,16 @@ def report(case: Case, sides: dict[str, Side]) -> None:
     for line in metric_line(case, sides):
         print(line)
     assay, unshared, lmeval = sides["assay"], sides.get("assay unshared"), sides.get("lm-eval")
+    baseline = sides.get("assay baseline")
+    if baseline is not None:
+        wall = assay.median("seconds") / baseline.median("seconds")
+        cpu = assay.median("cpu_seconds") / baseline.median("cpu_seconds")
+        print(f"this tree / --baseline-src: {wall:.2f}x wall, {cpu:.2f}x CPU")
+        for task in case.task.split(","):
+            a, b = samples(assay.runs[-1].out, task), samples(baseline.runs[-1].out, task)
+            same = generation_parity if case.name == "gsm8k" else loglikelihood_parity
+            for line in same(a, b):
+                print(f"{task} this tree vs baseline {line}")
     if unshared is not None:
         wall = unshared.median("seconds") / assay.median("seconds")
         cpu = unshared.median("cpu_seconds") / assay.median("cpu_seconds")
@@ -376,6 +400,8 @@ def main() -> None:
         help="data folder when ../shared is absent",
     )
     parser.add_argument("--docs", type=int, help="docs per case instead of its own (a quick look)")
+    parser.add_argument("--baseline-src", type=Path, help="also time assay from this src folder")
+    parser.add_argument("--no-unshared", action="store_true", help="skip prefix_cache=false")
     parser.add_argument("--keep", type=Path, help="keep outputs here (default: a temp dir)")
     args = parser.parse_args()
     cases = [CASES[name] for name in args.cases.split(",")]
@@ -391,7 +417,9 @@ def main() -> None:
     sides: dict[str, dict[str, Side]] = {}
     for case in cases:
         sides[case.name] = {"assay": Side()}
-        if case.shared_prefix:
+        if args.baseline_src is not None:
+            sides[case.name]["assay baseline"] = Side()
+        if case.shared_prefix and not args.no_unshared:
             sides[case.name]["assay unshared"] = Side()
         if use_lmeval and case.with_lmeval:
             sides[case.name]["lm-eval"] = Side()
@@ -400,11 +428,12 @@ def main() -> None:
             base = work / f"{case.name}-{round_}"
             for label, side in sides[case.name].items():
                 out = base / label.replace(" ", "-")
+                src = args.baseline_src.resolve() if label == "assay baseline" else None
                 if label == "lm-eval":
                     command = lmeval_command(args.lmeval_python, case, out)
                 else:
-                    command = assay_command(case, out, prefix_cache=label == "assay")
-                side.runs.append(measure(command, out, cwd))
+                    command = assay_command(case, out, prefix_cache=label != "assay unshared")
+                side.runs.append(measure(command, out, cwd, src))
             print(f"round {round_ + 1}/{args.rounds} {case.name} done", file=sys.stderr)
     floors: dict[str, Run] = {}
     if not args.no_floor:
