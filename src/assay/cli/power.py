@@ -54,6 +54,14 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         "own share where they show one, else the least the difference allows, |difference|)",
     )
     power.add_argument(
+        "--cluster-by",
+        action="append",
+        default=[],
+        metavar="FIELD|TASK=FIELD",
+        help="plan for docs clustered by a field of the sample's doc, in clusters, with the "
+        "test assay compare runs on them (default: the cluster key the task declared)",
+    )
+    power.add_argument(
         "--repeats", default="1,2,4,8,16", help="repeats per doc to tabulate (default 1,2,4,8,16)"
     )
     power.set_defaults(handler=main)
@@ -94,11 +102,24 @@ def _differing_share(variance: _Variance) -> float:
 
 def main(args: argparse.Namespace) -> int:
     """Print the docs needed per repeats, and the current MDE."""
+    from assay.cli.compare import cluster_by_option
+    from assay.cli.power_clustered import clustered_runs, print_clustered_plan
     from assay.stats.binary_power import binary_docs_needed, exact_mde
     from assay.stats.power import least_normal_docs, mde, other_docs_needed, with_repeats
 
     repeats = _repeats(args.repeats)
-    variance = _diff_variance(args)
+    cluster_by_option(args.cluster_by)  # a malformed value is refused before a run is read
+    scored = [_scores(path, args) for path in args.runs[:2]]
+    variance = _diff_variance(args, scored)
+    clustered = None
+    if scored:
+        runs, values = [s.run for s in scored], [s.values for s in scored]
+        clustered = clustered_runs(args, runs, scored[0].task, scored[0].docs, values)
+    elif args.cluster_by:
+        raise ConfigError(
+            "--cluster-by: reads the clusters of the runs' docs; give the runs, or leave it "
+            "out to plan with --accuracy and --correlation for independent docs."
+        )
     if args.difference == 0:
         raise ConfigError("--difference: give the nonzero difference to detect, e.g. 0.02.")
     if variance.binary and not abs(args.difference) < 1:
@@ -131,6 +152,9 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(f"variance of the per-doc differences: not estimable: {variance.unestimated}")
         print(f"  in its place: {variance.value:.6g}, {variance.source}")
+    if clustered is not None:
+        print_clustered_plan(args, clustered, variance.binary, level)
+        return 0
     if variance.binary:
         print(f"  planned on {assumption}: Var(d) = share - d^2 = {planned:.6g}")
     if variance.docs and variance.docs < SMALL_PLAN and variance.unestimated is None:
@@ -247,7 +271,7 @@ def _repeats(text: str) -> list[int]:
     return values
 
 
-def _diff_variance(args: argparse.Namespace) -> _Variance:
+def _diff_variance(args: argparse.Namespace, scored: list[_Scored]) -> _Variance:
     """Var(d) of one sample per doc: measured on the runs, assumed from --accuracy and
     --correlation, or, where the runs show no spread, a conservative bound in its place."""
     if len(args.runs) > 2:
@@ -259,7 +283,7 @@ def _diff_variance(args: argparse.Namespace) -> _Variance:
                 "(between the two models' per-doc scores, e.g. 0.5)."
             )
         return _Variance(*_assumed(args), 0, binary=True)
-    values = [_scores(path, args) for path in args.runs]
+    values = [s.values for s in scored]
     if len(values) == 1:
         return _one_run(args, values[0])
     return _two_runs(args, values[0], values[1])
@@ -431,7 +455,18 @@ def _finite_variance(value: float, runs: list[str]) -> float:
     return value
 
 
-def _scores(path: str, args: argparse.Namespace) -> dict[int, float]:
+@dataclass(frozen=True)
+class _Scored:
+    """One run's per-doc values of the chosen task, metric and filter, with what they came
+    from (for the docs' cluster labels)."""
+
+    values: dict[int, float]
+    run: Any
+    task: str
+    docs: dict[int, Any]
+
+
+def _scores(path: str, args: argparse.Namespace) -> _Scored:
     """Per-doc values of the chosen task, metric and filter of one run."""
     from assay.results.readers import read_run
 
@@ -467,4 +502,4 @@ def _scores(path: str, args: argparse.Namespace) -> dict[int, float]:
                 "or fix the run."
             )
         values[doc_id] = float(value)
-    return values
+    return _Scored(values, run, task, dict(docs))
