@@ -123,8 +123,9 @@ def test_distributive_total_is_extrapolated_with_interval() -> None:
 
 
 def test_paired_difference_uses_pairwise_variance() -> None:
-    a = [1] * 8 + [0] * 8 + [1] * 4
-    b = [1] * 8 + [0] * 8 + [0] * 4
+    # Values that are not 0/1 (0/1 rows get compare's exact interval, below).
+    a = [0.9] * 8 + [0.2] * 8 + [0.8] * 4
+    b = [0.9] * 8 + [0.2] * 8 + [0.3] * 4
     diffs = [x - y for x, y in zip(a, b)]
     est = paired_difference(a, b, settings=OnlineSettings(use_fpc=False))
     se = statistics.stdev(diffs) / math.sqrt(len(diffs))
@@ -133,6 +134,33 @@ def test_paired_difference_uses_pairwise_variance() -> None:
     assert est.lower > 0  # a is better on these rows
     unpaired = mean_interval(statistics.fmean(a), len(a), settings=OnlineSettings(use_fpc=False))
     assert est.margin < 2 * unpaired.margin
+
+
+@pytest.mark.parametrize("strategy", ["normal", "wilson"])
+def test_paired_zero_one_rows_get_compares_exact_interval_and_cover(strategy) -> None:
+    from scipy.stats import binom
+
+    from assay.stats.paired_binary import mcnemar_exact
+
+    settings = OnlineSettings(strategy, use_fpc=False)
+    n = 200
+
+    def interval(only_a: int) -> tuple[float, float]:
+        est = paired_difference([1] * only_a + [0] * (n - only_a), [0] * n, settings=settings)
+        return est.lower, est.upper
+
+    # The interval excludes 0 exactly when McNemar's exact test (compare's `*`) rejects.
+    for only_a in range(1, 12):
+        a = [1] * only_a + [0] * (n - only_a)
+        assert (interval(only_a)[0] > 0) == (mcnemar_exact(a, [0] * n) < 0.05)
+    # Exact coverage, every differing row favouring a: the normal interval covered 0.800 at 3
+    # expected differing rows, 0.87 at 5.
+    bounds = [interval(k) for k in range(41)]  # (0 differing: the no-spread bound)
+    for rate in (0.015, 0.01625, 0.0175, 0.025, 0.0325):
+        cover = sum(binom.pmf(k, n, rate) for k, (lo, hi) in enumerate(bounds) if lo <= rate <= hi)
+        assert cover >= 0.95, (rate, cover)
+    est = paired_difference([1] * 4 + [0] * 196, [0] * n, settings=settings)
+    assert est.lower < 0 < est.upper and est.method.startswith("paired-exact")
 
 
 def test_paired_difference_hoeffding_uses_doubled_range() -> None:

@@ -407,8 +407,10 @@ def paired_difference(
     """Interval on mean(a) - mean(b) from scores of two configs on the same rows, pairwise.
 
     Pairing removes the between-row variance both configs share, so the interval is usually much
-    narrower than the two marginal intervals suggest. Wilson does not apply to a difference; it
-    falls back to the normal interval on the observed differences.
+    narrower than the two marginal intervals suggest. 0/1 scores with rows that differ get
+    `assay compare`'s exact paired interval (`_paired_binary`) under the normal and wilson
+    strategies; otherwise Wilson does not apply to a difference and falls back to the normal
+    interval on the observed differences.
     """
     if len(scores_a) != len(scores_b):
         raise ValueError(f"paired scores differ in length: {len(scores_a)} vs {len(scores_b)}")
@@ -418,6 +420,11 @@ def paired_difference(
     width = high - low
     if settings.strategy == "anytime":
         return _anytime_difference(scores_a, scores_b, (low, high), population, settings)
+    known = settings.use_fpc and population is not None and running.n >= population
+    if settings.strategy != "hoeffding" and running.n and not known:
+        exact = _paired_binary(scores_a, scores_b, population, settings.confidence_level)
+        if exact is not None:
+            return exact
     strategy: Strategy = "hoeffding" if settings.strategy == "hoeffding" else "normal"
     diff_settings = OnlineSettings(strategy, settings.confidence_level, settings.use_fpc)
     variance = running.variance if running.variance is not None else width * width
@@ -428,6 +435,41 @@ def paired_difference(
         variance=variance,
         population=population,
         settings=diff_settings,
+    )
+
+
+def _paired_binary(
+    scores_a: Sequence[float], scores_b: Sequence[float], population: int | None, level: float
+) -> Estimate | None:
+    """0/1 scores with at least one differing row: the exact interval `assay compare` gives
+    (`assay.stats.exact.paired_binary_exact`, the inversion of McNemar's exact test), so that
+    the interval excludes 0 exactly when McNemar's test rejects. The normal interval on the
+    differences covered 0.80 with 3 differing rows expected among 200 or 1,000, all one way.
+    Without the finite population correction, which sampling without replacement only makes
+    more conservative. None for other scores, or no differing row (the no-spread bound)."""
+    from assay.stats.exact import paired_binary_exact
+    from assay.stats.paired_binary import is_binary
+
+    if not (is_binary(list(scores_a)) and is_binary(list(scores_b))):
+        return None
+    only_a = sum(1 for x, y in zip(scores_a, scores_b) if x == 1 and y == 0)
+    only_b = sum(1 for x, y in zip(scores_a, scores_b) if x == 0 and y == 1)
+    if only_a + only_b == 0:
+        return None
+    n = len(scores_a)
+    # compare's interval is on mean(b) - mean(a); this one is on mean(a) - mean(b).
+    exact = paired_binary_exact(only_b, only_a, n, level)
+    value = (only_a - only_b) / n
+    lower, upper = min(exact.low, value), max(exact.high, value)
+    return Estimate(
+        value=value,
+        lower=lower,
+        upper=upper,
+        margin=(upper - lower) / 2,
+        n=n,
+        population=population,
+        confidence_level=level,
+        method="paired-exact (McNemar's exact test inverted, as assay compare)",
     )
 
 
