@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -68,8 +69,9 @@ def test_confidence_level_is_honoured() -> None:
 
 
 def test_wilson_matches_scipy_binomtest() -> None:
-    est = mean_interval(0.7, 10, settings=OnlineSettings(strategy="wilson", use_fpc=False))
-    ci = stats.binomtest(7, 10).proportion_ci(confidence_level=0.95, method="wilson")
+    # (30 events on the rarer side: below 10 the exact interval stands in, tested below)
+    est = mean_interval(0.7, 100, settings=OnlineSettings(strategy="wilson", use_fpc=False))
+    ci = stats.binomtest(70, 100).proportion_ci(confidence_level=0.95, method="wilson")
     assert (est.lower, est.upper) == pytest.approx((ci.low, ci.high), rel=1e-9)
     assert est.value == 0.7  # point value is the observed mean, not the Wilson centre
     assert wilson_interval(0.0, 20, two_sided_z(0.95))[1] > 0.0  # unlike Wald, not degenerate at 0
@@ -161,6 +163,48 @@ def test_paired_zero_one_rows_get_compares_exact_interval_and_cover(strategy) ->
         assert cover >= 0.95, (rate, cover)
     est = paired_difference([1] * 4 + [0] * 196, [0] * n, settings=settings)
     assert est.lower < 0 < est.upper and est.method.startswith("paired-exact")
+
+
+def _live_intervals(n: int, population: int | None) -> list[tuple[float, float]]:
+    settings = OnlineSettings("wilson", use_fpc=population is not None)
+    return [
+        (e.lower, e.upper)
+        for e in (
+            mean_interval(k / n, n, population=population, settings=settings) for k in range(n + 1)
+        )
+    ]
+
+
+@pytest.mark.parametrize("n", [25, 100, 1000])
+def test_wilson_gives_way_to_the_exact_interval_below_ten_events(n) -> None:
+    # Exact binomial sums: Wilson alone covered 0.838-0.840 just below its lower bound after
+    # one event at every n, and 0.84-0.86 at its worst for n <= 150.
+    from scipy.stats import binom
+
+    bounds = _live_intervals(n, None)
+    lower_after_one = bounds[1][0]
+    grid = [lower_after_one * 0.99, *np.linspace(0.001, 0.5, 120)]
+    k = np.arange(n + 1)
+    covered = [np.array([lo <= p <= hi for lo, hi in bounds]) for p in grid]
+    worst = min(float(binom.pmf(k, n, p)[c].sum()) for p, c in zip(grid, covered))
+    assert worst >= 0.90, worst
+
+
+@pytest.mark.parametrize("n", [50, 450])
+def test_wilson_with_the_finite_population_correction_covers(n) -> None:
+    # Rows drawn without replacement from N = 2n (hypergeometric sums): the minimum was 0.875
+    # at 4 ones in the population; and n = 450 of N = 500 one 1 left unseen.
+    from scipy.stats import hypergeom
+
+    for population in (2 * n, n + 50):
+        bounds = _live_intervals(n, population)
+        k = np.arange(n + 1)
+        worst = 1.0
+        for ones in range(0, population // 2 + 1):
+            p = ones / population
+            mass = hypergeom.pmf(k, population, ones, n)
+            worst = min(worst, sum(w for w, (lo, hi) in zip(mass, bounds) if lo <= p <= hi))
+        assert worst >= 0.90, (population, worst)
 
 
 def test_paired_difference_hoeffding_uses_doubled_range() -> None:

@@ -23,7 +23,10 @@ Three strategies:
   the exact Clopper-Pearson interval instead, other values keep the normal one with a `note`
   saying it is unreliable.
 - ``wilson``: the Wilson score interval on the mean rescaled to [0, 1], with the effective sample
-  size n / FPC²; the point value stays the observed mean. Meant for proportions.
+  size n / FPC²; the point value stays the observed mean. Meant for proportions. Below
+  `FEW_EVENTS` at the rarer end it gives way as the normal strategy does: to the exact
+  Clopper-Pearson interval for proportions (no variance given) and 0/1 rows, to a marked interval
+  for other values (Wilson covered 0.84 just below its lower bound after one event).
 - ``hoeffding``: a distribution-free bound, (b - a)·sqrt(ln(2/α)·ρ / 2n), where ρ = 1 - (n-1)/N is
   Serfling's correction for sampling without replacement.
 
@@ -245,6 +248,15 @@ def mean_interval(
         lower, upper, method = mean - margin, mean + margin, "hoeffding"
     elif settings.strategy == "wilson":
         p = min(1.0, max(0.0, (mean - low) / (high - low)))
+        rarer = _rarer_side(mean, n, (low, high))
+        if fpc > 0 and rarer < FEW_EVENTS - 1e-9:
+            # Wilson's interval dips to 0.84 coverage just below its lower bound after one
+            # event (any n), and with the fpc misses a rare row unseen: proportions, or rows
+            # known to be 0/1, get the exact interval there, as the normal strategy gives
+            # them; other values are marked.
+            if variance is None or _zero_one(mean, n, variance, (low, high)):
+                return _few_events_interval(mean, n, (low, high), population, level)
+            note = _few_events_note(mean, n, (low, high))
         if fpc == 0.0:
             lo_p = hi_p = p
         else:
@@ -264,11 +276,7 @@ def mean_interval(
         if variance is not None and margin > 0 and rarer < FEW_EVENTS - 1e-9:
             if _zero_one(mean, n, variance, (low, high)):
                 return _few_events_interval(mean, n, (low, high), population, level)
-            note = (
-                f"only {rarer:.3g} of {n} rows' worth of score away from the range's end "
-                f"(below {FEW_EVENTS}): the normal interval covers less than it claims there "
-                "(benchmarks/coverage_atlas.py)"
-            )
+            note = _few_events_note(mean, n, (low, high))
     if margin == 0 and fpc > 0:
         # Rows that all scored alike (a floor or a ceiling) are no evidence that the rows not
         # yet seen match them: a zero-width interval would claim the mean is known.
@@ -302,6 +310,18 @@ def _rarer_side(mean: float, n: int, value_range: tuple[float, float]) -> float:
         return math.inf
     p = min(1.0, max(0.0, (mean - low) / (high - low)))
     return n * min(p, 1.0 - p)
+
+
+def _few_events_note(mean: float, n: int, value_range: tuple[float, float]) -> str:
+    """Why an interval of values bunched near an end of their range is marked (`FEW_EVENTS`)."""
+    low, high = value_range
+    end = low if mean - low <= high - mean else high
+    return (
+        f"the mean {mean:.4g} of {n} rows lies within {FEW_EVENTS}/{n} of the range's width "
+        f"from its end {end:g} (range [{low:g}, {high:g}]): values bunched at an end of their "
+        "range are skewed, and the interval covers less than it claims there "
+        "(benchmarks/coverage_atlas.py)"
+    )
 
 
 def _zero_one(mean: float, n: int, variance: float, value_range: tuple[float, float]) -> bool:
