@@ -326,3 +326,18 @@ def test_a_cluster_field_the_docs_lack_is_refused_by_name(tmp_path, capsys):
     argv = ["power", "--accuracy", "0.5", "--correlation", "0.5", "--difference", "0.1"]
     assert main([*argv, "--cluster-by", "passage"]) == 2
     assert "--cluster-by: reads the clusters of the runs' docs" in capsys.readouterr().err
+
+
+def test_plans_and_mdes_past_the_ceiling_are_refused_or_marked(tmp_path, capsys):
+    # Planned "at least 157" docs for a model B at accuracy 1.03, and showed an MDE of 0.0079
+    # from a run at 0.995 (an improvement to 1.003) unmarked.
+    argv = ["power", "--accuracy", "0.98", "--correlation", "0.9", "--difference", "0.05"]
+    assert main(argv) == 2
+    assert "plans for a model at 1.03, beyond the possible 0-1" in capsys.readouterr().err
+    run = str(_run(tmp_path / "a", [1.0] * 995 + [0.0] * 5))
+    assert main(["power", run, "--correlation", "0.5", "--difference", "0.05"]) == 2
+    assert "give a difference between -0.995 and 0.005" in capsys.readouterr().err
+    assert main(["power", run, "--correlation", "0.5", "--difference", "-0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "†: an improvement that large from the run's accuracy 0.995 passes 1" in out
+    assert "the MDE holds for a drop only" in out

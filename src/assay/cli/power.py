@@ -87,6 +87,8 @@ class _Variance:
     differing: int | None = None
     """Runs of values that are not 0/1: the docs whose values differ (beyond rounding) between
     two runs, or could differ (all of them) for one."""
+    baseline: float | None = None
+    """One 0/1 run: its accuracy, from which a model B lies within [0, 1]."""
 
 
 SMALL_PLAN = 30
@@ -217,6 +219,13 @@ def main(args: argparse.Namespace) -> int:
                     "detected with this power from these docs"
                 )
                 return 0
+            if variance.baseline is not None and not (
+                variance.baseline - smallest >= 0 and variance.baseline + smallest <= 1
+            ):
+                print(
+                    f"{current}: {smallest:.4g}†{basis}: {_past_the_end(variance.baseline, smallest)}"
+                )
+                return 0
         elif variance.differing is not None and variance.differing < SPARSE_DISCORDANT:
             print(
                 f"{current}: none: only {variance.differing} of the {variance.docs} docs "
@@ -229,6 +238,18 @@ def main(args: argparse.Namespace) -> int:
             smallest = mde(math.sqrt(variance.value / variance.docs), args.confidence, args.power)
         print(f"{current}: {smallest:.4g}{basis}")
     return 0
+
+
+def _past_the_end(accuracy: float, smallest: float) -> str:
+    """Why an MDE of one 0/1 run reaching past 0 or 1 holds one way only."""
+    if accuracy + smallest > 1 and accuracy - smallest < 0:
+        return f"from the run's accuracy {accuracy:.4g} it passes both 0 and 1: none is detectable"
+    way, end = ("an improvement", 1) if accuracy + smallest > 1 else ("a drop", 0)
+    other = "a drop" if end == 1 else "an improvement"
+    return (
+        f"{way} that large from the run's accuracy {accuracy:.4g} passes {end}, so it cannot "
+        f"happen; the MDE holds for {other} only"
+    )
 
 
 def _planned_discordance(args: argparse.Namespace, variance: _Variance) -> tuple[float, str]:
@@ -294,10 +315,22 @@ def _assumed(args: argparse.Namespace) -> tuple[float, str]:
     from assay.stats.power import paired_diff_variance
 
     var = args.accuracy * (1 - args.accuracy)
+    _check_ceiling(args.accuracy, args.difference, f"--accuracy {args.accuracy:g}")
     correlation = _correlation(args.correlation)
     _check_bernoulli_correlation(correlation, args.accuracy, f"--accuracy {args.accuracy:g}")
     variance = paired_diff_variance(var, var, correlation)
     return variance, f"accuracy {args.accuracy:g} for both models, correlation {args.correlation:g}"
+
+
+def _check_ceiling(accuracy: float, difference: float, source: str) -> None:
+    """A model B at accuracy + difference must lie in [0, 1]: a plan for one beyond is refused."""
+    other = accuracy + difference
+    if not 0 <= other <= 1:
+        raise ConfigError(
+            f"--difference {difference:g}: from an accuracy of {accuracy:g} ({source}) it plans "
+            f"for a model at {other:.4g}, beyond the possible 0-1; give a difference between "
+            f"{-accuracy:.4g} and {1 - accuracy:.4g}."
+        )
 
 
 def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
@@ -324,6 +357,7 @@ def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
         binary = _binary(scores)
         if binary:
             _check_bernoulli_correlation(correlation, float(scores.mean()), f"{path}'s accuracy")
+            _check_ceiling(float(scores.mean()), args.difference, f"{path}'s accuracy")
         variance = paired_diff_variance(spread, spread, correlation)
         return _Variance(
             _finite_variance(variance, args.runs),
@@ -334,6 +368,7 @@ def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
             # Another model's run can differ on at most these n docs: below the sparse
             # threshold compare shows no MDE whatever the correlation.
             differing=None if binary else n,
+            baseline=float(scores.mean()) if binary else None,
         )
     seen = f"all {n} scores of {path} are {scores[0]:g}" if n > 1 else f"{path} has one doc"
     if not _binary(scores):
@@ -342,6 +377,7 @@ def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
             "not 0/1, so no bound stands in. Score more docs, or plan without runs: "
             "--accuracy P --correlation R."
         )
+    _check_ceiling(float(scores[0]), args.difference, f"{path}'s accuracy")
     bound = bernoulli_variance_bound(int(scores.sum()), n, args.confidence)
     return _Variance(
         paired_diff_variance(bound, bound, correlation),
