@@ -341,3 +341,14 @@ def test_plans_and_mdes_past_the_ceiling_are_refused_or_marked(tmp_path, capsys)
     out = capsys.readouterr().out
     assert "†: an improvement that large from the run's accuracy 0.995 passes 1" in out
     assert "the MDE holds for a drop only" in out
+
+
+def test_clustered_runs_without_spread_plan_on_the_floor_not_a_traceback(tmp_path, capsys):
+    # Two identical 0/1 runs in 4 clusters of 10: compare's clustered stderr is not estimated;
+    # the plan stands on d(1-d) per cluster (was a ValueError traceback).
+    values = np.array([1.0, 0.0] * 20)
+    paths = [str(_clustered_run(tmp_path / n, values, 10)) for n in ("a", "b")]
+    assert main(["power", *paths, "--difference", "0.1", "--cluster-by", "passage"]) == 0
+    out = capsys.readouterr().out
+    assert "not estimable (no spread)" in out and "at least 10 clusters (100 docs" in out
+    assert "caveat: the variance comes from 4 clusters" in out

@@ -96,7 +96,7 @@ def print_clustered_plan(
             "differences: the variance compare's clustered test needs cannot be estimated. "
             "Score more clusters."
         )
-    unit = measured if not measured <= floor else floor
+    unit = measured if measured > floor else floor  # (NaN: no spread, the floor stands in)
     least = binary and not measured > floor
     if math.isnan(measured):
         print("  variance of a cluster's mean difference: not estimable (no spread)")
@@ -135,8 +135,13 @@ def _clustered_stderr(
     """CR2's stderr of the mean difference, its degrees of freedom and compare's note: of the
     two runs' differences (compare's own `paired_mean`), or for one run, of its scores'
     mean scaled by the paired variance 2(1 - correlation) assumes."""
-    from assay.stats.clustered import cluster_degrees_of_freedom, cr2_variance_of_mean
+    from assay.stats.clustered import (
+        cluster_count,
+        cluster_degrees_of_freedom,
+        cr2_variance_of_mean,
+    )
     from assay.stats.paired import paired_mean
+    from assay.stats.thresholds import SPARSE_DISCORDANT
 
     if len(clustered.scores) == 2:
         a, b = clustered.scores
@@ -146,4 +151,11 @@ def _clustered_stderr(
     variance = cr2_variance_of_mean(clustered.scores[0], clustered.labels)
     df = cluster_degrees_of_freedom(clustered.labels)
     stderr = math.sqrt(2 * (1 - args.correlation) * variance) if variance == variance else math.nan
-    return stderr, (df if math.isfinite(df) else None), None
+    count = cluster_count(clustered.labels)
+    note = (
+        f"{count} clusters: below {SPARSE_DISCORDANT} compare decides by the exact sign-flip "
+        "test over cluster sums, and this CR2 MDE may be optimistic"
+        if count < SPARSE_DISCORDANT
+        else None
+    )
+    return stderr, (df if math.isfinite(df) else None), note
