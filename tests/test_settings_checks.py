@@ -163,3 +163,11 @@ def test_batch_failed_is_the_backends_batch_failed_and_needs_the_batch_api():
                 batch_failed="stop",
             )
         )
+
+
+def test_power_refuses_a_cluster_by_value_as_compare_does(capsys):
+    # `assay power --cluster-by` takes compare's FIELD|TASK=FIELD and refuses what it refuses.
+    argv = ["--difference", "0.1", "--cluster-by"]
+    for command in (["power", "a", "b", *argv, "=f"], ["compare", "a", "b", "--cluster-by", "=f"]):
+        assert main(command) == 2
+        assert "--cluster-by '=f': expected FIELD or TASK=FIELD." in capsys.readouterr().err

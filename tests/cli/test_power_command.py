@@ -275,3 +275,80 @@ def test_one_run_of_fewer_docs_than_compare_estimates_from_shows_no_mde(tmp_path
     assert re.search(
         r"MDE with the current 40 docs \(1 sample each\): [0-9.]+\n", capsys.readouterr().out
     )
+
+
+def _clustered_run(folder: Path, values: np.ndarray, size: int) -> Path:
+    folder.mkdir()
+    (folder / "results.json").write_text(json.dumps({"results": {"qa": {"name": "qa"}}}))
+    with (folder / "samples_qa.jsonl").open("w") as handle:
+        for i, v in enumerate(values.tolist()):
+            doc = {"passage": i // size}
+            record = {"doc_id": i, "doc_hash": f"h{i}", "doc": doc, "filter": "none"}
+            handle.write(json.dumps({**record, "metrics": ["acc"], "acc": v}) + "\n")
+    return folder
+
+
+def _clustered_draw(rng, clusters: int, size: int, delta: float) -> tuple[np.ndarray, ...]:
+    """Runs whose difference shifts by passage (sd 0.3) on top of doc noise (sd 0.5)."""
+    a = rng.normal(0, 1, clusters * size)
+    shift = rng.normal(0, 0.3, clusters).repeat(size)
+    return a, a + delta + shift + rng.normal(0, 0.5, clusters * size)
+
+
+def test_clustered_runs_are_planned_in_clusters_with_compares_clustered_test(tmp_path, capsys):
+    # 30 passages of 10 docs: the plan on the docs' variance alone is for a test compare does
+    # not run here (its power at that plan was 0.25 on passage-shifted differences); the plan
+    # in clusters is checked by compare's own clustered test at the planned size.
+    rng = np.random.default_rng(3)
+    a, b = _clustered_draw(rng, 30, 10, 0.3)
+    paths = [str(_clustered_run(tmp_path / n, v, 10)) for n, v in (("a", a), ("b", b))]
+    assert main(["power", *paths, "--difference", "0.3", "--cluster-by", "passage"]) == 0
+    out = capsys.readouterr().out
+    assert "clustered by 'passage': 30 clusters" in out
+    planned = int(re.search(r"^  (\d+) clusters \((\d+) docs", out, re.M).group(1))
+    hits = 0
+    for _ in range(200):
+        a, b = _clustered_draw(rng, planned, 10, 0.3)
+        labels = np.arange(planned).repeat(10).tolist()
+        hits += paired_mean(a, b, clusters=labels).p_value < 0.05
+    assert hits / 200 >= 0.70, (planned, hits / 200)
+    unclustered = main(["power", *paths, "--difference", "0.3"])
+    assert unclustered == 0 and "clusters needed" not in capsys.readouterr().out
+
+
+def test_a_cluster_field_the_docs_lack_is_refused_by_name(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    a, b = _clustered_draw(rng, 5, 4, 0.3)
+    paths = [str(_clustered_run(tmp_path / n, v, 4)) for n, v in (("a", a), ("b", b))]
+    assert main(["power", *paths, "--difference", "0.3", "--cluster-by", "story"]) == 2
+    err = capsys.readouterr().err
+    assert "'story'" in err and "doc 0 has no such field" in err and "Traceback" not in err
+    argv = ["power", "--accuracy", "0.5", "--correlation", "0.5", "--difference", "0.1"]
+    assert main([*argv, "--cluster-by", "passage"]) == 2
+    assert "--cluster-by: reads the clusters of the runs' docs" in capsys.readouterr().err
+
+
+def test_plans_and_mdes_past_the_ceiling_are_refused_or_marked(tmp_path, capsys):
+    # Planned "at least 157" docs for a model B at accuracy 1.03, and showed an MDE of 0.0079
+    # from a run at 0.995 (an improvement to 1.003) unmarked.
+    argv = ["power", "--accuracy", "0.98", "--correlation", "0.9", "--difference", "0.05"]
+    assert main(argv) == 2
+    assert "plans for a model at 1.03, beyond the possible 0-1" in capsys.readouterr().err
+    run = str(_run(tmp_path / "a", [1.0] * 995 + [0.0] * 5))
+    assert main(["power", run, "--correlation", "0.5", "--difference", "0.05"]) == 2
+    assert "give a difference between -0.995 and 0.005" in capsys.readouterr().err
+    assert main(["power", run, "--correlation", "0.5", "--difference", "-0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "†: an improvement that large from the run's accuracy 0.995 passes 1" in out
+    assert "the MDE holds for a drop only" in out
+
+
+def test_clustered_runs_without_spread_plan_on_the_floor_not_a_traceback(tmp_path, capsys):
+    # Two identical 0/1 runs in 4 clusters of 10: compare's clustered stderr is not estimated;
+    # the plan stands on d(1-d) per cluster (was a ValueError traceback).
+    values = np.array([1.0, 0.0] * 20)
+    paths = [str(_clustered_run(tmp_path / n, values, 10)) for n in ("a", "b")]
+    assert main(["power", *paths, "--difference", "0.1", "--cluster-by", "passage"]) == 0
+    out = capsys.readouterr().out
+    assert "not estimable (no spread)" in out and "at least 10 clusters (100 docs" in out
+    assert "caveat: the variance comes from 4 clusters" in out

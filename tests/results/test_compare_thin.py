@@ -214,3 +214,14 @@ def test_runs_with_no_metric_in_common_are_refused_with_the_reason(tmp_path, cap
     run_b = write_run(tmp_path / "b", {"t": {"f1_like": [0.5, 0.2]}})
     assert main(["compare", str(run_a), str(run_b)]) == 2
     assert "share no task, metric and filter" in capsys.readouterr().err
+
+
+def test_one_null_per_doc_value_is_named_not_reported_as_no_shared_task(tmp_path, capsys):
+    # Said "the runs share no task, metric and filter", which was not true.
+    run_a = write_run(tmp_path / "a", {"t": {"acc": [1.0, 0.0, None, 1.0]}})
+    run_b = write_run(tmp_path / "b", {"t": {"acc": [1.0, 1.0, 0.0, 1.0]}})
+    assert main(["compare", str(run_a), str(run_b)]) == 2
+    err = capsys.readouterr().err
+    assert "share no task" not in err and "Traceback" not in err
+    assert "t acc,none: 1 per-doc value(s) are not numbers; the first: doc 2 of run a" in err
+    assert "holds None" in err and "(field 'acc')" in err

@@ -73,3 +73,42 @@ def test_each_reason_is_named():
     assert "fine" not in notes  # lighteval's stderr is right there: nothing is missing
     skipped = stderr_notes({**results, "config": {"bootstrap_iters": 0}})
     assert skipped["f1"]["f1_stderr,none"] == "N/A: --bootstrap_iters 0 computes no standard errors"
+
+
+FXC_TASKS = Path(__file__).parents[1] / "data" / "lm_eval_runs" / "tasks"
+
+
+def test_a_bootstrap_over_few_docs_and_few_clusters_are_marked_everywhere(tmp_path, capsys):
+    # f1 and mcc are bootstrapped: over 6 docs their spread is optimistic (a 5-doc bootstrap
+    # covers about 0.75); clustered by the 0/1 label, Miller's stderr rests on 2 clusters.
+    out = tmp_path / "few"
+    argv = [
+        "run",
+        "--model",
+        "dummy",
+        "--model-args",
+        "seed=1",
+        "--include-path",
+        str(FXC_TASKS),
+        "--tasks",
+        "fxc_yesno",
+    ]
+    assert (
+        main([*argv, "--limit", "6", "--cluster-by", "fxc_yesno=label", "--output-dir", str(out)])
+        == 0
+    )
+    printed = capsys.readouterr().out
+    results = json.loads((out / "results.json").read_text())
+    entry, notes = results["results"]["fxc_yesno"], results["stderr_notes"]["fxc_yesno"]
+    assert entry["f1_stderr,none"] > 0 and entry["acc_stderr_clustered,none"] > 0  # kept
+    assert notes["f1_stderr,none"].startswith("bootstrap over 6 docs: below 30")
+    assert notes["acc_stderr_clustered,none"].startswith("clustered stderr over 2 clusters")
+    assert "acc_stderr,none" not in notes  # a mean's formula stderr is not a bootstrap
+    assert f"{entry['f1_stderr,none']:.4f}†" in printed
+    assert f"{entry['acc_stderr_clustered,none']:.4f}†" in printed
+    assert "† bootstrap over 6 docs" in printed and "† clustered stderr over 2 clusters" in printed
+    run = read_run(out)
+    rows = {row.metric: row for row in summary_rows([run])}
+    assert rows["f1"].stderr_notes[run.label] == notes["f1_stderr,none"]
+    assert rows["acc"].clustered_notes[run.label] == notes["acc_stderr_clustered,none"]
+    assert "clustered_notes" in build_report([run])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -68,8 +69,9 @@ def test_confidence_level_is_honoured() -> None:
 
 
 def test_wilson_matches_scipy_binomtest() -> None:
-    est = mean_interval(0.7, 10, settings=OnlineSettings(strategy="wilson", use_fpc=False))
-    ci = stats.binomtest(7, 10).proportion_ci(confidence_level=0.95, method="wilson")
+    # (30 events on the rarer side: below 10 the exact interval stands in, tested below)
+    est = mean_interval(0.7, 100, settings=OnlineSettings(strategy="wilson", use_fpc=False))
+    ci = stats.binomtest(70, 100).proportion_ci(confidence_level=0.95, method="wilson")
     assert (est.lower, est.upper) == pytest.approx((ci.low, ci.high), rel=1e-9)
     assert est.value == 0.7  # point value is the observed mean, not the Wilson centre
     assert wilson_interval(0.0, 20, two_sided_z(0.95))[1] > 0.0  # unlike Wald, not degenerate at 0
@@ -123,8 +125,9 @@ def test_distributive_total_is_extrapolated_with_interval() -> None:
 
 
 def test_paired_difference_uses_pairwise_variance() -> None:
-    a = [1] * 8 + [0] * 8 + [1] * 4
-    b = [1] * 8 + [0] * 8 + [0] * 4
+    # Values that are not 0/1 (0/1 rows get compare's exact interval, below).
+    a = [0.9] * 8 + [0.2] * 8 + [0.8] * 4
+    b = [0.9] * 8 + [0.2] * 8 + [0.3] * 4
     diffs = [x - y for x, y in zip(a, b)]
     est = paired_difference(a, b, settings=OnlineSettings(use_fpc=False))
     se = statistics.stdev(diffs) / math.sqrt(len(diffs))
@@ -133,6 +136,75 @@ def test_paired_difference_uses_pairwise_variance() -> None:
     assert est.lower > 0  # a is better on these rows
     unpaired = mean_interval(statistics.fmean(a), len(a), settings=OnlineSettings(use_fpc=False))
     assert est.margin < 2 * unpaired.margin
+
+
+@pytest.mark.parametrize("strategy", ["normal", "wilson"])
+def test_paired_zero_one_rows_get_compares_exact_interval_and_cover(strategy) -> None:
+    from scipy.stats import binom
+
+    from assay.stats.paired_binary import mcnemar_exact
+
+    settings = OnlineSettings(strategy, use_fpc=False)
+    n = 200
+
+    def interval(only_a: int) -> tuple[float, float]:
+        est = paired_difference([1] * only_a + [0] * (n - only_a), [0] * n, settings=settings)
+        return est.lower, est.upper
+
+    # The interval excludes 0 exactly when McNemar's exact test (compare's `*`) rejects.
+    for only_a in range(1, 12):
+        a = [1] * only_a + [0] * (n - only_a)
+        assert (interval(only_a)[0] > 0) == (mcnemar_exact(a, [0] * n) < 0.05)
+    # Exact coverage, every differing row favouring a: the normal interval covered 0.800 at 3
+    # expected differing rows, 0.87 at 5.
+    bounds = [interval(k) for k in range(41)]  # (0 differing: the no-spread bound)
+    for rate in (0.015, 0.01625, 0.0175, 0.025, 0.0325):
+        cover = sum(binom.pmf(k, n, rate) for k, (lo, hi) in enumerate(bounds) if lo <= rate <= hi)
+        assert cover >= 0.95, (rate, cover)
+    est = paired_difference([1] * 4 + [0] * 196, [0] * n, settings=settings)
+    assert est.lower < 0 < est.upper and est.method.startswith("paired-exact")
+
+
+def _live_intervals(n: int, population: int | None) -> list[tuple[float, float]]:
+    settings = OnlineSettings("wilson", use_fpc=population is not None)
+    return [
+        (e.lower, e.upper)
+        for e in (
+            mean_interval(k / n, n, population=population, settings=settings) for k in range(n + 1)
+        )
+    ]
+
+
+@pytest.mark.parametrize("n", [25, 100, 1000])
+def test_wilson_gives_way_to_the_exact_interval_below_ten_events(n) -> None:
+    # Exact binomial sums: Wilson alone covered 0.838-0.840 just below its lower bound after
+    # one event at every n, and 0.84-0.86 at its worst for n <= 150.
+    from scipy.stats import binom
+
+    bounds = _live_intervals(n, None)
+    lower_after_one = bounds[1][0]
+    grid = [lower_after_one * 0.99, *np.linspace(0.001, 0.5, 120)]
+    k = np.arange(n + 1)
+    covered = [np.array([lo <= p <= hi for lo, hi in bounds]) for p in grid]
+    worst = min(float(binom.pmf(k, n, p)[c].sum()) for p, c in zip(grid, covered))
+    assert worst >= 0.90, worst
+
+
+@pytest.mark.parametrize("n", [50, 450])
+def test_wilson_with_the_finite_population_correction_covers(n) -> None:
+    # Rows drawn without replacement from N = 2n (hypergeometric sums): the minimum was 0.875
+    # at 4 ones in the population; and n = 450 of N = 500 one 1 left unseen.
+    from scipy.stats import hypergeom
+
+    for population in (2 * n, n + 50):
+        bounds = _live_intervals(n, population)
+        k = np.arange(n + 1)
+        worst = 1.0
+        for ones in range(0, population // 2 + 1):
+            p = ones / population
+            mass = hypergeom.pmf(k, population, ones, n)
+            worst = min(worst, sum(w for w, (lo, hi) in zip(mass, bounds) if lo <= p <= hi))
+        assert worst >= 0.90, (population, worst)
 
 
 def test_paired_difference_hoeffding_uses_doubled_range() -> None:

@@ -102,6 +102,14 @@ def main(args: argparse.Namespace) -> int:
     report = compare(*args.runs, baseline=args.baseline, labels=labels, options=options)
     if not report.comparisons:
         # An empty table with exit 0 would read as "no differences".
+        skipped = [why for pair in report.pairs for why in pair.skipped]
+        if skipped:
+            raise ConfigError(
+                f"assay compare {' '.join(args.runs)}: nothing could be compared: "
+                + "; ".join(skipped[:5])
+                + (f"; and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+                + "."
+            )
         raise ConfigError(
             f"assay compare {' '.join(args.runs)}: the runs share no task, metric and filter "
             "with per-doc values on common docs, so nothing could be compared. Give runs of "

@@ -54,6 +54,14 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         "own share where they show one, else the least the difference allows, |difference|)",
     )
     power.add_argument(
+        "--cluster-by",
+        action="append",
+        default=[],
+        metavar="FIELD|TASK=FIELD",
+        help="plan for docs clustered by a field of the sample's doc, in clusters, with the "
+        "test assay compare runs on them (default: the cluster key the task declared)",
+    )
+    power.add_argument(
         "--repeats", default="1,2,4,8,16", help="repeats per doc to tabulate (default 1,2,4,8,16)"
     )
     power.set_defaults(handler=main)
@@ -79,6 +87,8 @@ class _Variance:
     differing: int | None = None
     """Runs of values that are not 0/1: the docs whose values differ (beyond rounding) between
     two runs, or could differ (all of them) for one."""
+    baseline: float | None = None
+    """One 0/1 run: its accuracy, from which a model B lies within [0, 1]."""
 
 
 SMALL_PLAN = 30
@@ -94,11 +104,24 @@ def _differing_share(variance: _Variance) -> float:
 
 def main(args: argparse.Namespace) -> int:
     """Print the docs needed per repeats, and the current MDE."""
+    from assay.cli.compare import cluster_by_option
+    from assay.cli.power_clustered import clustered_runs, print_clustered_plan
     from assay.stats.binary_power import binary_docs_needed, exact_mde
     from assay.stats.power import least_normal_docs, mde, other_docs_needed, with_repeats
 
     repeats = _repeats(args.repeats)
-    variance = _diff_variance(args)
+    cluster_by_option(args.cluster_by)  # a malformed value is refused before a run is read
+    scored = [_scores(path, args) for path in args.runs[:2]]
+    variance = _diff_variance(args, scored)
+    clustered = None
+    if scored:
+        runs, values = [s.run for s in scored], [s.values for s in scored]
+        clustered = clustered_runs(args, runs, scored[0].task, scored[0].docs, values)
+    elif args.cluster_by:
+        raise ConfigError(
+            "--cluster-by: reads the clusters of the runs' docs; give the runs, or leave it "
+            "out to plan with --accuracy and --correlation for independent docs."
+        )
     if args.difference == 0:
         raise ConfigError("--difference: give the nonzero difference to detect, e.g. 0.02.")
     if variance.binary and not abs(args.difference) < 1:
@@ -131,6 +154,9 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(f"variance of the per-doc differences: not estimable: {variance.unestimated}")
         print(f"  in its place: {variance.value:.6g}, {variance.source}")
+    if clustered is not None:
+        print_clustered_plan(args, clustered, variance.binary, level)
+        return 0
     if variance.binary:
         print(f"  planned on {assumption}: Var(d) = share - d^2 = {planned:.6g}")
     if variance.docs and variance.docs < SMALL_PLAN and variance.unestimated is None:
@@ -193,6 +219,13 @@ def main(args: argparse.Namespace) -> int:
                     "detected with this power from these docs"
                 )
                 return 0
+            if variance.baseline is not None and not (
+                variance.baseline - smallest >= 0 and variance.baseline + smallest <= 1
+            ):
+                print(
+                    f"{current}: {smallest:.4g}†{basis}: {_past_the_end(variance.baseline, smallest)}"
+                )
+                return 0
         elif variance.differing is not None and variance.differing < SPARSE_DISCORDANT:
             print(
                 f"{current}: none: only {variance.differing} of the {variance.docs} docs "
@@ -205,6 +238,18 @@ def main(args: argparse.Namespace) -> int:
             smallest = mde(math.sqrt(variance.value / variance.docs), args.confidence, args.power)
         print(f"{current}: {smallest:.4g}{basis}")
     return 0
+
+
+def _past_the_end(accuracy: float, smallest: float) -> str:
+    """Why an MDE of one 0/1 run reaching past 0 or 1 holds one way only."""
+    if accuracy + smallest > 1 and accuracy - smallest < 0:
+        return f"from the run's accuracy {accuracy:.4g} it passes both 0 and 1: none is detectable"
+    way, end = ("an improvement", 1) if accuracy + smallest > 1 else ("a drop", 0)
+    other = "a drop" if end == 1 else "an improvement"
+    return (
+        f"{way} that large from the run's accuracy {accuracy:.4g} passes {end}, so it cannot "
+        f"happen; the MDE holds for {other} only"
+    )
 
 
 def _planned_discordance(args: argparse.Namespace, variance: _Variance) -> tuple[float, str]:
@@ -247,7 +292,7 @@ def _repeats(text: str) -> list[int]:
     return values
 
 
-def _diff_variance(args: argparse.Namespace) -> _Variance:
+def _diff_variance(args: argparse.Namespace, scored: list[_Scored]) -> _Variance:
     """Var(d) of one sample per doc: measured on the runs, assumed from --accuracy and
     --correlation, or, where the runs show no spread, a conservative bound in its place."""
     if len(args.runs) > 2:
@@ -259,7 +304,7 @@ def _diff_variance(args: argparse.Namespace) -> _Variance:
                 "(between the two models' per-doc scores, e.g. 0.5)."
             )
         return _Variance(*_assumed(args), 0, binary=True)
-    values = [_scores(path, args) for path in args.runs]
+    values = [s.values for s in scored]
     if len(values) == 1:
         return _one_run(args, values[0])
     return _two_runs(args, values[0], values[1])
@@ -270,10 +315,22 @@ def _assumed(args: argparse.Namespace) -> tuple[float, str]:
     from assay.stats.power import paired_diff_variance
 
     var = args.accuracy * (1 - args.accuracy)
+    _check_ceiling(args.accuracy, args.difference, f"--accuracy {args.accuracy:g}")
     correlation = _correlation(args.correlation)
     _check_bernoulli_correlation(correlation, args.accuracy, f"--accuracy {args.accuracy:g}")
     variance = paired_diff_variance(var, var, correlation)
     return variance, f"accuracy {args.accuracy:g} for both models, correlation {args.correlation:g}"
+
+
+def _check_ceiling(accuracy: float, difference: float, source: str) -> None:
+    """A model B at accuracy + difference must lie in [0, 1]: a plan for one beyond is refused."""
+    other = accuracy + difference
+    if not 0 <= other <= 1:
+        raise ConfigError(
+            f"--difference {difference:g}: from an accuracy of {accuracy:g} ({source}) it plans "
+            f"for a model at {other:.4g}, beyond the possible 0-1; give a difference between "
+            f"{-accuracy:.4g} and {1 - accuracy:.4g}."
+        )
 
 
 def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
@@ -300,6 +357,7 @@ def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
         binary = _binary(scores)
         if binary:
             _check_bernoulli_correlation(correlation, float(scores.mean()), f"{path}'s accuracy")
+            _check_ceiling(float(scores.mean()), args.difference, f"{path}'s accuracy")
         variance = paired_diff_variance(spread, spread, correlation)
         return _Variance(
             _finite_variance(variance, args.runs),
@@ -310,6 +368,7 @@ def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
             # Another model's run can differ on at most these n docs: below the sparse
             # threshold compare shows no MDE whatever the correlation.
             differing=None if binary else n,
+            baseline=float(scores.mean()) if binary else None,
         )
     seen = f"all {n} scores of {path} are {scores[0]:g}" if n > 1 else f"{path} has one doc"
     if not _binary(scores):
@@ -318,6 +377,7 @@ def _one_run(args: argparse.Namespace, values: dict[int, float]) -> _Variance:
             "not 0/1, so no bound stands in. Score more docs, or plan without runs: "
             "--accuracy P --correlation R."
         )
+    _check_ceiling(float(scores[0]), args.difference, f"{path}'s accuracy")
     bound = bernoulli_variance_bound(int(scores.sum()), n, args.confidence)
     return _Variance(
         paired_diff_variance(bound, bound, correlation),
@@ -431,7 +491,18 @@ def _finite_variance(value: float, runs: list[str]) -> float:
     return value
 
 
-def _scores(path: str, args: argparse.Namespace) -> dict[int, float]:
+@dataclass(frozen=True)
+class _Scored:
+    """One run's per-doc values of the chosen task, metric and filter, with what they came
+    from (for the docs' cluster labels)."""
+
+    values: dict[int, float]
+    run: Any
+    task: str
+    docs: dict[int, Any]
+
+
+def _scores(path: str, args: argparse.Namespace) -> _Scored:
     """Per-doc values of the chosen task, metric and filter of one run."""
     from assay.results.readers import read_run
 
@@ -467,4 +538,4 @@ def _scores(path: str, args: argparse.Namespace) -> dict[int, float]:
                 "or fix the run."
             )
         values[doc_id] = float(value)
-    return values
+    return _Scored(values, run, task, dict(docs))

@@ -84,6 +84,8 @@ class TaskRecord:
     """How its generations ended (truncation, unclosed thinking, token counts)."""
     replaced_self: list[int] = field(default_factory=list)
     """Docs whose own row, drawn as a few-shot example, was replaced (`Task.replaced_self`)."""
+    stderr_notes: dict[str, str] = field(default_factory=dict)
+    """Its measured stderrs that are unreliable, by key, with why (`summary.task_entry`)."""
 
 
 class ResultsBuilder:
@@ -108,6 +110,7 @@ class ResultsBuilder:
         self.judges: dict[str, list[dict[str, Any]]] = {}
         self.batch_sizes: list[int] = []
         self.generations: dict[str, GenerationTally] = {}
+        self.measured_notes: dict[str, dict[str, str]] = {}
 
     def add_task(self, record: TaskRecord, batch_sizes: Sequence[int] = ()) -> None:
         """Record a finished task and the automatic batch sizes it ran with; aggregate the
@@ -130,6 +133,8 @@ class ResultsBuilder:
         if record.judges is not None:
             self.judges[name] = record.judges
         self.generations[name] = record.generations or GenerationTally()
+        if record.stderr_notes:
+            self.measured_notes[name] = dict(record.stderr_notes)
         self.batch_sizes = collapse_repeats([*self.batch_sizes, *batch_sizes])
         add_groups(s, self.groups)
 
@@ -178,6 +183,8 @@ class ResultsBuilder:
             final["assay"]["generations"] = generations
         final["total_evaluation_time_seconds"] = str(time.perf_counter() - info.started)
         notes = stderr_notes(final)
+        for name, measured in self.measured_notes.items():
+            notes[name] = {**measured, **notes.get(name, {})}
         if notes:  # stderrs of 0 or "N/A": why (results.stderr_notes); files without are as before
             final[NOTES_KEY] = notes
         return final  # type: ignore[return-value]

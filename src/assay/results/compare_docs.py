@@ -72,7 +72,7 @@ def pair_docs(
             )
         summary.prompt_mismatches[task] = (len(mismatched), first)
         summary.prompt_causes[task] = cause
-    return TaskPairing(task, shared, _clusters(a, b, task, docs_a, shared, options))
+    return TaskPairing(task, shared, cluster_labels(a, b, task, docs_a, shared, options))
 
 
 _PROMPT_FACTS = (
@@ -129,7 +129,7 @@ def _short(value: Any, limit: int = 120) -> str:
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
-def _clusters(
+def cluster_labels(
     a: Run,
     b: Run,
     task: str,

@@ -85,8 +85,19 @@ def compare_metric(
             return None
     if aggregation.stderr in ("mean", "nan_mean"):
         # NaN is a number here (a metric that does not skip NaN): paired_mean says n/a for it.
-        if not all(isinstance(v, int | float) for v in (*va, *vb)):
-            summary.skipped.append(f"{task} {metric},{flt}: per-doc values are not numbers")
+        bad = [
+            (label, doc_id, v)
+            for label, values in ((a.label, va), (b.label, vb))
+            for doc_id, v in zip(pairing.doc_ids, values, strict=True)
+            if not isinstance(v, int | float)
+        ]
+        if bad:
+            label, doc_id, value = bad[0]
+            summary.skipped.append(
+                f"{task} {metric},{flt}: {len(bad)} per-doc value(s) are not numbers; the "
+                f"first: doc {doc_id} of run {label} holds {value!r} in its samples file "
+                f"(field {metric!r}). Fix or re-score that doc"
+            )
             return None
         result = paired_mean(
             [float(v) for v in va],

@@ -69,7 +69,10 @@ class SummaryRow:
     clustered: dict[str, float | None]
     n: dict[str, int | None]
     stderr_notes: dict[str, str | None]
-    """Per run, why its stderr is 0 or "N/A" (results.json's stderr_notes), or None."""
+    """Per run, why its stderr is 0 or "N/A", or why a measured one is unreliable
+    (results.json's stderr_notes), or None."""
+    clustered_notes: dict[str, str | None]
+    """Per run, why its clustered stderr is unreliable (results.json's stderr_notes), or None."""
 
 
 def build_report(runs: Sequence[Run], options: CompareOptions | None = None) -> str:
@@ -114,7 +117,7 @@ def summary_rows(runs: Sequence[Run]) -> list[SummaryRow]:
             for metric, flt in metric_columns(entry):
                 key = (name, metric, flt)
                 row = seen.setdefault(
-                    key, SummaryRow(name, name in groups, metric, flt, {}, {}, {}, {}, {})
+                    key, SummaryRow(name, name in groups, metric, flt, {}, {}, {}, {}, {}, {})
                 )
                 row.values[run.label] = _number(entry.get(metric_key(metric, flt)))
                 row.stderrs[run.label] = _number(entry.get(stderr_key(metric, flt)))
@@ -123,6 +126,7 @@ def summary_rows(runs: Sequence[Run]) -> list[SummaryRow]:
                 every: Any = run.results.get(NOTES_KEY, {})
                 notes: dict[str, Any] = every.get(name, {})
                 row.stderr_notes[run.label] = notes.get(stderr_key(metric, flt))
+                row.clustered_notes[run.label] = notes.get(clustered_stderr_key(metric, flt))
     return sorted(seen.values(), key=lambda r: not r.is_group)
 
 

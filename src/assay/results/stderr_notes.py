@@ -27,6 +27,52 @@ NO_SPREAD = (
 )
 
 
+FEW_CLUSTERS = 30
+"""Clusters below which Miller's clustered stderr (results.json's form, no small-sample
+correction) is marked: mean ± 1.96·se covered 0.75-0.80 with 4 clusters, 0.89 with 8 (0/1
+scores, cluster logit sd 1), 0.60-0.86 with 2-5 (benchmarks/coverage_atlas.py); `assay
+compare` reads clusters with CR2 and t instead."""
+
+
+def measured_stderr_notes(column: Any, entry: Mapping[str, Any]) -> dict[str, str]:
+    """Why a stderr that was measured (a number, not 0) is still not to be trusted at face
+    value, by its key in `entry`: a bootstrap over fewer than `SMALL_BOOTSTRAP` docs, a
+    clustered stderr over fewer than `FEW_CLUSTERS` clusters. `column` is the
+    `summary.MetricValues` the entry's numbers came from."""
+    from assay.results.schema import clustered_stderr_key
+    from assay.stats.clustered import cluster_count
+    from assay.stats.paired_bootstrap import SMALL_BOOTSTRAP
+
+    notes: dict[str, str] = {}
+    plain = f"{column.metric}_stderr,{column.filter}"
+    docs = len(column.values)
+    bootstrapped = column.aggregation.stderr not in _CLOSED_FORMS
+    if _measured(entry.get(plain)) and bootstrapped and docs < SMALL_BOOTSTRAP:
+        notes[plain] = (
+            f"bootstrap over {docs} docs: below {SMALL_BOOTSTRAP} the bootstrap's spread "
+            "is narrower than the real one (a 5-doc bootstrap interval covers about 0.75, "
+            "benchmarks/coverage_atlas.py): the stderr is optimistic"
+        )
+    clustered = clustered_stderr_key(column.metric, column.filter)
+    if _measured(entry.get(clustered)):
+        count = cluster_count(column.clusters)
+        if count < FEW_CLUSTERS:
+            notes[clustered] = (
+                f"clustered stderr over {count} clusters: below {FEW_CLUSTERS} Miller's form "
+                "(no small-sample correction) is too small (mean ± 1.96·se covered 0.75-0.80 "
+                "with 4 clusters): read it as a lower bound; assay compare uses CR2 with t"
+            )
+    return notes
+
+
+_CLOSED_FORMS = ("mean", "nan_mean", "flat_mean")
+"""Aggregations whose stderr is a formula (metrics.stderr.stderr_of), not a bootstrap."""
+
+
+def _measured(value: Any) -> bool:
+    return isinstance(value, float | int) and not isinstance(value, bool) and value > 0
+
+
 def stderr_notes(results: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     """The notes of a results dict (lm-eval's layout): per task or group, per stderr key whose
     value is 0 or "N/A", why. Empty when every stderr was measured."""

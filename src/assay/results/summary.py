@@ -17,6 +17,7 @@ from assay.errors import AssayError, TaskConfigError
 from assay.metrics.base import AGGREGATIONS, Aggregation, ScoredMetric
 from assay.requests.doc_result import DocResult
 from assay.results.schema import NA, clustered_stderr_key, corrected_stderr_key
+from assay.results.stderr_notes import measured_stderr_notes
 from assay.tasks.registry import GroupNode
 
 
@@ -40,13 +41,17 @@ def task_entry(
     columns: Sequence[MetricValues],
     bootstrap_iters: int,
     clustered: bool = False,
+    notes: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A task's entry of results.json, in lm-eval 0.4.13's layout.
 
     With `clustered` (the task has a cluster key), each metric also gets
     "<metric>_stderr_clustered,<filter>": Miller's clustered standard error over the columns'
     cluster values for metrics aggregated by mean, "N/A" for other aggregations (and whenever
-    the plain stderr is "N/A")."""
+    the plain stderr is "N/A").
+
+    `notes`, when given, receives the stderr keys whose measured value is unreliable, with why
+    (`stderr_notes.measured_stderr_note`): results.json's `stderr_notes` adds them."""
     from assay.metrics.stderr import stderr_of
 
     entry: dict[str, Any] = {"name": name, "alias": alias or name, "sample_len": sample_len}
@@ -65,6 +70,9 @@ def task_entry(
             entry[corrected_stderr_key(col.metric, col.filter)] = corrected
         if clustered:
             entry[clustered_stderr_key(col.metric, col.filter)] = _clustered(col, stderr)
+        if notes is not None:
+            for name, why in measured_stderr_notes(col, entry).items():
+                notes[name] = why
     return entry
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.results.schema import CLUSTERED_SUFFIX
 from assay.results.stderr_notes import NOTES_KEY
 
 _ARROWS = {True: "↑", False: "↓"}
@@ -61,6 +62,8 @@ def table_rows(results: dict[str, Any], section: str = "results") -> list[list[A
             if metric.endswith("_stderr"):
                 continue
             shown = f"{value:.4f}" if isinstance(value, float) else value
+            if isinstance(value, float) and key in notes.get(name, {}):
+                shown += "†"  # a measured clustered stderr that is unreliable (the footnote)
             arrow = _ARROWS.get(higher.get(metric), "")
             stderr_key = f"{metric}_stderr,{flt}"
             if stderr_key in entry:
@@ -70,7 +73,8 @@ def table_rows(results: dict[str, Any], section: str = "results") -> list[list[A
                 elif stderr == 0:  # lm-eval prints "± 0"; nothing was measured
                     stderr = UNMEASURED
                 else:
-                    stderr = f"{stderr:.4f}"
+                    mark = "†" if stderr_key in notes.get(name, {}) else ""
+                    stderr = f"{stderr:.4f}{mark}"
                 rows.append([label, version, flt, shots, metric, arrow, shown, "±", stderr])
             else:
                 rows.append([label, version, flt, shots, metric, arrow, shown, "", ""])
@@ -113,12 +117,12 @@ def results_tables(results: dict[str, Any]) -> str:
 
 def _footnotes(results: dict[str, Any]) -> list[str]:
     """One line per reason in results.json's stderr_notes, naming the cells it marks (the
-    table's stderrs only: clustered ones are not shown)."""
+    table's stderrs, and the clustered stderrs it shows as rows)."""
     cells: dict[str, list[str]] = {}
     for name, notes in results.get(NOTES_KEY, {}).items():
         for key, why in notes.items():
             metric, _, flt = key.partition(",")
-            if metric.endswith("_stderr"):
+            if metric.endswith("_stderr") or metric.endswith(CLUSTERED_SUFFIX):
                 cells.setdefault(why, []).append(f"{name} {metric.removesuffix('_stderr')},{flt}")
     lines = []
     for why, where in cells.items():

@@ -388,6 +388,7 @@ class Evaluation:
         stats.prefix_cache = counter_delta(reuse_before, self.executor.model.prefix_cache_stats())
         stats.api_usage = usage_delta(usage_before, self._usage_stats())
         stats.scoring = self.executor.model.scoring_choice() or {}
+        stderr_notes: dict[str, str] = {}
         entry = task_entry(
             task.name,
             task.config.alias,
@@ -395,6 +396,7 @@ class Evaluation:
             columns.values(),
             self.settings.bootstrap_iters,
             clustered=clustered,
+            notes=stderr_notes,
         )
         if judging is not None:
             # Judge metrics: unparseable verdicts, the judge's noise, agreement of two judges.
@@ -421,6 +423,7 @@ class Evaluation:
             sandbox=self._sandbox_label() if task.config.unsafe_code else None,
             generations=tally,
             replaced_self=replaced,
+            stderr_notes=stderr_notes,
         )
 
     def _usage_stats(self) -> dict[str, int | float | str | None] | None:

@@ -23,7 +23,10 @@ Three strategies:
   the exact Clopper-Pearson interval instead, other values keep the normal one with a `note`
   saying it is unreliable.
 - ``wilson``: the Wilson score interval on the mean rescaled to [0, 1], with the effective sample
-  size n / FPC²; the point value stays the observed mean. Meant for proportions.
+  size n / FPC²; the point value stays the observed mean. Meant for proportions. Below
+  `FEW_EVENTS` at the rarer end it gives way as the normal strategy does: to the exact
+  Clopper-Pearson interval for proportions (no variance given) and 0/1 rows, to a marked interval
+  for other values (Wilson covered 0.84 just below its lower bound after one event).
 - ``hoeffding``: a distribution-free bound, (b - a)·sqrt(ln(2/α)·ρ / 2n), where ρ = 1 - (n-1)/N is
   Serfling's correction for sampling without replacement.
 
@@ -245,6 +248,15 @@ def mean_interval(
         lower, upper, method = mean - margin, mean + margin, "hoeffding"
     elif settings.strategy == "wilson":
         p = min(1.0, max(0.0, (mean - low) / (high - low)))
+        rarer = _rarer_side(mean, n, (low, high))
+        if fpc > 0 and rarer < FEW_EVENTS - 1e-9:
+            # Wilson's interval dips to 0.84 coverage just below its lower bound after one
+            # event (any n), and with the fpc misses a rare row unseen: proportions, or rows
+            # known to be 0/1, get the exact interval there, as the normal strategy gives
+            # them; other values are marked.
+            if variance is None or _zero_one(mean, n, variance, (low, high)):
+                return _few_events_interval(mean, n, (low, high), population, level)
+            note = _few_events_note(mean, n, (low, high))
         if fpc == 0.0:
             lo_p = hi_p = p
         else:
@@ -264,11 +276,7 @@ def mean_interval(
         if variance is not None and margin > 0 and rarer < FEW_EVENTS - 1e-9:
             if _zero_one(mean, n, variance, (low, high)):
                 return _few_events_interval(mean, n, (low, high), population, level)
-            note = (
-                f"only {rarer:.3g} of {n} rows' worth of score away from the range's end "
-                f"(below {FEW_EVENTS}): the normal interval covers less than it claims there "
-                "(benchmarks/coverage_atlas.py)"
-            )
+            note = _few_events_note(mean, n, (low, high))
     if margin == 0 and fpc > 0:
         # Rows that all scored alike (a floor or a ceiling) are no evidence that the rows not
         # yet seen match them: a zero-width interval would claim the mean is known.
@@ -302,6 +310,18 @@ def _rarer_side(mean: float, n: int, value_range: tuple[float, float]) -> float:
         return math.inf
     p = min(1.0, max(0.0, (mean - low) / (high - low)))
     return n * min(p, 1.0 - p)
+
+
+def _few_events_note(mean: float, n: int, value_range: tuple[float, float]) -> str:
+    """Why an interval of values bunched near an end of their range is marked (`FEW_EVENTS`)."""
+    low, high = value_range
+    end = low if mean - low <= high - mean else high
+    return (
+        f"the mean {mean:.4g} of {n} rows lies within {FEW_EVENTS}/{n} of the range's width "
+        f"from its end {end:g} (range [{low:g}, {high:g}]): values bunched at an end of their "
+        "range are skewed, and the interval covers less than it claims there "
+        "(benchmarks/coverage_atlas.py)"
+    )
 
 
 def _zero_one(mean: float, n: int, variance: float, value_range: tuple[float, float]) -> bool:
@@ -407,8 +427,10 @@ def paired_difference(
     """Interval on mean(a) - mean(b) from scores of two configs on the same rows, pairwise.
 
     Pairing removes the between-row variance both configs share, so the interval is usually much
-    narrower than the two marginal intervals suggest. Wilson does not apply to a difference; it
-    falls back to the normal interval on the observed differences.
+    narrower than the two marginal intervals suggest. 0/1 scores with rows that differ get
+    `assay compare`'s exact paired interval (`_paired_binary`) under the normal and wilson
+    strategies; otherwise Wilson does not apply to a difference and falls back to the normal
+    interval on the observed differences.
     """
     if len(scores_a) != len(scores_b):
         raise ValueError(f"paired scores differ in length: {len(scores_a)} vs {len(scores_b)}")
@@ -418,6 +440,11 @@ def paired_difference(
     width = high - low
     if settings.strategy == "anytime":
         return _anytime_difference(scores_a, scores_b, (low, high), population, settings)
+    known = settings.use_fpc and population is not None and running.n >= population
+    if settings.strategy != "hoeffding" and running.n and not known:
+        exact = _paired_binary(scores_a, scores_b, population, settings.confidence_level)
+        if exact is not None:
+            return exact
     strategy: Strategy = "hoeffding" if settings.strategy == "hoeffding" else "normal"
     diff_settings = OnlineSettings(strategy, settings.confidence_level, settings.use_fpc)
     variance = running.variance if running.variance is not None else width * width
@@ -428,6 +455,41 @@ def paired_difference(
         variance=variance,
         population=population,
         settings=diff_settings,
+    )
+
+
+def _paired_binary(
+    scores_a: Sequence[float], scores_b: Sequence[float], population: int | None, level: float
+) -> Estimate | None:
+    """0/1 scores with at least one differing row: the exact interval `assay compare` gives
+    (`assay.stats.exact.paired_binary_exact`, the inversion of McNemar's exact test), so that
+    the interval excludes 0 exactly when McNemar's test rejects. The normal interval on the
+    differences covered 0.80 with 3 differing rows expected among 200 or 1,000, all one way.
+    Without the finite population correction, which sampling without replacement only makes
+    more conservative. None for other scores, or no differing row (the no-spread bound)."""
+    from assay.stats.exact import paired_binary_exact
+    from assay.stats.paired_binary import is_binary
+
+    if not (is_binary(list(scores_a)) and is_binary(list(scores_b))):
+        return None
+    only_a = sum(1 for x, y in zip(scores_a, scores_b) if x == 1 and y == 0)
+    only_b = sum(1 for x, y in zip(scores_a, scores_b) if x == 0 and y == 1)
+    if only_a + only_b == 0:
+        return None
+    n = len(scores_a)
+    # compare's interval is on mean(b) - mean(a); this one is on mean(a) - mean(b).
+    exact = paired_binary_exact(only_b, only_a, n, level)
+    value = (only_a - only_b) / n
+    lower, upper = min(exact.low, value), max(exact.high, value)
+    return Estimate(
+        value=value,
+        lower=lower,
+        upper=upper,
+        margin=(upper - lower) / 2,
+        n=n,
+        population=population,
+        confidence_level=level,
+        method="paired-exact (McNemar's exact test inverted, as assay compare)",
     )
 
 

@@ -123,3 +123,30 @@ def other_docs_needed(
     needed = docs_needed(diff_variance, difference, confidence, power)
     least = least_normal_docs(differing_share)
     return max(needed, least), needed < least
+
+
+def clusters_needed(
+    cluster_variance: float, difference: float, confidence: float = 0.95, power: float = 0.8
+) -> int:
+    """Clusters G for which a clustered comparison detects `difference` with probability
+    `power`: the smallest G with (t_{1-α/2, G-1} + t_{power, G-1})·sqrt(cluster_variance / G)
+    ≤ |difference|, where `cluster_variance` is the variance of one cluster's mean difference
+    (G times CR2's variance of the mean). Never below the count at which compare's test for
+    fewer than `SPARSE_DISCORDANT` clusters, the exact sign-flip test over cluster sums, can
+    reach the level at all (its least p is 2/2^G: 6 clusters at 95 %). `assay compare` reads a
+    clustered mean with CR2's standard error against t with G - 1 degrees of freedom (equal
+    clusters), so the plan counts clusters, not docs."""
+    if difference == 0:
+        raise ValueError("the difference to detect must not be 0")
+    if not cluster_variance > 0:
+        raise ValueError(f"variance must be > 0, got {cluster_variance!r}")
+    alpha = 1 - confidence
+    least = max(2, math.ceil(1 + math.log2(1 / alpha) - 1e-9))
+    start = max(least, docs_needed(cluster_variance, difference, confidence, power))
+    # t's quantiles exceed z's, so the normal answer is a lower bound; t(G-1) approaches z
+    # fast, so the walk up is short (bounded all the same).
+    for clusters in range(start, start + 100_000):
+        spread = math.sqrt(cluster_variance / clusters)
+        if _z_sum(confidence, power, clusters - 1) * spread <= abs(difference) * (1 + 1e-12):
+            return clusters
+    raise ValueError(f"no cluster count up to {start + 100_000} reaches the power")
