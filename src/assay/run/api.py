@@ -43,7 +43,11 @@ def evaluate(
             f"include_path, custom_tasks and the RunSettings fields: {', '.join(_KEYWORDS)}."
         )
     run = RunSettings(model=model, **settings)
-    registry = Registry(_paths(include_path), _paths(custom_tasks))
+    registry = Registry(
+        _paths(include_path),
+        _paths(custom_tasks),
+        confirm_run_unsafe_code=run.confirm_run_unsafe_code,
+    )
     names = split_csv([tasks] if isinstance(tasks, str) else list(tasks))
     evaluation = Evaluation(registry.resolve(names), run)
     return evaluation.run()

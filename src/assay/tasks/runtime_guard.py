@@ -70,6 +70,9 @@ class GuardedTask:
     """--confirm-run-unsafe-code: refused operations run, with a notice."""
     refusals: list[CodeRunRefused] = field(default_factory=list)
     announced: bool = False
+    sandbox_promised: bool = False
+    """An unsafe_code task whose programs go to code_eval (the run says "sandbox"): its Python
+    running code itself is refused even with the consent flag."""
 
 
 _PROCESS_EVENTS = frozenset(
@@ -128,12 +131,15 @@ def guarded_task(config: TaskConfig, confirmed: bool) -> GuardedTask | None:
     if (known := state.tasks.get(id(config))) is not None or id(config) in state.unguarded:
         return known
     files = own_files(config)
-    if config.unsafe_code or (not files and not _evaluate_metrics(config)):
+    promised = config.unsafe_code and _sandbox_promised(config)
+    if (config.unsafe_code and not promised) or (not files and not _evaluate_metrics(config)):
         if config.unsafe_code:
             state.unguarded_files.update(files)
         state.unguarded[id(config)] = config
         return None
     _install()
+    state.unguarded_files.difference_update(files)
+    confirmed = confirmed and not promised
     folders = tuple(sorted({str(Path(f).parent) + os.sep for f in files} - _too_wide()))
     imported = [state.tasks[f] for f in folders if f in state.tasks]
     if imported:  # one record per folder: its import and its scoring record refusals together
@@ -142,6 +148,7 @@ def guarded_task(config: TaskConfig, confirmed: bool) -> GuardedTask | None:
         task.folders = tuple(sorted({*task.folders, *folders}))
     else:
         task = GuardedTask(config.name, config.where(), folders, confirmed)
+    task.sandbox_promised = promised
     state.tasks[id(config)] = task
     state.configs.append(config)
     return task
@@ -170,9 +177,9 @@ def loading_task(where: str, unsafe: bool) -> Iterator[None]:
 
 
 def foreign_functions_allowed() -> bool:
-    """Whether a `!function` may name a module that is not a file beside its YAML: the task
-    being loaded declares unsafe_code, or the run passes --confirm-run-unsafe-code."""
-    return _STATE.loading[1] or _STATE.consent
+    """Whether a `!function` may name a module that is not a file beside its YAML: only when
+    the run passes --confirm-run-unsafe-code (a task file cannot consent for the user)."""
+    return _STATE.consent
 
 
 def trust_files(files: list[str]) -> None:
@@ -233,6 +240,12 @@ def own_files(config: TaskConfig) -> list[str]:
         if file:
             files.append(str(file))
     return files
+
+
+def _sandbox_promised(config: TaskConfig) -> bool:
+    from assay.tasks.code_routes import code_route
+
+    return code_route(config).route == "code_eval"
 
 
 def _evaluate_metrics(config: TaskConfig) -> bool:
@@ -629,6 +642,15 @@ def _message(task: GuardedTask, event: str, args: tuple[Any, ...], frame: FrameT
         at = (
             "in code the task started (a thread, callback or code object of its own; no frame "
             f"of its files is on the stack, thread {threading.current_thread().name!r})"
+        )
+    if task.sandbox_promised:
+        return (
+            f"{task.where}: the task's Python tried to {what} {at}. The task sends model-written "
+            "programs to code_eval, which assay runs in its sandbox, and the run said so; this "
+            "would run outside it, in assay's process, so assay's runtime guard refused it, "
+            "even with --confirm-run-unsafe-code. Run programs only through code_eval, or, if "
+            "you trust the task to run them in this process, take code_eval out of its Python "
+            "(the run then says they run in this process, NOT in the sandbox)."
         )
     if task.confirmed:
         return (
