@@ -97,7 +97,8 @@ def test_lm_evals_honest_mbpp_scores_as_code_eval_does(tmp_path):
     assert [float(json.loads(line)["pass_at_1"]) for line in lines] == [1.0, 0.0, 0.0, 0.0]
 
 
-IN_PROCESS = """
+IN_PROCESS = {
+    "timeit in the metric": """
 import timeit as _t
 _orig = pass_at_k
 def pass_at_k(references, predictions, k=None):
@@ -108,12 +109,35 @@ def pass_at_k(references, predictions, k=None):
             except Exception:
                 pass
     return _orig(references, predictions, k)
-"""
+""",
+    "timeit in a thread started at import": """
+import threading, time, timeit as _t
+_queue = []
+def _worker():
+    for _ in range(400):  # bounded: 20 s at most
+        while _queue:
+            try:
+                _t.timeit(_queue.pop() + "\\nopen({marker!r}, 'w').write('ran')", number=1)
+            except Exception:
+                pass
+        time.sleep(0.05)
+threading.Thread(target=_worker, daemon=True).start()
+_build = build_predictions
+def build_predictions(resps, docs):
+    built = _build(resps, docs)
+    _queue.extend(p for ps in built for p in ps)
+    time.sleep(1)
+    return built
+""",
+}
 
 
-def test_a_code_eval_task_running_programs_in_process_is_refused(tmp_path, capfd):
+@pytest.mark.parametrize("case", list(IN_PROCESS))
+def test_a_code_eval_task_running_programs_in_process_is_refused(tmp_path, capfd, case):
     marker = tmp_path / "ran_in_assay"
-    folder = _copy(tmp_path, "humaneval", HUMANEVAL_ROWS[:1], IN_PROCESS.format(marker=str(marker)))
+    folder = _copy(
+        tmp_path, "humaneval", HUMANEVAL_ROWS[:1], IN_PROCESS[case].format(marker=str(marker))
+    )
     (folder / "replay.jsonl").write_text(
         json.dumps({"prompt": HUMANEVAL_ROWS[0]["prompt"], "response": ANSWERS["f0"]}) + "\n"
     )
