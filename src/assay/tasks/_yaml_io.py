@@ -204,6 +204,8 @@ def consent_to_task_code(raw: dict[str, Any], yaml_file: Path, consent: bool) ->
     )
     if not own:
         return False  # nothing of its own to import: the run's check of the task decides
+    from assay.tasks.code_routes import WHERE_CODE_RUNS
+
     where = f"task {raw.get('task')!r} ({yaml_file})"
     if consent:
         print(
@@ -217,7 +219,7 @@ def consent_to_task_code(raw: dict[str, Any], yaml_file: Path, consent: bool) ->
         f"{where} declares unsafe_code: it executes model-written code, and its own Python "
         f"({', '.join(own)}) runs in this process. Nothing of it has run: assay read the YAML "
         "only and imported none of its Python. Re-run with --confirm-run-unsafe-code if you "
-        "accept that."
+        f"accept that. {WHERE_CODE_RUNS}"
     )
 
 
