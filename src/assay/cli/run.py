@@ -114,7 +114,11 @@ def main(args: argparse.Namespace) -> int:
         from assay.execution.progress import silence_library_progress
 
         silence_library_progress()
-    registry = Registry(args.include_path, args.custom_tasks)
+    registry = Registry(
+        args.include_path,
+        args.custom_tasks,
+        confirm_run_unsafe_code=settings.confirm_run_unsafe_code,
+    )
     evaluation = Evaluation(registry.resolve(names), settings)
     results = evaluation.run()
     if not evaluation.executor.primary:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import AssayError
 from assay.run.settings import RunSettings
 from assay.tasks.names import split_csv
+
+if TYPE_CHECKING:
+    from assay.tasks.registry import Registry
 
 
 def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -35,7 +38,9 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     validate.add_argument(
         "--confirm-run-unsafe-code",
         action="store_true",
-        help="let the tasks' own Python run code of its own as it loads (a process, exec of a "
+        help="import the Python of tasks that declare unsafe_code (its top level runs in this "
+        "process; without the flag such a task is reported as failed, its Python not imported), "
+        "and let any task's own Python run code of its own as it loads (a process, exec of a "
         "string), after a notice, as `assay run --confirm-run-unsafe-code` does",
     )
     validate.set_defaults(handler=main)
@@ -44,7 +49,6 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 def main(args: argparse.Namespace) -> int:
     """Load every task's data and build its first doc; print one line per task."""
     from assay.run.evaluation import Evaluation
-    from assay.tasks.registry import Registry
     from assay.tasks.runtime_guard import start_run
 
     start_run(args.confirm_run_unsafe_code)  # before any task file is imported, as `assay run`
@@ -58,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
             "--include-path without data with --no-data."
         )
     evaluation = Evaluation(
-        Registry(args.include_path, args.custom_tasks).resolve(split_csv(args.tasks)),
+        _registry(args).resolve(split_csv(args.tasks)),
         RunSettings(confirm_run_unsafe_code=args.confirm_run_unsafe_code),
     )
     evaluation.load_data()
@@ -75,11 +79,10 @@ def _definitions(args: argparse.Namespace) -> int:
     import json
 
     from assay.run.validate import Validator
-    from assay.tasks.registry import Registry
 
     if not args.tasks and not args.include_path:
         raise AssayError("validate --no-data: give --tasks, or --include-path to check all of it.")
-    registry = Registry(args.include_path, args.custom_tasks)
+    registry = _registry(args)
     checks = Validator(registry).run(split_csv(args.tasks) if args.tasks else None)
     for check in checks:
         label = check.name if check.name is not None else check.file
@@ -96,3 +99,12 @@ def _definitions(args: argparse.Namespace) -> int:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"entries": [c.as_json() for c in checks]}, fh, indent=1)
     return 1 if failed else 0
+
+
+def _registry(args: argparse.Namespace) -> Registry:
+    """The named tasks; one that declares unsafe_code has its Python imported only with
+    --confirm-run-unsafe-code."""
+    from assay.tasks.registry import Registry
+
+    consent = bool(args.confirm_run_unsafe_code)
+    return Registry(args.include_path, args.custom_tasks, confirm_run_unsafe_code=consent)

@@ -46,7 +46,11 @@ def evaluate(
     from assay.tasks.runtime_guard import start_run
 
     start_run(run.confirm_run_unsafe_code)  # before any task file is imported, as `assay run`
-    registry = Registry(_paths(include_path), _paths(custom_tasks))
+    registry = Registry(
+        _paths(include_path),
+        _paths(custom_tasks),
+        confirm_run_unsafe_code=run.confirm_run_unsafe_code,
+    )
     names = split_csv([tasks] if isinstance(tasks, str) else list(tasks))
     evaluation = Evaluation(registry.resolve(names), run)
     return evaluation.run()

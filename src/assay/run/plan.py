@@ -45,15 +45,11 @@ def check_task(config: TaskConfig, *, confirm_run_unsafe_code: bool) -> Scorers:
     if not config.unsafe_code:
         _check_own_code_runs(config, confirm_run_unsafe_code)
     if config.unsafe_code and not confirm_run_unsafe_code:
+        from assay.tasks.code_routes import WHERE_CODE_RUNS
+
         raise ConfigError(
             f"{config.where()} executes model-written code. Re-run with "
-            "--confirm-run-unsafe-code if you accept that. assay's built-in code metrics "
-            "(humaneval, mbpp) and evaluate's code_eval (which lm-eval's mbpp and humaneval "
-            "YAMLs call) run each program in a subprocess in the --sandbox you choose "
-            "(default auto: a bubblewrap namespace sandbox with no network and no access to "
-            "your files, or a refusal where none can start); a task's own scoring code (a "
-            "'!function' metric, process_results) runs in this process, not sandboxed, and so "
-            "do programs it runs some other way than code_eval."
+            f"--confirm-run-unsafe-code if you accept that. {WHERE_CODE_RUNS}"
         )
     return Scorers(build_filters(config), build_metrics(config))
 

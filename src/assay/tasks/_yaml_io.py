@@ -91,18 +91,28 @@ class FunctionRef:
     def _refuse_foreign(self, local: Path) -> None:
         """A `!function` is the task's own code: a file beside the YAML. One naming any other
         module (`os.system`, `logging.config.dictConfig`) would let a data file run a library
-        function on its values: refused unless the task declares unsafe_code or the run
-        passes --confirm-run-unsafe-code."""
+        function on its values: refused unless the run passes --confirm-run-unsafe-code (a
+        task file's `unsafe_code` cannot consent for the user), and then said before it is
+        imported."""
         from assay.tasks.runtime_guard import foreign_functions_allowed
 
         if foreign_functions_allowed():
+            print(
+                f"assay: {self.yaml_file}: '!function {self.dotted}' names a function of an "
+                "installed or standard-library module, not of the task's own files: "
+                "--confirm-run-unsafe-code lets it run, in this process and NOT in the "
+                "sandbox, on the task's values (its data rows included).",
+                file=sys.stderr,
+            )
             return
         raise TaskConfigError(
             f"{self.yaml_file}: '!function {self.dotted}': no file "
-            f"{local.relative_to(self.yaml_dir)} next to the YAML; a !function names a function of the task's own Python files (beside its "
-            "YAML), not of an installed or standard-library module, which would run on the "
-            "task's values. Put the function in a file beside the YAML; if you trust the "
-            "task, declare `unsafe_code: true` in it or pass --confirm-run-unsafe-code."
+            f"{local.relative_to(self.yaml_dir)} next to the YAML; a !function names a function "
+            "of the task's own Python files (beside its YAML), not of an installed or "
+            "standard-library module, which would run on the task's values. Put the function "
+            "in a file beside the YAML; if you trust the task, pass --confirm-run-unsafe-code "
+            "(declaring `unsafe_code: true` in the YAML is not enough: a task file cannot "
+            "consent for you)."
         )
 
 
@@ -153,12 +163,27 @@ def refuse_code_outside(raw: dict[str, Any], yaml_file: Path, roots: Sequence[Pa
     """Task code runs only from paths named on the command line (`roots`).
 
     A `!function` module is looked up beside the YAML that names it, and through `include` that
-    YAML may sit outside every named folder: such a module is refused before it is imported.
-    Modules not beside their YAML are left to `resolve` (installed packages only).
+    YAML may sit outside every named folder: such a module is refused before it is imported,
+    and so is a `!function` of such a YAML that names no file beside it (an installed or
+    standard-library function, `logging.config.dictConfig`), whatever the run's flags. A
+    YAML inside the named folders may name one only with --confirm-run-unsafe-code
+    (`FunctionRef.resolve`).
     """
     allowed = [root.resolve() for root in roots]
-    for ref in _function_refs(raw):
+    for key, ref in _function_refs(raw):
         module = ref.module_file()
+        named = any(ref.yaml_file.resolve().is_relative_to(r) for r in allowed)
+        if not named and not module.is_file():
+            raise TaskConfigError(
+                f"{yaml_file}: {key}: '!function {ref.dotted}' (from {ref.yaml_file}) names a "
+                f"function of no file beside that YAML (no {module.relative_to(ref.yaml_dir)} "
+                "there), and that YAML lies "
+                "outside the folders named on the command line: a task file from elsewhere may "
+                "name only its own Python files (beside its YAML), never an installed or "
+                "standard-library function, with or without --confirm-run-unsafe-code or "
+                "`unsafe_code: true`. If you trust it, name its folder: --include-path "
+                f"{ref.yaml_dir}."
+            )
         if module.is_file() and not any(module.resolve().is_relative_to(r) for r in allowed):
             raise TaskConfigError(
                 f"{yaml_file}: '!function {ref.dotted}' (from {ref.yaml_file}) would run "
@@ -167,16 +192,48 @@ def refuse_code_outside(raw: dict[str, Any], yaml_file: Path, roots: Sequence[Pa
             )
 
 
-def _function_refs(value: Any) -> Iterator[FunctionRef]:
-    """Every `!function` in a parsed YAML value, however deeply nested."""
+def consent_to_task_code(raw: dict[str, Any], yaml_file: Path, consent: bool) -> bool:
+    """Decide from its YAML alone, before its Python files are imported (their top level is
+    task code too), whether a task that declares unsafe_code may import them: without
+    --confirm-run-unsafe-code (`consent`) it is refused; with it, the run says so first.
+    Returns whether a notice was printed."""
+    if not raw.get("unsafe_code"):
+        return False
+    own = sorted(
+        {str(r.module_file()) for _, r in _function_refs(raw) if r.module_file().is_file()}
+    )
+    if not own:
+        return False  # nothing of its own to import: the run's check of the task decides
+    from assay.tasks.code_routes import WHERE_CODE_RUNS
+
+    where = f"task {raw.get('task')!r} ({yaml_file})"
+    if consent:
+        print(
+            f"assay: {where} declares unsafe_code: its own Python ({', '.join(own)}) is "
+            "imported now and runs in this process, NOT in the sandbox "
+            "(--confirm-run-unsafe-code).",
+            file=sys.stderr,
+        )
+        return True
+    raise TaskConfigError(
+        f"{where} declares unsafe_code: it executes model-written code, and its own Python "
+        f"({', '.join(own)}) runs in this process. Nothing of it has run: assay read the YAML "
+        "only and imported none of its Python. Re-run with --confirm-run-unsafe-code if you "
+        f"accept that. {WHERE_CODE_RUNS}"
+    )
+
+
+def _function_refs(value: Any, key: str = "") -> Iterator[tuple[str, FunctionRef]]:
+    """Every `!function` in a parsed YAML value, however deeply nested, with the field that
+    holds it (`metric_list[0].metric`)."""
     if isinstance(value, FunctionRef):
-        yield value
+        yield key, value
     elif isinstance(value, dict):
-        for item in value.values():
-            yield from _function_refs(item)
+        for name, item in value.items():
+            yield from _function_refs(item, f"{key}.{name}" if key else str(name))
     elif isinstance(value, list):
-        for item in value:
-            yield from _function_refs(item)
+        for index, item in enumerate(value):
+            yield from _function_refs(item, f"{key}[{index}]")
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]

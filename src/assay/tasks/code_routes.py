@@ -375,6 +375,17 @@ def _runner(value: Any, name: str) -> str | None:
     return None
 
 
+WHERE_CODE_RUNS = (
+    "assay's built-in code metrics (humaneval, mbpp) and evaluate's code_eval (which lm-eval's "
+    "mbpp and humaneval YAMLs call) run each program in a subprocess in the --sandbox you "
+    "choose (default auto: a bubblewrap namespace sandbox with no network and no access to "
+    "your files, or a refusal where none can start); a task's own scoring code (a '!function' "
+    "metric, process_results) runs in this process, not sandboxed, and so do programs it runs "
+    "some other way than code_eval."
+)
+"""What the consent refusals say about where a code task's programs run."""
+
+
 def describe(name: str, route: CodeRoute, where: str) -> str:
     """The line a run prints for code task `name`; `where` names the sandbox (e.g. bwrap)."""
     files = ", ".join(route.files) or "its scoring functions"

@@ -84,17 +84,21 @@ __all__ = [
 
 def guarded_task(config: TaskConfig, confirmed: bool) -> GuardedTask | None:
     """The guard's record of `config`, made (and the hook installed) the first time: None for a
-    task that declares unsafe_code or has no Python of its own that sees model output."""
+    task that declares unsafe_code (unless its programs go to code_eval, which the run promises
+    runs in the sandbox) or has no Python of its own that sees model output."""
     state = STATE
     if (known := state.tasks.get(id(config))) is not None or id(config) in state.unguarded:
         return known
     files = own_files(config)
-    if config.unsafe_code or (not files and not _evaluate_metrics(config)):
+    promised = config.unsafe_code and _sandbox_promised(config)
+    if (config.unsafe_code and not promised) or (not files and not _evaluate_metrics(config)):
         if config.unsafe_code:
             state.unguarded_files.update(files)
         state.unguarded[id(config)] = config
         return None
     install()
+    state.unguarded_files.difference_update(files)
+    confirmed = confirmed and not promised
     folders = tuple(sorted({str(Path(f).parent) + os.sep for f in files} - too_wide()))
     imported = [state.tasks[f] for f in folders if f in state.tasks]
     if imported:  # one record per folder: its import and its scoring record refusals together
@@ -103,6 +107,7 @@ def guarded_task(config: TaskConfig, confirmed: bool) -> GuardedTask | None:
         task.folders = tuple(sorted({*task.folders, *folders}))
     else:
         task = GuardedTask(config.name, config.where(), folders, confirmed)
+    task.sandbox_promised = promised
     state.tasks[id(config)] = task
     state.configs.append(config)
     return task
@@ -131,9 +136,9 @@ def loading_task(where: str, unsafe: bool) -> Iterator[None]:
 
 
 def foreign_functions_allowed() -> bool:
-    """Whether a `!function` may name a module that is not a file beside its YAML: the task
-    being loaded declares unsafe_code, or the run passes --confirm-run-unsafe-code."""
-    return STATE.loading[1] or STATE.consent
+    """Whether a `!function` may name a module that is not a file beside its YAML: only when
+    the run passes --confirm-run-unsafe-code (a task file cannot consent for the user)."""
+    return STATE.consent
 
 
 def trust_files(files: list[str]) -> None:
@@ -194,6 +199,12 @@ def own_files(config: TaskConfig) -> list[str]:
         if file:
             files.append(str(file))
     return files
+
+
+def _sandbox_promised(config: TaskConfig) -> bool:
+    from assay.tasks.code_routes import code_route
+
+    return code_route(config).route == "code_eval"
 
 
 def _evaluate_metrics(config: TaskConfig) -> bool:

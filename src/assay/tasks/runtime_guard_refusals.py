@@ -53,6 +53,15 @@ def _message(task: GuardedTask, event: str, args: tuple[Any, ...], frame: FrameT
             "in code the task started (a thread, callback or code object of its own; no frame "
             f"of its files is on the stack, thread {threading.current_thread().name!r})"
         )
+    if task.sandbox_promised:
+        return (
+            f"{task.where}: the task's Python tried to {what} {at}. The task sends model-written "
+            "programs to code_eval, which assay runs in its sandbox, and the run said so; this "
+            "would run outside it, in assay's process, so assay's runtime guard refused it, "
+            "even with --confirm-run-unsafe-code. Run programs only through code_eval, or, if "
+            "you trust the task to run them in this process, take code_eval out of its Python "
+            "(the run then says they run in this process, NOT in the sandbox)."
+        )
     if task.confirmed:
         return (
             f"{task.where}: the task's Python runs code of its own: it asked to {what} {at}, "

@@ -32,6 +32,9 @@ class GuardedTask:
     """--confirm-run-unsafe-code: refused operations run, with a notice."""
     refusals: list[CodeRunRefused] = field(default_factory=list)
     announced: bool = False
+    sandbox_promised: bool = False
+    """An unsafe_code task whose programs go to code_eval (the run says "sandbox"): its Python
+    running code itself is refused even with the consent flag."""
 
 
 PROCESS_EVENTS = frozenset(

@@ -11,7 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.tasks._yaml_io import Memo, load_with_includes_memo, refuse_code_outside
+from assay.tasks._yaml_io import (
+    Memo,
+    consent_to_task_code,
+    load_with_includes_memo,
+    refuse_code_outside,
+)
 from assay.tasks.config import TaskConfig
 from assay.tasks.index import FolderIndex, IndexEntry, build_folder_index
 from assay.tasks.lm_eval_yaml import GroupConfig, group_config_from_yaml, task_config_from_yaml
@@ -20,8 +25,12 @@ from assay.tasks.lm_eval_yaml import GroupConfig, group_config_from_yaml, task_c
 class IncludePaths:
     """The include paths' index, and the tasks and groups of their YAML files."""
 
-    def __init__(self, folders: list[Path], custom_files: list[Path]) -> None:
+    def __init__(
+        self, folders: list[Path], custom_files: list[Path], consent: bool | None = None
+    ) -> None:
         self.folders = folders
+        self._consent = consent
+        self._announced: set[tuple[Path, Any]] = set()
         self._custom_files = custom_files
         self._indexes: list[FolderIndex] | None = None
         self._entries: dict[str, IndexEntry] | None = None
@@ -75,10 +84,20 @@ class IncludePaths:
         raw = self._raw(path)
         if overrides:
             raw = {**raw, **{k: v for k, v in overrides.items() if k != "tag"}}
+            self.check_consent(raw, path)
             return task_config_from_yaml(raw, path)
         if path not in self._configs:
+            self.check_consent(raw, path)
             self._configs[path] = task_config_from_yaml(raw, path)
         return self._configs[path]
+
+    def check_consent(self, raw: dict[str, Any], path: Path) -> None:
+        """Before a task's Python is imported: refused without the command's consent flag when
+        its YAML declares unsafe_code (`consent_to_task_code`); nothing for commands that take
+        no such flag."""
+        noticed = self._consent is not None and (path, raw.get("task")) not in self._announced
+        if noticed and consent_to_task_code(raw, path, bool(self._consent)):
+            self._announced.add((path, raw.get("task")))  # one notice per task
 
     def broken_note(self) -> str:
         """Why a name may be missing: the include paths' files that could not be read."""

@@ -40,11 +40,15 @@ class Registry:
         custom_tasks: Sequence[str | Path] = (),
         *,
         builtins: bool = True,
+        confirm_run_unsafe_code: bool | None = None,
     ) -> None:
+        """`confirm_run_unsafe_code`: the command's consent flag; when given, a YAML task that
+        declares unsafe_code is refused without it before its Python is imported (None, for
+        commands that take no such flag, imports it as before)."""
         self.include_paths = [include_folder(p) for p in include_paths]
         custom_files = [Path(p) for p in custom_tasks]
         self._python = PythonTasks(custom_files, builtins=builtins)
-        self._yaml = IncludePaths(self.include_paths, custom_files)
+        self._yaml = IncludePaths(self.include_paths, custom_files, confirm_run_unsafe_code)
         self._strings = task_source().task_strings(self._python)
         self._announced: set[str] = set()
 
@@ -268,10 +272,9 @@ class Registry:
             )
         # Not a known name: a task defined inline in the group (lm-eval names it group::task).
         inline_name = f"{group.name}::{name}"
-        config = task_config_from_yaml(
-            {**{k: v for k, v in item.items() if k != "tag"}, "task": inline_name},
-            Path(group.source),
-        )
+        raw = {**{k: v for k, v in item.items() if k != "tag"}, "task": inline_name}
+        self._yaml.check_consent(raw, Path(group.source))
+        config = task_config_from_yaml(raw, Path(group.source))
         if inline_name not in seen:
             seen.add(inline_name)
             out.tasks.append(TaskRequest(config, num_fewshot))
