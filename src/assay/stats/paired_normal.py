@@ -138,24 +138,14 @@ def mark_skewed(
     rounding) than the rule asks for at the skewness their bulk implies (`bulk_skewness`):
     lognormal samples whose own skewness missed the tail escaped the first rule and covered
     0.75-0.82 (benchmarks/coverage_atlas.py)."""
-    skewness = _skewness(d)
-    needed = SKEWED_COCHRAN * skewness**2
-    bulk = bulk_skewness(differing) if abs(skewness) > SKEWED else 0.0
+    skewness = sample_skewness(d)
     count = len(differing)
+    why: str | None
     if abs(skewness) > SKEWED and count < SKEWED_DIFFERING:
         why = f"only {count} of the {len(d)} {unit} differ (fewer than {SKEWED_DIFFERING})"
-    elif len(d) <= needed:
-        why = (
-            f"{len(d)} {unit} are no more than the {needed:.0f} Cochran's rule "
-            f"({SKEWED_COCHRAN} x skewness squared) asks for"
-        )
-    elif bulk * skewness > 0 and count <= SKEWED_COCHRAN * bulk**2:
-        why = (
-            f"the 10th, 50th and 90th percentiles of the {count} differing {unit} are as "
-            f"lopsided as a lognormal's of skewness {abs(bulk):.1f}, whose tail so few values "
-            f"may have missed (Cochran's rule asks for more than {SKEWED_COCHRAN * bulk**2:.0f})"
-        )
     else:
+        why = cochran_shortfall(d, differing, unit)
+    if why is None:
         return result
     return replace(
         result,
@@ -166,7 +156,33 @@ def mark_skewed(
     )
 
 
-def _skewness(d: np.ndarray) -> float:
+def cochran_shortfall(values: np.ndarray, differing: np.ndarray, unit: str) -> str | None:
+    """Why `values` are too few for the normal interval of their mean by Cochran's rule (no more
+    than `SKEWED_COCHRAN` · g1², g1 the sample skewness; or, where the sample looks skewed
+    beyond `SKEWED`, no more `differing` values than the rule asks for at the skewness their
+    bulk implies, `bulk_skewness`), or None where they are enough. It reads the sample alone,
+    never the estimate's distance from any value, so it marks the same samples whatever the
+    truth: compare's paired differences and run_evals' live per-row scores share it."""
+    skewness = sample_skewness(values)
+    needed = SKEWED_COCHRAN * skewness**2
+    bulk = bulk_skewness(differing) if abs(skewness) > SKEWED else 0.0
+    count = len(differing)
+    if len(values) <= needed:
+        return (
+            f"{len(values)} {unit} are no more than the {needed:.0f} Cochran's rule "
+            f"({SKEWED_COCHRAN} x skewness squared) asks for"
+        )
+    if bulk * skewness > 0 and count <= SKEWED_COCHRAN * bulk**2:
+        return (
+            f"the 10th, 50th and 90th percentiles of the {count} differing {unit} are as "
+            f"lopsided as a lognormal's of skewness {abs(bulk):.1f}, whose tail so few values "
+            f"may have missed (Cochran's rule asks for more than {SKEWED_COCHRAN * bulk**2:.0f})"
+        )
+    return None
+
+
+def sample_skewness(d: np.ndarray) -> float:
+    """The sample skewness g1 (0 where the values have no spread)."""
     centred = d - d.mean()
     spread = float(np.mean(centred**2))
     return float(np.mean(centred**3)) / spread**1.5 if spread > 0 else 0.0

@@ -252,6 +252,7 @@ class ConfigMetrics:
                 value_range=value_range,
                 variance=variance,
                 settings=self.settings,
+                rows=self.row_values.get(out.get(PER_ROW_METRIC, name)),
             )
         except ConfigError as exc:
             raise PipelineError(f"{self.where}: metric {name!r}: {exc}") from None
@@ -351,6 +352,7 @@ class ConfigMetrics:
                 variance=running.variance,
                 population=self.population,
                 settings=self.settings,
+                rows=scores,
             )
             kept = {k: v for k, v in entry.items() if k != "per_row"}
             out[name] = {**kept, "is_algebraic": True, **est.as_dict()}
