@@ -33,6 +33,7 @@ from assay.stats.normal import check_confidence
 from assay.stats.paired_binary import clipped, exact_binary, is_binary, mcnemar_exact, within_range
 from assay.stats.paired_bootstrap import paired_bootstrap
 from assay.stats.paired_clustered import (
+    clumped_clusters,
     cluster_sums,
     cr2_stderr,
     few_differing_clusters,
@@ -165,6 +166,8 @@ def paired_mean(
         result = few_differing_clusters(result, sums)
     if clusters is not None and result.note is None:
         result = mark_skewed(result, sums, sums, unit="clusters")
+    if clusters is not None and result.note is None:
+        result = clumped_clusters(result, sums)
     if clusters is None and result.note is None and n < SMALL_NORMAL:
         result = replace(
             result,
