@@ -152,7 +152,7 @@ def test_limit_one_maps_one_block_and_counts_every_row(tmp_path):
 
 def test_few_shot_pool_from_the_evaluated_split_is_mapped_lazily_too(tmp_path):
     task = _task(tmp_path, process_map, few_shots_split="validation", few_shots_select="first_n")
-    task.num_fewshot = 2
+    task.shots = 2
     calls["n"] = 0
     [(_, doc)] = list(task.docs([0]))
     assert [d.query for d in doc.fewshot_samples] == ["QUESTION 1", "QUESTION 2"]

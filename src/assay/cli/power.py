@@ -1,5 +1,10 @@
 """`assay power`: docs (and repeats per doc) a paired comparison needs to detect a difference,
-and the smallest difference the current docs detect. The formulas are in stats/power.py."""
+and the smallest difference the current docs detect. The formulas are in stats/power.py.
+
+Over 500 lines and still one job: the command's flags, their refusals and the printout of one
+plan, for two runs and for one run, share the plan record and the wording of every note, so the
+refusal a flag gets and the line a plan prints stay side by side (clustered plans, which add
+their own reading of the runs, live in cli/power_clustered.py)."""
 
 from __future__ import annotations
 

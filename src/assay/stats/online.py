@@ -1,5 +1,9 @@
 """Online estimates with confidence intervals, refreshed as rows are scored (run_evals).
 
+Over 500 lines and still one job: the three strategies below and their fallbacks (exact bounds,
+Clopper-Pearson below a few events, the skew note) decide together which interval a live row
+shows, on the mean and on the total alike; one module keeps that decision in one place.
+
 Pure statistics: a metric's final corpus aggregation is in `metrics.aggregations`, and task and
 group results entries are built in `results.summary`.
 
