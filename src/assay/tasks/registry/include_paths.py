@@ -30,7 +30,7 @@ class IncludePaths:
     ) -> None:
         self.folders = folders
         self._consent = consent
-        self._announced: set[tuple[Path, Any]] = set()
+        self._announced: set[tuple[Path, str]] = set()
         self._custom_files = custom_files
         self._indexes: list[FolderIndex] | None = None
         self._entries: dict[str, IndexEntry] | None = None
@@ -95,9 +95,11 @@ class IncludePaths:
         """Before a task's Python is imported: refused without the command's consent flag when
         its YAML declares unsafe_code (`consent_to_task_code`); nothing for commands that take
         no such flag."""
-        noticed = self._consent is not None and (path, raw.get("task")) not in self._announced
+        # repr: the name is checked later, and may be any YAML value here (a list, a mapping)
+        key = (path, repr(raw.get("task")))
+        noticed = self._consent is not None and key not in self._announced
         if noticed and consent_to_task_code(raw, path, bool(self._consent)):
-            self._announced.add((path, raw.get("task")))  # one notice per task
+            self._announced.add(key)  # one notice per task
 
     def broken_note(self) -> str:
         """Why a name may be missing: the include paths' files that could not be read."""
