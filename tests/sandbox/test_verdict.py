@@ -26,6 +26,7 @@ import psutil
 import pytest
 from fixtures.waiting import wait_for
 from hostile_programs import HOSTILE
+from test_code_tasks import TASKS as BUILTIN
 
 from assay.models.dummy import DummyLM
 from assay.requests.types import GenerateRequest
@@ -250,23 +251,6 @@ class ByAttack(DummyLM):
             out.append("def add(a, b):\n" + ANSWERS[n] if self.full else ANSWERS[n])
         return out
 
-
-BUILTIN = """\
-from dataclasses import replace
-
-from assay.catalog.humaneval import TASKS_TABLE as HUMANEVAL
-
-
-def example_rows(config):
-    rows = list(config.example_rows)
-    return lambda **_: {"test": rows}
-
-
-TASKS_TABLE = [
-    replace(c, name="example_" + c.name, hf_repo=None, dataset_loader=example_rows(c))
-    for c in HUMANEVAL
-]
-"""
 
 BUILTIN_ROWS = """\
 import json
